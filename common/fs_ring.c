@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* fs_ring.c: the ring's cold paths (format, attach, sleep/wake). */
+#include "fs_ring.h"
+
+#include "fs_futex.h"
+
+static int is_pow2(uint32_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+int fs_ring_format(struct fs_ring_cons *c, void *mem, size_t size, uint32_t entries)
+{
+	if (!is_pow2(entries) || entries < FS_RING_MIN_ENTRIES || entries > FS_RING_MAX_ENTRIES)
+		return -EINVAL;
+	if (mem == NULL || size < fs_ring_bytes(entries) || ((uintptr_t)mem % FS_CACHELINE) != 0)
+		return -EINVAL;
+	struct fs_ring_hdr *h = mem;
+	memset(h, 0, sizeof(*h));
+	h->magic = FS_RING_MAGIC;
+	h->version = FS_PROTO_VERSION;
+	h->entries = entries;
+	h->rec_size = (uint32_t)sizeof(struct fs_rec);
+	h->rec_offset = FS_RING_REC_OFFSET;
+	memset((char *)mem + FS_RING_REC_OFFSET, 0, (size_t)entries * sizeof(struct fs_rec));
+	*c = (struct fs_ring_cons){
+		.hdr = h,
+		.recs = (const struct fs_rec *)((char *)mem + FS_RING_REC_OFFSET),
+		.mask = entries - 1,
+		.entries = entries,
+	};
+	return 0;
+}
+
+int fs_ring_prod_init(struct fs_ring_prod *p, void *mem, size_t size)
+{
+	if (mem == NULL || size < sizeof(struct fs_ring_hdr))
+		return -EINVAL;
+	struct fs_ring_hdr *h = mem;
+	if (h->magic != FS_RING_MAGIC || h->version != FS_PROTO_VERSION)
+		return -EPROTO;
+	uint32_t entries = h->entries;
+	if (!is_pow2(entries) || entries < FS_RING_MIN_ENTRIES || entries > FS_RING_MAX_ENTRIES ||
+	    h->rec_size != sizeof(struct fs_rec) || h->rec_offset != FS_RING_REC_OFFSET ||
+	    size < fs_ring_bytes(entries))
+		return -EINVAL;
+	uint32_t tail = fs_load_relaxed(&h->tail); /* resume where we (or a
+						      previous producer) left */
+	*p = (struct fs_ring_prod){
+		.hdr = h,
+		.recs = (struct fs_rec *)((char *)mem + FS_RING_REC_OFFSET),
+		.mask = entries - 1,
+		.tail = tail,
+		.head_cache = fs_load_acquire(&h->head),
+	};
+	return 0;
+}
+
+void fs_ring_wake(struct fs_ring_hdr *hdr)
+{
+	/* Clear NEED first so a burst of posts makes one system call. */
+	if (__atomic_exchange_n(&hdr->flags, 0u, __ATOMIC_SEQ_CST) & FS_RING_NEED_WAKEUP) {
+		__atomic_fetch_add(&hdr->wake_seq, 1u, __ATOMIC_SEQ_CST);
+		fs_futex_wake(&hdr->wake_seq, 1);
+	}
+}
+
+int fs_ring_sleep_prepare(struct fs_ring_cons *c, uint32_t *seq)
+{
+	*seq = fs_load_acquire(&c->hdr->wake_seq);
+	__atomic_store_n(&c->hdr->flags, FS_RING_NEED_WAKEUP, __ATOMIC_SEQ_CST);
+	fs_smp_mb(); /* order the flags store before the tail load */
+	if (fs_ring_pending(c)) {
+		fs_store_relaxed(&c->hdr->flags, 0u);
+		return 1;
+	}
+	return 0;
+}
+
+void fs_ring_sleep_done(struct fs_ring_cons *c)
+{
+	fs_store_relaxed(&c->hdr->flags, 0u);
+}

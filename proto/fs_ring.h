@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fs_ring.h: the single-producer / single-consumer record ring that an
+ * engine (producer) shares with foresightd (consumer).
+ *
+ * Layout (offsets from the start of the ring; every part on its own line):
+ *
+ *     0  line 0  immutable: magic, version, entries, rec_size, rec_offset
+ *    64  line 1  tail      producer-owned, free-running u32
+ *   128  line 2  head      consumer-owned, free-running u32
+ *   192  line 3  flags     FS_RING_NEED_WAKEUP (consumer sets, either clears)
+ *                wake_seq  futex word the consumer sleeps on
+ *   256  entries x struct fs_rec
+ *
+ * Rules (the whole memory-ordering story, in one screen):
+ *  - head and tail run free; an index is (counter & (entries - 1)).
+ *    Empty: tail == head.  Full: tail - head == entries.
+ *  - Producer: write records, then fs_store_release(tail).  It re-reads
+ *    head with fs_load_acquire only when its cached view says "full".
+ *  - Consumer: fs_load_acquire(tail), copy the records out (each read
+ *    once, into private memory), then fs_store_release(head) so the
+ *    producer cannot overwrite a record before it was copied.
+ *  - Wake-up (io_uring SQPOLL's NEED_WAKEUP, both sides fenced):
+ *      consumer: s = wake_seq; flags |= NEED; fs_smp_mb(); if tail != head
+ *                then clear flags and go on, else futex_wait(wake_seq, s)
+ *      producer: store_release(tail); fs_smp_mb(); if flags & NEED then
+ *                clear NEED, wake_seq++, futex_wake(wake_seq)
+ *    Either the consumer sees the new tail or the producer sees NEED;
+ *    a post made while the consumer sleeps costs one system call.
+ *  - The consumer trusts nothing in the ring.  It keeps its own head and
+ *    its own copy of entries (never re-read from shared memory); a tail
+ *    more than `entries` ahead of head is counted (bad_index) and the ring
+ *    is resynchronised; a record of unknown type or bad aux is counted
+ *    (bad_record) and skipped.  Model bounds (layer, expert, card) are the
+ *    caller's check.
+ *  - A full ring refuses the post (-ENOBUFS); the producer counts it and
+ *    drops the newest record.  The producer never blocks.
+ */
+#ifndef FS_RING_H
+#define FS_RING_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "fs_atomic.h"
+#include "fs_proto.h"
+
+#define FS_RING_MAGIC 0x474e5246u /* "FRNG" little-endian */
+#define FS_RING_NEED_WAKEUP 1u
+#define FS_RING_MIN_ENTRIES 16u
+#define FS_RING_MAX_ENTRIES (1u << 24)
+
+struct fs_ring_hdr {
+	/* line 0: written once by the creator (the daemon), read-only after */
+	uint32_t magic;
+	uint32_t version;    /* FS_PROTO_VERSION */
+	uint32_t entries;    /* power of two, FS_RING_MIN..MAX_ENTRIES */
+	uint32_t rec_size;   /* sizeof(struct fs_rec) */
+	uint32_t rec_offset; /* byte offset of record 0 from the header */
+	uint32_t pad0[11];
+	/* line 1: producer */
+	uint32_t tail;
+	uint32_t pad1[15];
+	/* line 2: consumer */
+	uint32_t head;
+	uint32_t pad2[15];
+	/* line 3: wake-up handshake */
+	uint32_t flags;
+	uint32_t wake_seq;
+	uint32_t pad3[14];
+};
+
+_Static_assert(sizeof(struct fs_ring_hdr) == 4 * FS_CACHELINE, "ring header is 4 lines");
+_Static_assert(offsetof(struct fs_ring_hdr, tail) == 1 * FS_CACHELINE, "tail on line 1");
+_Static_assert(offsetof(struct fs_ring_hdr, head) == 2 * FS_CACHELINE, "head on line 2");
+_Static_assert(offsetof(struct fs_ring_hdr, flags) == 3 * FS_CACHELINE, "flags on line 3");
+_Static_assert(offsetof(struct fs_ring_hdr, wake_seq) == 3 * FS_CACHELINE + 4, "wake_seq");
+
+#define FS_RING_REC_OFFSET ((uint32_t)sizeof(struct fs_ring_hdr))
+
+/* Bytes a ring of `entries` records occupies (header + records). */
+static inline size_t fs_ring_bytes(uint32_t entries)
+{
+	return (size_t)FS_RING_REC_OFFSET + (size_t)entries * sizeof(struct fs_rec);
+}
+
+/* ---- producer (engine side) ------------------------------------------ */
+
+struct fs_ring_prod {
+	struct fs_ring_hdr *hdr;
+	struct fs_rec *recs;
+	uint32_t mask;
+	uint32_t tail;       /* private: the producer's truth */
+	uint32_t head_cache; /* last head read from the consumer */
+};
+
+/* Slow path of the wake-up: clear NEED, bump wake_seq, futex_wake. */
+void fs_ring_wake(struct fs_ring_hdr *hdr);
+
+static inline void fs_ring_kick(struct fs_ring_prod *p)
+{
+	fs_smp_mb(); /* order the tail store before the flags load */
+	if (fs_unlikely(fs_load_relaxed(&p->hdr->flags) & FS_RING_NEED_WAKEUP))
+		fs_ring_wake(p->hdr);
+}
+
+/* Free records as far as the producer can tell (re-reads head if needed). */
+static inline uint32_t fs_ring_space(struct fs_ring_prod *p, uint32_t want)
+{
+	uint32_t size = p->mask + 1;
+	uint32_t used = p->tail - p->head_cache;
+	if (size - used < want || used > size) {
+		p->head_cache = fs_load_acquire(&p->hdr->head);
+		used = p->tail - p->head_cache;
+		if (used > size) /* consumer wrote nonsense: treat as full */
+			return 0;
+	}
+	return size - used;
+}
+
+/* Post one record.  0, or -ENOBUFS when the ring is full (nothing written). */
+static inline int fs_ring_post(struct fs_ring_prod *p, const struct fs_rec *r)
+{
+	if (fs_unlikely(fs_ring_space(p, 1) == 0))
+		return -ENOBUFS;
+	p->recs[p->tail & p->mask] = *r;
+	p->tail++;
+	fs_store_release(&p->hdr->tail, p->tail);
+	fs_ring_kick(p);
+	return 0;
+}
+
+/* Post n records with one tail update: all of them, or -ENOBUFS and none. */
+static inline int fs_ring_post_batch(struct fs_ring_prod *p, const struct fs_rec *r, uint32_t n)
+{
+	if (fs_unlikely(n == 0))
+		return 0;
+	if (fs_unlikely(fs_ring_space(p, n) < n))
+		return -ENOBUFS;
+	uint32_t idx = p->tail & p->mask;
+	uint32_t first = p->mask + 1 - idx;
+	if (first > n)
+		first = n;
+	memcpy(&p->recs[idx], r, (size_t)first * sizeof(*r));
+	memcpy(&p->recs[0], r + first, (size_t)(n - first) * sizeof(*r));
+	p->tail += n;
+	fs_store_release(&p->hdr->tail, p->tail);
+	fs_ring_kick(p);
+	return 0;
+}
+
+/* Attach a producer to a ring the daemon formatted in `mem` (`size` bytes).
+ * Validates the header; -EPROTO on a bad magic/version, -EINVAL on a bad size. */
+int fs_ring_prod_init(struct fs_ring_prod *p, void *mem, size_t size);
+
+/* ---- consumer (daemon side) ------------------------------------------ */
+
+struct fs_ring_cons {
+	struct fs_ring_hdr *hdr;
+	const struct fs_rec *recs;
+	uint32_t mask;    /* private copies, never re-read from the ring */
+	uint32_t entries;
+	uint32_t head; /* private: the consumer's truth */
+	uint64_t consumed;
+	uint64_t bad_index;  /* impossible tail seen (ring resynchronised) */
+	uint64_t bad_record; /* unknown type / bad aux, skipped */
+};
+
+/* Format `mem` as an empty ring of `entries` (power of two) and attach a
+ * consumer to it.  -EINVAL when entries is out of range or size too small. */
+int fs_ring_format(struct fs_ring_cons *c, void *mem, size_t size, uint32_t entries);
+
+/* Structural check of one (private) record copy: type known, aux in range. */
+static inline int fs_rec_valid(const struct fs_rec *r)
+{
+	switch (r->type) {
+	case FS_REC_PREDICT:
+		return FS_PRED_HORIZON(r->aux) >= 1 && FS_PRED_SOURCE(r->aux) <= FS_SRC_MAX;
+	case FS_REC_USAGE:
+		return r->aux <= FS_USE_HIT;
+	case FS_REC_WIN_BEGIN:
+	case FS_REC_WIN_END:
+		return r->aux == 0;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Copy up to `max` valid records into `out` and release their space.
+ * Returns how many were written to `out`.  Invalid records are counted and
+ * dropped; an impossible tail resynchronises the ring.
+ */
+static inline uint32_t fs_ring_consume(struct fs_ring_cons *c, struct fs_rec *out, uint32_t max)
+{
+	uint32_t tail = fs_load_acquire(&c->hdr->tail);
+	uint32_t avail = tail - c->head;
+	if (avail == 0)
+		return 0;
+	if (fs_unlikely(avail > c->entries)) {
+		c->bad_index++;
+		c->head = tail;
+		fs_store_release(&c->hdr->head, c->head);
+		return 0;
+	}
+	if (avail > max)
+		avail = max;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < avail; i++) {
+		memcpy(&out[n], &c->recs[(c->head + i) & c->mask], sizeof(struct fs_rec));
+		if (fs_likely(fs_rec_valid(&out[n])))
+			n++;
+		else
+			c->bad_record++;
+	}
+	c->head += avail;
+	c->consumed += avail;
+	fs_store_release(&c->hdr->head, c->head);
+	return n;
+}
+
+/* Records pending, as the consumer sees them now (0 when tail is insane). */
+static inline uint32_t fs_ring_pending(const struct fs_ring_cons *c)
+{
+	uint32_t avail = fs_load_acquire(&c->hdr->tail) - c->head;
+	return avail > c->entries ? 1 : avail; /* insane: let consume() count it */
+}
+
+/*
+ * Sleep handshake, consumer side.  fs_ring_sleep_prepare() reads wake_seq
+ * into *seq, sets NEED_WAKEUP and fences; it returns nonzero when records
+ * arrived meanwhile (then it has cleared the flag again: do not sleep).
+ * Otherwise wait with fs_futex_wait*(&hdr->wake_seq, *seq, ...) and call
+ * fs_ring_sleep_done() when awake.
+ */
+int fs_ring_sleep_prepare(struct fs_ring_cons *c, uint32_t *seq);
+void fs_ring_sleep_done(struct fs_ring_cons *c);
+
+#endif /* FS_RING_H */
