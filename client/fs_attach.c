@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fs_attach.c: one attach: hello, attach, the fd handshake, and mapping and
+ * checking every region the daemon handed over.  The daemon is trusted to be
+ * the daemon, but its regions are still checked against their own headers so
+ * that a version skew or a bug becomes an error message, not a crash.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "fs_client_internal.h"
+#include "fs_ctl.h"
+#include "fs_fdpass.h"
+#include "fs_fdproto.h"
+#include "fs_time.h"
+
+static int unhex16(const char *s, uint8_t *b)
+{
+	if (!s || strlen(s) != 32)
+		return -1;
+	for (int i = 0; i < 16; i++) {
+		unsigned v;
+		if (sscanf(s + 2 * i, "%2x", &v) != 1)
+			return -1;
+		b[i] = (uint8_t)v;
+	}
+	return 0;
+}
+
+static int fetch_fds(struct fs_client *c, const char *path, uint32_t id, const uint8_t *token, int *fds,
+		     unsigned max, unsigned *n)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fs_set_error(c, "fd socket path too long: %s", path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, path);
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	struct timeval tv = {.tv_sec = 2};
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = -errno;
+		fs_set_error(c, "cannot connect to the fd socket %s: %s", path, strerror(errno));
+		close(s);
+		return e;
+	}
+	struct fs_fd_request rq = {.magic = FS_FD_MAGIC, .version = FS_PROTO_VERSION, .client_id = id};
+	memcpy(rq.token, token, 16);
+	if (send(s, &rq, sizeof(rq), MSG_NOSIGNAL) != (ssize_t)sizeof(rq)) {
+		int e = -errno;
+		fs_set_error(c, "fd socket: send failed: %s", strerror(errno));
+		close(s);
+		return e;
+	}
+	struct fs_fd_reply rp;
+	long r = fs_fd_recv(s, &rp, sizeof(rp), fds, max, n);
+	close(s);
+	if (r < 0) {
+		fs_set_error(c, "fd socket: receive failed: %s", strerror((int)-r));
+		return (int)r;
+	}
+	if (r != (long)sizeof(rp) || rp.magic != FS_FD_MAGIC || rp.status != 0 || rp.nfds != *n) {
+		for (unsigned i = 0; i < *n; i++)
+			close(fds[i]);
+		*n = 0;
+		fs_set_error(c, "fd socket: daemon refused the handshake (%s)",
+			     r == (long)sizeof(rp) && rp.status < 0 ? strerror(-rp.status) : "bad reply");
+		return r == (long)sizeof(rp) && rp.status < 0 ? rp.status : -EPROTO;
+	}
+	return 0;
+}
+
+/* Bounds of a part inside a region. */
+static int part_ok(uint64_t off, uint64_t len, uint64_t size)
+{
+	return off <= size && len <= size - off;
+}
+
+static int map_daemon(struct fs_client *c, struct fs_att *a)
+{
+	const struct fs_daemon_hdr *h = a->dshm.base;
+	uint64_t sz = a->dshm.bytes;
+	if (h->magic != FS_DAEMON_MAGIC || h->version != FS_PROTO_VERSION) {
+		fs_set_error(c, "daemon region: bad magic or layout version %u (this library: %u)", h->version,
+			     FS_PROTO_VERSION);
+		return -EPROTO;
+	}
+	if (h->cards == 0 || h->cards > FS_MAX_CARDS || h->layers == 0 || h->layers > FS_MAX_LAYERS ||
+	    h->experts == 0 || h->experts > FS_MAX_EXPERTS || h->epoch_bufs == 0 ||
+	    h->epoch_bufs > FS_MAX_EPOCH_BUFS || h->region_bytes > sz ||
+	    !part_ok(h->off_cards, (uint64_t)h->cards * sizeof(struct fs_card_desc), sz) ||
+	    h->epoch_buf_bytes < sizeof(struct fs_epoch_buf_hdr) +
+					 8ull * h->cards * h->layers * h->experts ||
+	    !part_ok(h->off_epochs, h->epoch_buf_bytes * h->epoch_bufs, sz)) {
+		fs_set_error(c, "daemon region: inconsistent header");
+		return -EBADMSG;
+	}
+	const struct fs_card_desc *cd = (const void *)((const char *)h + h->off_cards);
+	for (uint32_t i = 0; i < h->cards; i++) {
+		if (!part_ok(h->off_ready_card[i], 4ull * cd[i].slots, sz) || cd[i].slots == 0) {
+			fs_set_error(c, "daemon region: card %u ready words out of bounds", i);
+			return -EBADMSG;
+		}
+		a->ready[i] = (const uint32_t *)((const char *)h + h->off_ready_card[i]);
+		a->slots[i] = cd[i].slots;
+		a->slot_bytes[i] = cd[i].slot_bytes;
+		a->card_info[i].id = cd[i].id;
+		a->card_info[i].slots = cd[i].slots;
+		a->card_info[i].slot_bytes = cd[i].slot_bytes;
+		a->card_info[i].is_cuda = cd[i].kind == 1;
+		memcpy(a->card_info[i].name, cd[i].name, sizeof(cd[i].name));
+		a->card_info[i].name[sizeof(a->card_info[i].name) - 1] = 0;
+	}
+	a->dh = h;
+	a->cards = h->cards;
+	a->layers = h->layers;
+	a->experts = h->experts;
+	a->epoch_bufs = h->epoch_bufs;
+	a->instance = h->instance;
+	return 0;
+}
+
+static int map_arena(struct fs_client *c, struct fs_att *a)
+{
+	const struct fs_arena_hdr *h = a->ashm.base;
+	uint64_t sz = a->ashm.bytes;
+	uint64_t n = (uint64_t)h->layers * h->experts;
+	if (h->magic != FS_ARENA_MAGIC || h->version != FS_PROTO_VERSION || h->layers != a->layers ||
+	    h->experts != a->experts || !part_ok(h->off_index, n * sizeof(struct fs_arena_entry), sz)) {
+		fs_set_error(c, "arena: bad header");
+		return -EBADMSG;
+	}
+	const struct fs_arena_entry *e = (const void *)((const char *)h + h->off_index);
+	for (uint64_t i = 0; i < n; i++) {
+		if (!part_ok(e[i].offset, e[i].bytes, sz)) {
+			fs_set_error(c, "arena: expert %llu out of bounds", (unsigned long long)i);
+			return -EBADMSG;
+		}
+	}
+	a->ah = h;
+	a->idx = e;
+	return 0;
+}
+
+static int map_client(struct fs_client *c, struct fs_att *a)
+{
+	struct fs_client_hdr *h = a->cshm.base;
+	if (h->magic != FS_CLIENT_MAGIC || h->version != FS_PROTO_VERSION ||
+	    !part_ok(h->off_ring, h->ring_bytes, a->cshm.bytes) || h->client_id != a->client_id) {
+		fs_set_error(c, "client region: bad header");
+		return -EBADMSG;
+	}
+	int r = fs_ring_prod_init(&a->prod, (char *)h + h->off_ring, (size_t)h->ring_bytes);
+	if (r < 0) {
+		fs_set_error(c, "client region: bad ring (%s)", strerror(-r));
+		return r;
+	}
+	a->ch = h;
+	fs_store_release(&h->heartbeat_ns, fs_now_ns());
+	return 0;
+}
+
+int fs_att_create(struct fs_client *c, struct fs_att **out)
+{
+	char err[256];
+	cJSON *rep = NULL;
+	int r;
+	struct fs_att *a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->dshm.fd = a->cshm.fd = a->ashm.fd = -1;
+	for (unsigned i = 0; i < FS_MAX_CARDS; i++)
+		a->pool[i].fd = -1;
+
+	cJSON *req = fs_ctl_request("hello");
+	r = fs_ctl_call(c->req, req, &rep, err, sizeof(err));
+	cJSON_Delete(req);
+	cJSON_Delete(rep);
+	rep = NULL;
+	if (r < 0) {
+		fs_set_error(c, "hello: %s", err);
+		goto fail;
+	}
+	req = fs_ctl_request("attach");
+	cJSON_AddStringToObject(req, "name", c->name);
+	if (c->model[0])
+		cJSON_AddStringToObject(req, "model", c->model);
+	if (c->ring_entries)
+		cJSON_AddNumberToObject(req, "ring_entries", c->ring_entries);
+	r = fs_ctl_call(c->req, req, &rep, err, sizeof(err));
+	cJSON_Delete(req);
+	if (r < 0) {
+		fs_set_error(c, "%s", err);
+		goto fail;
+	}
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(rep, "client_id");
+	const cJSON *tok = cJSON_GetObjectItemCaseSensitive(rep, "token");
+	const cJSON *fdp = cJSON_GetObjectItemCaseSensitive(rep, "fd_socket");
+	const cJSON *lay = cJSON_GetObjectItemCaseSensitive(rep, "layout");
+	const cJSON *cards = lay ? cJSON_GetObjectItemCaseSensitive(lay, "cards") : NULL;
+	if (!cJSON_IsNumber(id) || unhex16(cJSON_IsString(tok) ? tok->valuestring : NULL, a->token) < 0 ||
+	    !cJSON_IsString(fdp) || !cJSON_IsArray(cards) || cJSON_GetArraySize(cards) < 1 ||
+	    cJSON_GetArraySize(cards) > (int)FS_MAX_CARDS) {
+		fs_set_error(c, "attach: malformed reply");
+		r = -EPROTO;
+		goto fail;
+	}
+	a->client_id = (uint32_t)id->valuedouble;
+	unsigned ncards = (unsigned)cJSON_GetArraySize(cards);
+	int fds[3 + FS_MAX_CARDS];
+	unsigned nfds = 0;
+	r = fetch_fds(c, fdp->valuestring, a->client_id, a->token, fds, 3 + ncards, &nfds);
+	if (r < 0)
+		goto fail;
+	if (nfds != 3 + ncards) {
+		for (unsigned i = 0; i < nfds; i++)
+			close(fds[i]);
+		fs_set_error(c, "fd socket: got %u fds, expected %u", nfds, 3 + ncards);
+		r = -EPROTO;
+		goto fail;
+	}
+	/* Take ownership of every fd first, so any failure below closes them. */
+	a->dshm.fd = fds[0];
+	a->cshm.fd = fds[1];
+	a->ashm.fd = fds[2];
+	for (unsigned i = 0; i < ncards; i++)
+		a->pool[i].fd = fds[3 + i];
+	if ((r = fs_shm_map_fd(&a->dshm, fds[0], sizeof(struct fs_daemon_hdr), 0)) < 0 ||
+	    (r = fs_shm_map_fd(&a->cshm, fds[1], sizeof(struct fs_client_hdr), 1)) < 0 ||
+	    (r = fs_shm_map_fd(&a->ashm, fds[2], sizeof(struct fs_arena_hdr), 0)) < 0) {
+		fs_set_error(c, "mapping a region failed: %s", strerror(-r));
+		goto fail;
+	}
+	if ((r = map_daemon(c, a)) < 0 || (r = map_client(c, a)) < 0 || (r = map_arena(c, a)) < 0)
+		goto fail;
+	if (a->cards != ncards) {
+		fs_set_error(c, "attach: %u cards in the reply, %u in the daemon region", ncards, a->cards);
+		r = -EPROTO;
+		goto fail;
+	}
+	for (unsigned i = 0; i < ncards; i++) {
+		if ((r = fs_shm_map_fd(&a->pool[i], fds[3 + i], (size_t)(a->slots[i] * a->slot_bytes[i]), 0)) < 0) {
+			fs_set_error(c, "mapping the pool of card %u failed: %s", i, strerror(-r));
+			goto fail;
+		}
+		a->pool_base[i] = a->pool[i].base;
+	}
+	cJSON_Delete(rep);
+	*out = a;
+	return 0;
+fail:
+	cJSON_Delete(rep);
+	fs_att_destroy(c, a, 0);
+	return r;
+}
+
+void fs_att_destroy(struct fs_client *c, struct fs_att *a, int detach)
+{
+	if (!a)
+		return;
+	if (detach && c->req_open && !fs_load_relaxed(&a->dead)) {
+		char err[256], tok[33];
+		cJSON *rep = NULL;
+		cJSON *req = fs_ctl_request("detach");
+		for (int i = 0; i < 16; i++)
+			sprintf(tok + 2 * i, "%02x", a->token[i]);
+		cJSON_AddNumberToObject(req, "client_id", a->client_id);
+		cJSON_AddStringToObject(req, "token", tok);
+		(void)fs_ctl_call(c->req, req, &rep, err, sizeof(err));
+		cJSON_Delete(req);
+		cJSON_Delete(rep);
+	}
+	fs_shm_close(&a->dshm);
+	fs_shm_close(&a->cshm);
+	fs_shm_close(&a->ashm);
+	for (unsigned i = 0; i < FS_MAX_CARDS; i++)
+		fs_shm_close(&a->pool[i]);
+	free(a);
+}

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fs_client.c: the handle's life: open, close, errors, and the background
+ * thread that keeps the heartbeat, notices the daemon leaving and attaches
+ * again when it returns.  Nothing here runs on an engine's per-layer path.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_client_internal.h"
+#include "fs_ctl.h"
+#include "fs_futex.h"
+#include "fs_time.h"
+
+#define BG_PERIOD_NS 100000000ull /* heartbeat and daemon check */
+#define CTL_TIMEOUT_MS 2000
+
+extern char *program_invocation_short_name;
+
+void fs_set_error(const struct fs_client *c, const char *fmt, ...)
+{
+	struct fs_client *mc = (struct fs_client *)c;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(mc->err, sizeof(mc->err), fmt, ap);
+	va_end(ap);
+}
+
+const char *fs_client_last_error(const fs_client *c)
+{
+	return c ? c->err : "no handle";
+}
+
+const char *fs_strerror(int err)
+{
+	switch (-err) {
+	case 0:
+		return "success";
+	case ENOBUFS:
+		return "ring full: record dropped";
+	case ENOTCONN:
+		return "not attached to foresightd";
+	case EPROTO:
+		return "protocol version mismatch";
+	case EACCES:
+		return "refused by foresightd";
+	case EBUSY:
+		return "all epoch holds in use";
+	default:
+		return strerror(-err);
+	}
+}
+
+/* Is the daemon behind this attachment still there and still ours? */
+static int att_alive(const struct fs_att *a, uint64_t now)
+{
+	uint32_t st = fs_load_acquire(&a->dh->state);
+	if (st != FS_DAEMON_RUNNING)
+		return 0;
+	if (fs_load_acquire(&a->ch->state) != FS_CLIENT_ATTACHED)
+		return 0;
+	uint64_t hb = fs_load_acquire(&a->dh->heartbeat_ns);
+	uint64_t period = (uint64_t)a->dh->heartbeat_ms * 1000000ull;
+	return hb <= now && now - hb <= 10 * period;
+}
+
+static void retire(struct fs_client *c, struct fs_att *a)
+{
+	fs_store_release(&a->dead, 1);
+	a->retired_qs = fs_load_acquire(&c->qs);
+	a->next = c->retired;
+	c->retired = a;
+}
+
+/* Free retired attachments no engine call can still be using. */
+static void reap(struct fs_client *c, int all)
+{
+	struct fs_att **pp = &c->retired;
+	while (*pp) {
+		struct fs_att *a = *pp;
+		int idle = fs_load_acquire(&a->views) == 0 && fs_load_acquire(&c->qs) != a->retired_qs;
+		if (all || idle) {
+			*pp = a->next;
+			fs_att_destroy(c, a, 0);
+		} else {
+			pp = &a->next;
+		}
+	}
+}
+
+static void *bg_main(void *arg)
+{
+	struct fs_client *c = arg;
+	while (!fs_load_acquire(&c->bg_stop)) {
+		uint64_t now = fs_now_ns();
+		struct fs_att *a = fs_load_acquire(&c->att);
+		if (a) {
+			fs_store_release(&a->ch->heartbeat_ns, now);
+			if (!att_alive(a, now)) {
+				__atomic_store_n(&c->att, (struct fs_att *)NULL, __ATOMIC_RELEASE);
+				retire(c, a);
+			}
+		} else if (!c->no_reattach) {
+			struct fs_att *na;
+			pthread_mutex_lock(&c->ctl_lock);
+			int r = c->req_open ? fs_att_create(c, &na) : -ENOTCONN;
+			pthread_mutex_unlock(&c->ctl_lock);
+			if (r == 0) {
+				__atomic_store_n(&c->att, na, __ATOMIC_RELEASE);
+				__atomic_fetch_add(&c->attach_count, 1, __ATOMIC_RELAXED);
+			}
+		}
+		reap(c, 0);
+		uint32_t w = fs_load_acquire(&c->bg_wake);
+		if (!fs_load_acquire(&c->bg_stop))
+			fs_futex_wait(&c->bg_wake, w, BG_PERIOD_NS);
+	}
+	return NULL;
+}
+
+static void fill_model(struct fs_client *c, const struct fs_att *a)
+{
+	struct fs_model_info *m = &c->model_info;
+	m->layers = a->layers;
+	m->experts = a->experts;
+	m->experts_used = a->ah->experts_used;
+	m->cards = a->cards;
+	m->max_expert_bytes = a->ah->max_expert_bytes;
+	memcpy(m->model, a->ah->model, sizeof(m->model));
+	m->model[sizeof(m->model) - 1] = 0;
+}
+
+int fs_client_open(fs_client **out, const struct fs_client_opts *opts)
+{
+	struct fs_client_opts none = {0};
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!opts)
+		opts = &none;
+	struct fs_client *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	const char *path = opts->socket_path;
+	if (!path || !*path)
+		path = getenv("FORESIGHT_SOCKET");
+	if (!path || !*path)
+		path = FS_DEFAULT_SOCKET;
+	if (strlen(path) >= sizeof(c->socket) - 4) {
+		free(c);
+		return -ENAMETOOLONG;
+	}
+	strcpy(c->socket, path);
+	snprintf(c->name, sizeof(c->name), "%s",
+		 opts->name && *opts->name ? opts->name : program_invocation_short_name);
+	if (opts->model)
+		snprintf(c->model, sizeof(c->model), "%s", opts->model);
+	c->ring_entries = opts->ring_entries;
+	c->no_reattach = opts->no_reattach;
+	pthread_mutex_init(&c->ctl_lock, NULL);
+
+	char err[256];
+	int r = fs_ctl_open(&c->req, c->socket, CTL_TIMEOUT_MS, err, sizeof(err));
+	if (r < 0) {
+		fs_set_error(c, "%s", err);
+		goto fail;
+	}
+	c->req_open = 1;
+	struct fs_att *a;
+	if ((r = fs_att_create(c, &a)) < 0)
+		goto fail;
+	fill_model(c, a);
+	c->att = a;
+	c->attach_count = 1;
+	if (pthread_create(&c->bg, NULL, bg_main, c) != 0) {
+		fs_set_error(c, "cannot start the background thread");
+		r = -EAGAIN;
+		goto fail;
+	}
+	c->bg_started = 1;
+	*out = c;
+	return 0;
+fail:
+	/* Leave the message where the caller can read it: the handle is freed,
+	 * so print it once here as well. */
+	fprintf(stderr, "libforesight-client: %s\n", c->err);
+	if (c->att)
+		fs_att_destroy(c, c->att, 1);
+	if (c->req_open)
+		nng_close(c->req);
+	pthread_mutex_destroy(&c->ctl_lock);
+	free(c);
+	return r;
+}
+
+void fs_client_close(fs_client *c)
+{
+	if (!c)
+		return;
+	if (c->bg_started) {
+		fs_store_release(&c->bg_stop, 1);
+		__atomic_fetch_add(&c->bg_wake, 1, __ATOMIC_SEQ_CST);
+		fs_futex_wake(&c->bg_wake, 1);
+		pthread_join(c->bg, NULL);
+	}
+	struct fs_att *a = c->att;
+	c->att = NULL;
+	if (a)
+		fs_att_destroy(c, a, 1);
+	reap(c, 1);
+	if (c->req_open)
+		nng_close(c->req);
+	pthread_mutex_destroy(&c->ctl_lock);
+	free(c);
+}
+
+int fs_client_model(const fs_client *c, struct fs_model_info *out)
+{
+	if (!c || !out)
+		return -EINVAL;
+	*out = c->model_info;
+	return 0;
+}
+
+int fs_client_card(const fs_client *c, uint32_t card, struct fs_card_info *out)
+{
+	const struct fs_att *a = fs_load_acquire(&c->att);
+	if (!a)
+		return -ENOTCONN;
+	if (card >= a->cards)
+		return -EINVAL;
+	*out = a->card_info[card];
+	return 0;
+}
+
+int fs_client_attached(fs_client *c)
+{
+	struct fs_att *a = fs_load_acquire(&c->att);
+	return a && !fs_load_acquire(&a->dead) && att_alive(a, fs_now_ns());
+}
+
+uint64_t fs_client_attach_count(const fs_client *c)
+{
+	return fs_load_relaxed(&c->attach_count);
+}
+
+uint64_t fs_client_dropped(const fs_client *c)
+{
+	return fs_load_relaxed(&c->dropped);
+}

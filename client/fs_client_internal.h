@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fs_client_internal.h: libforesight-client's private types.
+ *
+ * An attachment (struct fs_att) is everything one attach to one daemon
+ * instance gave us: the mapped regions and the ring.  The handle points at
+ * the current attachment; when the daemon leaves, the background thread
+ * retires it and (later) attaches anew.  A retired attachment stays mapped
+ * while a view still uses it and until the engine thread has passed a
+ * quiescent point (its next fs_acquire), so no engine call ever touches
+ * unmapped memory.
+ */
+#ifndef FS_CLIENT_INTERNAL_H
+#define FS_CLIENT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <nng/nng.h>
+
+#include "foresight/foresight.h"
+#include "fs_arena.h"
+#include "fs_regions.h"
+#include "fs_ring.h"
+#include "fs_shm.h"
+
+struct fs_att {
+	struct fs_shm dshm, cshm, ashm;
+	struct fs_shm pool[FS_MAX_CARDS];
+	const struct fs_daemon_hdr *dh;
+	struct fs_client_hdr *ch;
+	const struct fs_arena_hdr *ah;
+	const struct fs_arena_entry *idx;
+	uint32_t cards, layers, experts, epoch_bufs;
+	uint64_t instance;
+	const uint32_t *ready[FS_MAX_CARDS];
+	const uint8_t *pool_base[FS_MAX_CARDS];
+	uint32_t slots[FS_MAX_CARDS];
+	uint64_t slot_bytes[FS_MAX_CARDS];
+	struct fs_card_info card_info[FS_MAX_CARDS];
+	struct fs_ring_prod prod;
+	uint32_t client_id;
+	uint8_t token[16];
+	uint32_t hold_used;  /* bitmap of ch->holds[] in use (engine thread) */
+	int views;           /* views referencing this attachment (atomic) */
+	int dead;            /* the daemon left or dropped us (atomic) */
+	uint64_t retired_qs; /* c->qs when retired */
+	struct fs_att *next;
+};
+
+struct fs_client {
+	char socket[108];
+	char name[48];
+	char model[64];
+	uint32_t ring_entries;
+	int no_reattach;
+
+	nng_socket req;
+	int req_open;
+	pthread_mutex_t ctl_lock; /* the REQ socket: open/close vs. background */
+
+	struct fs_att *att;     /* current attachment or NULL (atomic pointer) */
+	struct fs_att *retired; /* background thread only */
+	uint64_t qs;            /* engine quiescent-state counter (atomic) */
+	uint64_t attach_count;  /* atomic */
+	uint64_t dropped;       /* atomic */
+
+	struct fs_model_info model_info;
+
+	pthread_t bg;
+	int bg_started;
+	int bg_stop;
+	uint32_t bg_wake; /* futex word for a prompt stop */
+
+	char err[256];
+};
+
+/* fs_attach.c */
+int fs_att_create(struct fs_client *c, struct fs_att **out);
+void fs_att_destroy(struct fs_client *c, struct fs_att *a, int detach);
+/* fs_client.c */
+void fs_set_error(const struct fs_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif /* FS_CLIENT_INTERNAL_H */

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fs_epoch.c: acquire, release and lookup.  The protocol is in
+ * proto/fs_regions.h; here it is, line by line.  No system call, no lock.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "fs_client_internal.h"
+
+static void view_empty(struct fs_view *v)
+{
+	v->epoch = 0;
+	v->att_ = NULL;
+	v->tab_ = NULL;
+	v->hold_ = -1;
+}
+
+static const uint64_t *buf_entries(const struct fs_att *a, uint32_t buf)
+{
+	const char *b = (const char *)a->dh + a->dh->off_epochs + (uint64_t)buf * a->dh->epoch_buf_bytes;
+	return (const uint64_t *)(b + sizeof(struct fs_epoch_buf_hdr));
+}
+
+static const struct fs_epoch_buf_hdr *buf_hdr(const struct fs_att *a, uint32_t buf)
+{
+	return (const struct fs_epoch_buf_hdr *)((const char *)a->dh + a->dh->off_epochs +
+						 (uint64_t)buf * a->dh->epoch_buf_bytes);
+}
+
+int fs_acquire(fs_client *c, struct fs_view *v)
+{
+	__atomic_fetch_add(&c->qs, 1, __ATOMIC_RELEASE); /* quiescent point */
+	view_empty(v);
+	struct fs_att *a = fs_load_acquire(&c->att);
+	if (!a || fs_load_acquire(&a->dead) || fs_load_acquire(&a->dh->state) != FS_DAEMON_RUNNING)
+		return 0; /* daemon gone: a view that misses everything */
+	if (a->hold_used == (1u << FS_MAX_HOLDS) - 1)
+		return -EBUSY;
+	int k = __builtin_ctz(~a->hold_used);
+	uint64_t cur;
+	for (;;) {
+		cur = fs_load_acquire(&a->dh->current);
+		if (cur == 0)
+			return 0; /* nothing published yet */
+		fs_store_relaxed(&a->ch->holds[k], FS_CUR_EPOCH(cur));
+		fs_smp_mb(); /* the hold store, before re-reading current */
+		if (fs_load_acquire(&a->dh->current) == cur)
+			break;
+	}
+	uint32_t buf = FS_CUR_BUF(cur);
+	if (buf >= a->epoch_bufs || fs_load_acquire(&buf_hdr(a, buf)->epoch) != FS_CUR_EPOCH(cur)) {
+		fs_store_release(&a->ch->holds[k], 0ull); /* cannot happen with a sane daemon */
+		return 0;
+	}
+	a->hold_used |= 1u << k;
+	__atomic_fetch_add(&a->views, 1, __ATOMIC_ACQ_REL);
+	v->epoch = FS_CUR_EPOCH(cur);
+	v->att_ = a;
+	v->tab_ = buf_entries(a, buf);
+	v->hold_ = k;
+	return 0;
+}
+
+void fs_release(fs_client *c, struct fs_view *v)
+{
+	(void)c;
+	struct fs_att *a = (struct fs_att *)v->att_;
+	if (a && v->hold_ >= 0 && v->hold_ < (int)FS_MAX_HOLDS) {
+		fs_store_release(&a->ch->holds[v->hold_], 0ull);
+		a->hold_used &= ~(1u << v->hold_);
+		__atomic_fetch_sub(&a->views, 1, __ATOMIC_ACQ_REL);
+	}
+	view_empty(v);
+}
+
+static int slot_from_entry(const struct fs_att *a, uint32_t card, uint32_t layer, uint32_t expert, uint64_t e,
+			   struct fs_slot *out)
+{
+	if (e == FS_ENTRY_NONE)
+		return 0;
+	uint32_t slot = FS_ENTRY_SLOT(e), gen = FS_ENTRY_GEN(e);
+	if (slot >= a->slots[card] || gen == FS_GEN_NONE)
+		return 0;
+	if (fs_load_acquire(&a->ready[card][slot]) != gen)
+		return 0; /* still loading */
+	if (out) {
+		const struct fs_arena_entry *ae = &a->idx[(uint64_t)layer * a->experts + expert];
+		out->card = card;
+		out->slot = slot;
+		out->gen = gen;
+		out->host = a->pool_base[card] + (uint64_t)slot * a->slot_bytes[card];
+		out->device = NULL;
+		out->bytes = ae->bytes < a->slot_bytes[card] ? ae->bytes : a->slot_bytes[card];
+	}
+	return 1;
+}
+
+int fs_lookup(const fs_client *c, const struct fs_view *v, uint32_t card, uint32_t layer, uint32_t expert,
+	      struct fs_slot *out)
+{
+	(void)c;
+	const struct fs_att *a = v->att_;
+	if (!a || v->epoch == 0 || card >= a->cards || layer >= a->layers || expert >= a->experts)
+		return 0;
+	uint64_t e = fs_load_relaxed(&v->tab_[((uint64_t)card * a->layers + layer) * a->experts + expert]);
+	return slot_from_entry(a, card, layer, expert, e, out);
+}
+
+int fs_lookup_live(const fs_client *c, const struct fs_view *v, uint32_t card, uint32_t layer, uint32_t expert,
+		   struct fs_slot *out)
+{
+	if (fs_lookup(c, v, card, layer, expert, out))
+		return 1;
+	const struct fs_att *a = v->att_;
+	if (!a || v->epoch == 0 || card >= a->cards || layer >= a->layers || expert >= a->experts)
+		return 0;
+	/* The newest table maps only slots retired, if ever, after it: our hold
+	 * of an older epoch keeps them from being rewritten.  Seqlock read. */
+	uint64_t cur = fs_load_acquire(&a->dh->current);
+	uint32_t buf = FS_CUR_BUF(cur);
+	if (buf >= a->epoch_bufs)
+		return 0;
+	const struct fs_epoch_buf_hdr *bh = buf_hdr(a, buf);
+	uint64_t ep = fs_load_acquire(&bh->epoch);
+	if (ep != FS_CUR_EPOCH(cur) || ep < v->epoch)
+		return 0;
+	uint64_t e = fs_load_relaxed(&buf_entries(a, buf)[((uint64_t)card * a->layers + layer) * a->experts + expert]);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (fs_load_relaxed(&bh->epoch) != ep)
+		return 0; /* rewritten under us: treat as a miss */
+	return slot_from_entry(a, card, layer, expert, e, out);
+}
+
+int fs_slot_ready(const fs_client *c, const struct fs_slot *s)
+{
+	const struct fs_att *a = fs_load_acquire(&c->att);
+	if (!a || s->card >= a->cards || s->slot >= a->slots[s->card])
+		return 0;
+	return fs_load_acquire(&a->ready[s->card][s->slot]) == s->gen;
+}
+
+int fs_arena_expert(const fs_client *c, uint32_t layer, uint32_t expert, struct fs_expert_blob *out)
+{
+	const struct fs_att *a = fs_load_acquire(&c->att);
+	if (!a) {
+		/* The newest retired attachment's arena is still mapped. */
+		a = c->retired;
+		if (!a)
+			return -ENOTCONN;
+	}
+	if (layer >= a->layers || expert >= a->experts)
+		return -EINVAL;
+	const struct fs_arena_entry *e = &a->idx[(uint64_t)layer * a->experts + expert];
+	out->data = (const uint8_t *)a->ah + e->offset;
+	out->bytes = e->bytes;
+	out->checksum = e->checksum;
+	return 0;
+}
+
+uint64_t fs_checksum(const void *p, size_t n)
+{
+	return fs_fnv1a64(p, n);
+}

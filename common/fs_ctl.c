@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "fs_ctl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nng/protocol/reqrep0/req.h>
+
+#include "fs_proto.h"
+
+static int code_errno(const char *code)
+{
+	static const struct {
+		const char *name;
+		int e;
+	} map[] = {{"EACCES", EACCES}, {"EPROTO", EPROTO}, {"EINVAL", EINVAL},
+		   {"ENOENT", ENOENT}, {"EBUSY", EBUSY},   {"ENOSYS", ENOSYS}};
+	for (size_t i = 0; code && i < sizeof(map) / sizeof(map[0]); i++)
+		if (strcmp(code, map[i].name) == 0)
+			return map[i].e;
+	return EIO;
+}
+
+int fs_ctl_open(nng_socket *s, const char *path, int recv_ms, char *err, size_t errlen)
+{
+	char url[160];
+	int r;
+	snprintf(url, sizeof(url), "ipc://%s", path);
+	if ((r = nng_req0_open(s)) != 0) {
+		snprintf(err, errlen, "nng_req0_open: %s", nng_strerror(r));
+		return -EIO;
+	}
+	nng_socket_set_ms(*s, NNG_OPT_RECVTIMEO, recv_ms);
+	nng_socket_set_ms(*s, NNG_OPT_SENDTIMEO, recv_ms);
+	nng_socket_set_ms(*s, NNG_OPT_RECONNMINT, 50);
+	nng_socket_set_ms(*s, NNG_OPT_RECONNMAXT, 200);
+	if ((r = nng_dial(*s, url, NULL, 0)) != 0) {
+		snprintf(err, errlen, "foresightd is not running at %s (connect: %s)", path, nng_strerror(r));
+		nng_close(*s);
+		return r == NNG_EPERM ? -EACCES : -ENOTCONN;
+	}
+	return 0;
+}
+
+cJSON *fs_ctl_request(const char *verb)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "verb", verb);
+	cJSON_AddNumberToObject(o, "proto", FS_PROTO_VERSION);
+	return o;
+}
+
+int fs_ctl_call(nng_socket s, const cJSON *req, cJSON **rep, char *err, size_t errlen)
+{
+	*rep = NULL;
+	char *txt = cJSON_PrintUnformatted(req);
+	if (!txt) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	int r = nng_send(s, txt, strlen(txt), 0);
+	free(txt);
+	if (r != 0) {
+		snprintf(err, errlen, "control request failed: %s", nng_strerror(r));
+		return -ENOTCONN;
+	}
+	char *buf;
+	size_t len;
+	if ((r = nng_recv(s, &buf, &len, NNG_FLAG_ALLOC)) != 0) {
+		snprintf(err, errlen, "no reply from foresightd: %s", nng_strerror(r));
+		return r == NNG_ETIMEDOUT ? -ETIMEDOUT : -ENOTCONN;
+	}
+	cJSON *o = cJSON_ParseWithLength(buf, len);
+	nng_free(buf, len);
+	if (!cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		snprintf(err, errlen, "foresightd sent a reply that is not a JSON object");
+		return -EBADMSG;
+	}
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ok"))) {
+		const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "error");
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "code");
+		snprintf(err, errlen, "%s", cJSON_IsString(m) ? m->valuestring : "request refused");
+		int e = code_errno(cJSON_IsString(c) ? c->valuestring : NULL);
+		cJSON_Delete(o);
+		return -e;
+	}
+	*rep = o;
+	return 0;
+}

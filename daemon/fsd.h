@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fsd.h: foresightd's internal types, shared by the daemon's files.
+ *
+ * Threads and who owns what:
+ *  - the loop thread (libuv): control socket, fd socket, pidfds, signals,
+ *    timers.  Owns the client table's control fields (pid, uid, pidfd).
+ *  - the hot thread (fsd_hot.c): reads every client ring, drives the
+ *    residency core, issues copies, publishes epochs, reads holds, checks
+ *    liveness.  Owns the residency core and each client's ring consumer.
+ *  - one copy thread per card (the backend): moves arena bytes into slots
+ *    and flips ready words.
+ * The loop thread hands clients to the hot thread and asks it to drop them
+ * through a small command queue (fsd->cmd_*); the hot thread reports the
+ * clients it dropped back through a uv_async.
+ */
+#ifndef FSD_H
+#define FSD_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include <nng/nng.h>
+
+#include "fs_arena.h"
+#include "fs_counters.h"
+#include "fs_regions.h"
+#include "fs_ring.h"
+#include "fs_shm.h"
+#include "fsr.h"
+
+#define FSD_VERSION "0.1.0"
+#define FS_DEFAULT_SOCKET_PATH "/run/foresight/control.sock"
+#define FSD_MAX_CLIENTS 64u
+
+struct fsd_config {
+	char socket_path[108];
+	char fd_socket_path[112];
+	char backend[16];       /* "host" */
+	char group[64];         /* group whose members may attach ("" = none) */
+	unsigned socket_mode;   /* permissions of both sockets */
+	uint32_t cards;         /* host backend: stand-in cards */
+	uint32_t slots;         /* slots per card */
+	double bus_gbps;        /* host backend: emulated bus, GB/s (1e9 B/s) */
+	uint32_t layers, experts, experts_used; /* synthetic arena */
+	uint64_t expert_bytes;
+	uint64_t seed;
+	uint32_t max_clients;
+	uint32_t ring_entries;
+	uint32_t epoch_bufs;
+	uint32_t heartbeat_ms;  /* daemon heartbeat period */
+	uint32_t liveness_ms;   /* a client heartbeat older than this: dead */
+	uint32_t hold_timeout_ms; /* one epoch held longer than this: revoked */
+	uint32_t publish_us;    /* at most one publish per this interval */
+	uint32_t max_inflight;  /* copies in flight per card */
+	int log_level;          /* 3 err .. 7 debug */
+	char model[64];
+};
+
+void fsd_config_defaults(struct fsd_config *c);
+/* Parse argv over the defaults; exits on --help/--version.  0 or -1 (message
+ * printed). */
+int fsd_config_parse(struct fsd_config *c, int argc, char **argv);
+
+/* ---- logging (sd-daemon priority prefixes, for journald) ------------- */
+extern int fsd_log_level;
+void fsd_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define FSD_ERR 3
+#define FSD_WARN 4
+#define FSD_INFO 6
+#define FSD_DEBUG 7
+
+/* ---- clients ---------------------------------------------------------- */
+
+enum fsd_client_phase {
+	FSD_CL_FREE = 0,
+	FSD_CL_PENDING, /* attach answered, waiting for the fd handshake */
+	FSD_CL_ACTIVE,  /* handed to the hot thread */
+	FSD_CL_CLOSING, /* hot thread asked to drop it */
+};
+
+struct fsd_client {
+	/* loop thread */
+	enum fsd_client_phase phase;
+	uint32_t row;
+	uint64_t serial; /* unique per attach, never reused */
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	uint8_t token[16];
+	uint64_t attach_ns;
+	uint64_t pending_deadline_ns;
+	int pidfd;
+	uv_poll_t pidfd_poll;
+	int pidfd_polling;
+	char name[48];
+	struct fs_shm region; /* its client region (daemon maps read-write) */
+
+	/* hot thread */
+	int hot_active;
+	struct fs_client_hdr *hdr;
+	struct fs_ring_cons ring;
+	uint64_t hold_seen[FS_MAX_HOLDS]; /* last values read */
+	uint64_t hold_since[FS_MAX_HOLDS];
+	uint32_t newest_window;
+};
+
+/* hot-thread commands from the loop thread */
+enum fsd_cmd_type { FSD_CMD_ADD = 1, FSD_CMD_DROP = 2 };
+struct fsd_cmd {
+	enum fsd_cmd_type type;
+	uint32_t row;
+	uint32_t reason; /* enum fs_detach_reason */
+};
+#define FSD_CMDQ 256u
+
+/* copy completions from the backend to the hot thread */
+struct fsd_done {
+	uint32_t card, slot, gen;
+	uint64_t busy_ns;
+	uint64_t bytes;
+};
+
+/* ---- the backend ------------------------------------------------------ */
+struct fsd;
+struct fsd_backend {
+	const char *name;
+	int (*start)(struct fsd *d);
+	/* Queue one copy.  The backend stores ready word 0 before the copy and
+	 * gen after it, then reports it with fsd_copy_landed(). */
+	void (*submit)(struct fsd *d, const struct fsr_copy *cp);
+	void (*stop)(struct fsd *d);
+	void *priv;
+};
+extern const struct fsd_backend fsd_backend_host;
+void fsd_copy_landed(struct fsd *d, const struct fsd_done *done);
+
+/* ---- the daemon ------------------------------------------------------- */
+struct fsd {
+	struct fsd_config cfg;
+	uv_loop_t *loop;
+	uint64_t start_ns;
+	uint64_t instance;
+
+	/* regions */
+	struct fs_shm daemon_shm;
+	int daemon_ro_fd;
+	struct fs_daemon_hdr *dh;
+	uint64_t *counters_daemon, *counters_card, *counters_layer, *counters_client;
+	struct fs_shm arena_shm;
+	int arena_ro_fd;
+	struct fs_arena_hdr *arena;
+	struct fs_shm pool_shm[FS_MAX_CARDS];
+	int pool_ro_fd[FS_MAX_CARDS];
+	uint64_t slot_bytes;
+
+	/* epoch buffers (daemon's own record of what each holds) */
+	uint64_t buf_epoch[FS_MAX_EPOCH_BUFS];
+	uint32_t cur_buf;
+
+	/* residency core (hot thread only) */
+	struct fsr *core;
+
+	/* clients */
+	struct fsd_client clients[FSD_MAX_CLIENTS];
+	uint64_t next_serial;
+	pthread_mutex_t cmd_lock;
+	struct fsd_cmd cmdq[FSD_CMDQ];
+	uint32_t cmd_head, cmd_tail;
+	uint32_t dropped_rows[FSD_MAX_CLIENTS]; /* hot -> loop: rows finished */
+	uint32_t dropped_reason[FSD_MAX_CLIENTS];
+	uint32_t n_dropped;
+	uv_async_t dropped_async;
+
+	/* completions */
+	pthread_mutex_t done_lock;
+	struct fsd_done *doneq;
+	uint32_t done_n, done_cap;
+
+	/* hot thread */
+	pthread_t hot;
+	uint32_t hot_wake; /* futex word: bumped to wake the hot thread */
+	int hot_stop;
+	int hot_running;
+
+	/* backend */
+	const struct fsd_backend *backend;
+	void *backend_priv;
+
+	/* control plane */
+	nng_socket rep;
+	int rep_open;
+	uv_poll_t rep_poll;
+	int fdsock;
+	uv_poll_t fdsock_poll;
+	uv_signal_t sig_term, sig_int, sig_hup;
+	uv_timer_t timer;
+	int stopping;
+};
+
+/* fsd_region.c */
+int fsd_regions_create(struct fsd *d);
+void fsd_regions_destroy(struct fsd *d);
+uint64_t *fsd_epoch_entries(struct fsd *d, uint32_t buf);
+struct fs_epoch_buf_hdr *fsd_epoch_buf(struct fsd *d, uint32_t buf);
+uint32_t *fsd_ready(struct fsd *d, uint32_t card);
+
+/* fsd_arena_synth.c */
+int fsd_arena_synth_create(struct fsd *d);
+void fsd_arena_synth_fill(uint8_t *dst, uint64_t bytes, uint64_t seed, uint32_t layer, uint32_t expert);
+
+/* fsd_hot.c */
+int fsd_hot_start(struct fsd *d);
+void fsd_hot_stop(struct fsd *d);
+void fsd_hot_wake(struct fsd *d);
+int fsd_hot_cmd(struct fsd *d, enum fsd_cmd_type type, uint32_t row, uint32_t reason);
+
+/* fsd_clients.c */
+int fsd_client_attach(struct fsd *d, pid_t pid, uid_t uid, gid_t gid, const char *name, uint32_t ring_entries,
+		      struct fsd_client **out, char *err, size_t errlen);
+int fsd_client_activate(struct fsd *d, struct fsd_client *c);
+void fsd_client_detach(struct fsd *d, struct fsd_client *c, uint32_t reason);
+void fsd_clients_reap(struct fsd *d); /* loop thread: finish rows the hot thread dropped */
+void fsd_clients_expire_pending(struct fsd *d, uint64_t now);
+struct fsd_client *fsd_client_by_row(struct fsd *d, uint32_t row);
+
+/* fsd_fdsock.c */
+int fsd_fdsock_start(struct fsd *d);
+void fsd_fdsock_stop(struct fsd *d);
+
+/* fsd_control.c */
+int fsd_control_start(struct fsd *d);
+void fsd_control_stop(struct fsd *d);
+void fsd_request_stop(struct fsd *d, const char *why);
+
+/* fsd_stats.c: the stats reply, built from the counter X-macros */
+struct cJSON;
+struct cJSON *fsd_stats_json(struct fsd *d);
+struct cJSON *fsd_clients_json(struct fsd *d);
+
+static inline void fsd_count(uint64_t *ctr, uint64_t n)
+{
+	__atomic_fetch_add(ctr, n, __ATOMIC_RELAXED);
+}
+
+#endif /* FSD_H */

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fsd_clients.c: the client table, on the loop thread.  Attach creates a
+ * client's region and a one-time token; the fd handshake (fsd_fdsock.c)
+ * hands the regions over and gives the client to the hot thread; a pidfd
+ * tells us the moment its process dies.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fs_time.h"
+#include "fsd.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+#define PENDING_TIMEOUT_NS 5000000000ull /* attach -> fd handshake */
+
+static const char *reason_name(uint32_t r)
+{
+	switch (r) {
+	case FS_DETACH_REQUESTED:
+		return "detached on request";
+	case FS_DETACH_DEAD:
+		return "process exited";
+	case FS_DETACH_STALE:
+		return "heartbeat stale";
+	case FS_DETACH_HOLD_TIMEOUT:
+		return "epoch held too long";
+	case FS_DETACH_SHUTDOWN:
+		return "daemon stopping";
+	default:
+		return "unknown";
+	}
+}
+
+struct fsd_client *fsd_client_by_row(struct fsd *d, uint32_t row)
+{
+	if (row >= d->cfg.max_clients || d->clients[row].phase == FSD_CL_FREE)
+		return NULL;
+	return &d->clients[row];
+}
+
+static void counters_row_reset(struct fsd *d, uint32_t row, const struct fsd_client *c)
+{
+	uint64_t *cc = d->counters_client + (uint64_t)row * FS_N_CLIENT;
+	for (unsigned i = 0; i < FS_N_CLIENT; i++)
+		fs_store_relaxed(&cc[i], 0);
+	fs_store_relaxed(&cc[FS_CCL_pid], (uint64_t)c->pid);
+	fs_store_relaxed(&cc[FS_CCL_uid], (uint64_t)c->uid);
+}
+
+static void set_active_bit(struct fsd *d, uint32_t row, int on)
+{
+	struct fs_counters_hdr *ch = (struct fs_counters_hdr *)((char *)d->dh + d->dh->off_counters);
+	uint64_t bit = 1ull << row;
+	if (on)
+		__atomic_fetch_or(&ch->client_active, bit, __ATOMIC_RELEASE);
+	else
+		__atomic_fetch_and(&ch->client_active, ~bit, __ATOMIC_RELEASE);
+}
+
+static void row_free(struct fsd *d, struct fsd_client *c)
+{
+	set_active_bit(d, c->row, 0);
+	fs_shm_close(&c->region);
+	c->hdr = NULL;
+	c->phase = FSD_CL_FREE;
+}
+
+static void pidfd_closed(uv_handle_t *h)
+{
+	struct fsd_client *c = h->data;
+	struct fsd *d = h->loop->data;
+	close(c->pidfd);
+	c->pidfd = -1;
+	c->pidfd_polling = 0;
+	if (c->phase == FSD_CL_CLOSING)
+		row_free(d, c);
+}
+
+/* Finish a row on the loop thread once the hot thread no longer uses it. */
+static void row_release(struct fsd *d, struct fsd_client *c)
+{
+	c->phase = FSD_CL_CLOSING;
+	if (c->pidfd_polling == 1) {
+		c->pidfd_polling = 2;
+		uv_close((uv_handle_t *)&c->pidfd_poll, pidfd_closed);
+		return; /* pidfd_closed frees the row */
+	}
+	if (c->pidfd_polling == 2)
+		return;
+	if (c->pidfd >= 0) {
+		close(c->pidfd);
+		c->pidfd = -1;
+	}
+	row_free(d, c);
+}
+
+static void on_pidfd(uv_poll_t *h, int status, int events)
+{
+	(void)status;
+	(void)events;
+	struct fsd_client *c = h->data;
+	struct fsd *d = h->loop->data;
+	if (c->phase == FSD_CL_FREE || c->phase == FSD_CL_CLOSING)
+		return;
+	fsd_log(FSD_INFO, "client %u (%s, pid %d): process exited", c->row, c->name, (int)c->pid);
+	fsd_count(&d->counters_daemon[FS_C_deaths], 1);
+	uv_poll_stop(h);
+	fsd_client_detach(d, c, FS_DETACH_DEAD);
+}
+
+int fsd_client_attach(struct fsd *d, pid_t pid, uid_t uid, gid_t gid, const char *name, uint32_t ring_entries,
+		      struct fsd_client **out, char *err, size_t errlen)
+{
+	uint32_t row;
+	for (row = 0; row < d->cfg.max_clients; row++)
+		if (d->clients[row].phase == FSD_CL_FREE)
+			break;
+	if (row == d->cfg.max_clients) {
+		snprintf(err, errlen, "too many clients (max_clients %u)", d->cfg.max_clients);
+		return -EBUSY;
+	}
+	if (ring_entries == 0)
+		ring_entries = d->cfg.ring_entries;
+	if (ring_entries < FS_RING_MIN_ENTRIES || ring_entries > FS_RING_MAX_ENTRIES ||
+	    (ring_entries & (ring_entries - 1))) {
+		snprintf(err, errlen, "ring_entries %u: need a power of two in %u..%u", ring_entries,
+			 FS_RING_MIN_ENTRIES, FS_RING_MAX_ENTRIES);
+		return -EINVAL;
+	}
+	struct fsd_client *c = &d->clients[row];
+	memset(c, 0, sizeof(*c));
+	c->row = row;
+	c->pidfd = -1;
+	c->pid = pid;
+	c->uid = uid;
+	c->gid = gid;
+	c->serial = ++d->next_serial;
+	snprintf(c->name, sizeof(c->name), "%s", name && *name ? name : "engine");
+
+	uint64_t off_ring = sizeof(struct fs_client_hdr);
+	uint64_t bytes = off_ring + fs_ring_bytes(ring_entries);
+	int r = fs_shm_create(&c->region, "foresight-client", (size_t)bytes);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot create client region: %s", strerror(-r));
+		return r;
+	}
+	struct fs_client_hdr *h = c->region.base;
+	h->magic = FS_CLIENT_MAGIC;
+	h->version = FS_PROTO_VERSION;
+	h->region_bytes = c->region.bytes;
+	h->client_id = row;
+	h->ring_entries = ring_entries;
+	h->off_ring = off_ring;
+	h->ring_bytes = fs_ring_bytes(ring_entries);
+	h->instance = d->instance;
+	h->state = FS_CLIENT_ATTACHED;
+	h->heartbeat_ns = fs_now_ns();
+	r = fs_ring_format(&c->ring, (char *)h + off_ring, (size_t)h->ring_bytes, ring_entries);
+	if (r < 0) {
+		fs_shm_close(&c->region);
+		snprintf(err, errlen, "cannot format ring: %s", strerror(-r));
+		return r;
+	}
+	if (getrandom(c->token, sizeof(c->token), 0) != (ssize_t)sizeof(c->token)) {
+		fs_shm_close(&c->region);
+		snprintf(err, errlen, "getrandom failed");
+		return -EIO;
+	}
+	c->attach_ns = fs_now_ns();
+	c->pending_deadline_ns = c->attach_ns + PENDING_TIMEOUT_NS;
+	c->phase = FSD_CL_PENDING;
+
+	/* Death is seen through the pidfd the moment the process exits. */
+	c->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (c->pidfd >= 0) {
+		uv_poll_init(d->loop, &c->pidfd_poll, c->pidfd);
+		c->pidfd_poll.data = c;
+		uv_poll_start(&c->pidfd_poll, UV_READABLE, on_pidfd);
+		c->pidfd_polling = 1;
+	} else {
+		fsd_log(FSD_WARN, "pidfd_open(%d): %s: this client's death will be seen by its heartbeat only",
+			(int)pid, strerror(errno));
+	}
+	counters_row_reset(d, row, c);
+	set_active_bit(d, row, 1);
+	*out = c;
+	return 0;
+}
+
+/* The fd handshake succeeded: the hot thread takes over. */
+int fsd_client_activate(struct fsd *d, struct fsd_client *c)
+{
+	c->phase = FSD_CL_ACTIVE;
+	fsd_count(&d->counters_daemon[FS_C_attaches], 1);
+	fsd_log(FSD_INFO, "client %u (%s, pid %d, uid %d) attached", c->row, c->name, (int)c->pid, (int)c->uid);
+	return fsd_hot_cmd(d, FSD_CMD_ADD, c->row, 0);
+}
+
+void fsd_client_detach(struct fsd *d, struct fsd_client *c, uint32_t reason)
+{
+	if (c->phase == FSD_CL_ACTIVE) {
+		/* The hot thread drops it and reports back (fsd_clients_reap). */
+		c->phase = FSD_CL_CLOSING;
+		if (fsd_hot_cmd(d, FSD_CMD_DROP, c->row, reason) < 0)
+			fsd_log(FSD_ERR, "client %u: hot thread command queue full", c->row);
+		return;
+	}
+	if (c->phase == FSD_CL_PENDING) {
+		fsd_log(FSD_INFO, "client %u (%s, pid %d): %s before its fd handshake", c->row, c->name, (int)c->pid,
+			reason_name(reason));
+		row_release(d, c);
+	}
+}
+
+void fsd_clients_reap(struct fsd *d)
+{
+	uint32_t rows[FSD_MAX_CLIENTS], reasons[FSD_MAX_CLIENTS], n;
+	pthread_mutex_lock(&d->cmd_lock);
+	n = d->n_dropped;
+	memcpy(rows, d->dropped_rows, n * sizeof(rows[0]));
+	memcpy(reasons, d->dropped_reason, n * sizeof(reasons[0]));
+	d->n_dropped = 0;
+	pthread_mutex_unlock(&d->cmd_lock);
+	for (uint32_t i = 0; i < n; i++) {
+		struct fsd_client *c = &d->clients[rows[i]];
+		if (c->phase == FSD_CL_FREE)
+			continue;
+		fsd_count(&d->counters_daemon[FS_C_detaches], 1);
+		fsd_log(FSD_INFO, "client %u (%s, pid %d): %s; holds dropped", c->row, c->name, (int)c->pid,
+			reason_name(reasons[i]));
+		row_release(d, c);
+	}
+}
+
+void fsd_clients_expire_pending(struct fsd *d, uint64_t now)
+{
+	for (uint32_t row = 0; row < d->cfg.max_clients; row++) {
+		struct fsd_client *c = &d->clients[row];
+		if (c->phase == FSD_CL_PENDING && now > c->pending_deadline_ns) {
+			fsd_log(FSD_WARN, "client %u (%s, pid %d): no fd handshake within 5 s, dropped", row, c->name,
+				(int)c->pid);
+			row_release(d, c);
+		}
+	}
+}

@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fsd_control.c: the control socket.  nng REP over ipc://, JSON bodies.
+ * Every request is {"verb": "...", "proto": N, ...}; every reply is
+ * {"ok": true, ...} or {"ok": false, "error": "...", "code": "EACCES"}.
+ * proto/README.md lists the verbs and their fields.
+ *
+ * The peer's uid/gid/pid come from the kernel (SO_PEERCRED via nng), never
+ * from the message.  Only root, the daemon's own user or members of the
+ * configured group may do anything but hello and ping.
+ */
+#include <errno.h>
+#include <grp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
+#include <nng/protocol/reqrep0/req.h>
+#include <nng/transport/ipc/ipc.h>
+
+#include "fs_time.h"
+#include "fsd.h"
+
+#define CONTROL_MAX_MSG 65536
+
+struct peer {
+	uint64_t pid, uid, gid;
+	int have;
+};
+
+static const char *errno_code(int e)
+{
+	switch (e) {
+	case EACCES:
+		return "EACCES";
+	case EPROTO:
+		return "EPROTO";
+	case EINVAL:
+		return "EINVAL";
+	case ENOENT:
+		return "ENOENT";
+	case EBUSY:
+		return "EBUSY";
+	case ENOSYS:
+		return "ENOSYS";
+	default:
+		return "EIO";
+	}
+}
+
+static cJSON *reply_err(int e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static cJSON *reply_err(int e, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddBoolToObject(o, "ok", 0);
+	cJSON_AddStringToObject(o, "error", msg);
+	cJSON_AddStringToObject(o, "code", errno_code(e));
+	return o;
+}
+
+static cJSON *reply_ok(void)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddBoolToObject(o, "ok", 1);
+	return o;
+}
+
+/* Is gid among the supplementary groups of pid?  (/proc/PID/status "Groups:") */
+static int pid_in_group(uint64_t pid, gid_t gid)
+{
+	char path[64], line[1024];
+	snprintf(path, sizeof(path), "/proc/%llu/status", (unsigned long long)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	int found = 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "Groups:", 7) != 0)
+			continue;
+		char *p = line + 7, *end;
+		for (;;) {
+			unsigned long g = strtoul(p, &end, 10);
+			if (end == p)
+				break;
+			if ((gid_t)g == gid)
+				found = 1;
+			p = end;
+		}
+		break;
+	}
+	fclose(f);
+	return found;
+}
+
+static int peer_allowed(struct fsd *d, const struct peer *pe, char *why, size_t len)
+{
+	if (!pe->have) {
+		snprintf(why, len, "peer credentials unavailable");
+		return 0;
+	}
+	if (pe->uid == 0 || pe->uid == (uint64_t)geteuid())
+		return 1;
+	if (d->cfg.group[0]) {
+		struct group *g = getgrnam(d->cfg.group);
+		if (g && (pe->gid == (uint64_t)g->gr_gid || pid_in_group(pe->pid, g->gr_gid)))
+			return 1;
+		snprintf(why, len, "uid %llu is not root, not foresightd's user and not in group '%s'",
+			 (unsigned long long)pe->uid, d->cfg.group);
+		return 0;
+	}
+	snprintf(why, len, "uid %llu is not root and not foresightd's user (uid %d), and no group is configured",
+		 (unsigned long long)pe->uid, (int)geteuid());
+	return 0;
+}
+
+static int peer_admin(const struct peer *pe)
+{
+	return pe->have && (pe->uid == 0 || pe->uid == (uint64_t)geteuid());
+}
+
+static void hex16(const uint8_t *b, char *out)
+{
+	for (int i = 0; i < 16; i++)
+		sprintf(out + 2 * i, "%02x", b[i]);
+}
+
+static int unhex16(const char *s, uint8_t *b)
+{
+	if (!s || strlen(s) != 32)
+		return -1;
+	for (int i = 0; i < 16; i++) {
+		unsigned v;
+		if (sscanf(s + 2 * i, "%2x", &v) != 1)
+			return -1;
+		b[i] = (uint8_t)v;
+	}
+	return 0;
+}
+
+static cJSON *layout_json(struct fsd *d, const struct fsd_client *c)
+{
+	cJSON *l = cJSON_CreateObject();
+	cJSON_AddNumberToObject(l, "layers", d->cfg.layers);
+	cJSON_AddNumberToObject(l, "experts", d->cfg.experts);
+	cJSON_AddNumberToObject(l, "experts_used", d->cfg.experts_used);
+	cJSON_AddNumberToObject(l, "daemon_bytes", (double)d->daemon_shm.bytes);
+	cJSON_AddNumberToObject(l, "client_bytes", (double)c->region.bytes);
+	cJSON_AddNumberToObject(l, "arena_bytes", (double)d->arena_shm.bytes);
+	cJSON_AddNumberToObject(l, "ring_entries", c->hdr ? c->hdr->ring_entries
+							  : ((struct fs_client_hdr *)c->region.base)->ring_entries);
+	cJSON *fds = cJSON_AddArrayToObject(l, "fds");
+	cJSON_AddItemToArray(fds, cJSON_CreateString("daemon"));
+	cJSON_AddItemToArray(fds, cJSON_CreateString("client"));
+	cJSON_AddItemToArray(fds, cJSON_CreateString("arena"));
+	cJSON *cards = cJSON_AddArrayToObject(l, "cards");
+	for (uint32_t i = 0; i < d->cfg.cards; i++) {
+		char nm[16];
+		snprintf(nm, sizeof(nm), "pool%u", i);
+		cJSON_AddItemToArray(fds, cJSON_CreateString(nm));
+		cJSON *cd = cJSON_CreateObject();
+		cJSON_AddNumberToObject(cd, "id", i);
+		cJSON_AddNumberToObject(cd, "slots", d->cfg.slots);
+		cJSON_AddNumberToObject(cd, "slot_bytes", (double)d->slot_bytes);
+		cJSON_AddNumberToObject(cd, "pool_bytes", (double)d->pool_shm[i].bytes);
+		cJSON_AddStringToObject(cd, "backend", d->backend->name);
+		cJSON_AddItemToArray(cards, cd);
+	}
+	return l;
+}
+
+static cJSON *do_attach(struct fsd *d, const cJSON *req, const struct peer *pe)
+{
+	const cJSON *model = cJSON_GetObjectItemCaseSensitive(req, "model");
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, "name");
+	const cJSON *ring = cJSON_GetObjectItemCaseSensitive(req, "ring_entries");
+	if (model && !cJSON_IsNull(model)) {
+		if (!cJSON_IsString(model))
+			return reply_err(EINVAL, "attach: 'model' must be a string");
+		if (strcmp(model->valuestring, d->cfg.model) != 0)
+			return reply_err(ENOENT, "attach: model '%.64s' is not served here (serving '%s')",
+					 model->valuestring, d->cfg.model);
+	}
+	if (name && !cJSON_IsString(name))
+		return reply_err(EINVAL, "attach: 'name' must be a string");
+	uint32_t ring_entries = 0;
+	if (ring) {
+		if (!cJSON_IsNumber(ring) || ring->valuedouble < 0 || ring->valuedouble > FS_RING_MAX_ENTRIES)
+			return reply_err(EINVAL, "attach: 'ring_entries' must be a number in 0..%u",
+					 FS_RING_MAX_ENTRIES);
+		ring_entries = (uint32_t)ring->valuedouble;
+	}
+	if (d->stopping)
+		return reply_err(EBUSY, "attach: foresightd is stopping");
+	struct fsd_client *c;
+	char err[256];
+	int r = fsd_client_attach(d, (pid_t)pe->pid, (uid_t)pe->uid, (gid_t)pe->gid,
+				  name ? name->valuestring : NULL, ring_entries, &c, err, sizeof(err));
+	if (r < 0)
+		return reply_err(-r, "attach: %s", err);
+	cJSON *o = reply_ok();
+	char tok[33], inst[17];
+	hex16(c->token, tok);
+	snprintf(inst, sizeof(inst), "%016llx", (unsigned long long)d->instance);
+	cJSON_AddNumberToObject(o, "client_id", c->row);
+	cJSON_AddStringToObject(o, "token", tok);
+	cJSON_AddStringToObject(o, "fd_socket", d->cfg.fd_socket_path);
+	cJSON_AddStringToObject(o, "instance", inst);
+	cJSON_AddStringToObject(o, "model", d->cfg.model);
+	cJSON_AddItemToObject(o, "layout", layout_json(d, c));
+	return o;
+}
+
+static cJSON *do_detach(struct fsd *d, const cJSON *req, const struct peer *pe)
+{
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "client_id");
+	const cJSON *tok = cJSON_GetObjectItemCaseSensitive(req, "token");
+	uint8_t t[16];
+	if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble >= FSD_MAX_CLIENTS)
+		return reply_err(EINVAL, "detach: 'client_id' must be a client number");
+	struct fsd_client *c = fsd_client_by_row(d, (uint32_t)id->valuedouble);
+	if (!c)
+		return reply_err(ENOENT, "detach: no client %d", (int)id->valuedouble);
+	int owner = cJSON_IsString(tok) && unhex16(tok->valuestring, t) == 0 && memcmp(t, c->token, 16) == 0;
+	if (!owner && !peer_admin(pe))
+		return reply_err(EACCES, "detach: client %u belongs to pid %d; give its token or be an admin", c->row,
+				 (int)c->pid);
+	fsd_client_detach(d, c, FS_DETACH_REQUESTED);
+	return reply_ok();
+}
+
+static cJSON *handle(struct fsd *d, const char *body, size_t len, const struct peer *pe)
+{
+	cJSON *req = cJSON_ParseWithLength(body, len);
+	cJSON *rep;
+	if (!req || !cJSON_IsObject(req)) {
+		fsd_count(&d->counters_daemon[FS_C_bad_requests], 1);
+		cJSON_Delete(req);
+		return reply_err(EINVAL, "request is not a JSON object");
+	}
+	const cJSON *verb = cJSON_GetObjectItemCaseSensitive(req, "verb");
+	const cJSON *proto = cJSON_GetObjectItemCaseSensitive(req, "proto");
+	if (!cJSON_IsString(verb)) {
+		fsd_count(&d->counters_daemon[FS_C_bad_requests], 1);
+		rep = reply_err(EINVAL, "request has no string 'verb'");
+		goto out;
+	}
+	const char *v = verb->valuestring;
+	if (proto && (!cJSON_IsNumber(proto) || proto->valuedouble != (double)FS_PROTO_VERSION)) {
+		fsd_count(&d->counters_daemon[FS_C_refused], 1);
+		char theirs[32] = "(not a number)";
+		if (cJSON_IsNumber(proto))
+			snprintf(theirs, sizeof(theirs), "%g", proto->valuedouble);
+		rep = reply_err(EPROTO, "protocol mismatch: client speaks version %s, foresightd %s speaks version %u",
+				theirs, FSD_VERSION, FS_PROTO_VERSION);
+		goto out;
+	}
+	if (strcmp(v, "hello") == 0 || strcmp(v, "ping") == 0) {
+		if (!proto && strcmp(v, "hello") == 0) {
+			rep = reply_err(EPROTO, "hello: 'proto' is required (foresightd speaks version %u)",
+					FS_PROTO_VERSION);
+			goto out;
+		}
+		rep = reply_ok();
+		char inst[17];
+		snprintf(inst, sizeof(inst), "%016llx", (unsigned long long)d->instance);
+		cJSON_AddNumberToObject(rep, "proto", FS_PROTO_VERSION);
+		cJSON_AddStringToObject(rep, "version", FSD_VERSION);
+		cJSON_AddNumberToObject(rep, "pid", getpid());
+		cJSON_AddNumberToObject(rep, "uptime_s", (double)(fs_now_ns() - d->start_ns) / 1e9);
+		cJSON_AddStringToObject(rep, "instance", inst);
+		cJSON_AddStringToObject(rep, "backend", d->backend->name);
+		goto out;
+	}
+	char why[256];
+	if (!peer_allowed(d, pe, why, sizeof(why))) {
+		fsd_count(&d->counters_daemon[FS_C_refused], 1);
+		fsd_log(FSD_WARN, "control: refused '%.32s' from pid %llu: %s", v, (unsigned long long)pe->pid, why);
+		rep = reply_err(EACCES, "refused: %s", why);
+		goto out;
+	}
+	if (strcmp(v, "attach") == 0)
+		rep = do_attach(d, req, pe);
+	else if (strcmp(v, "detach") == 0)
+		rep = do_detach(d, req, pe);
+	else if (strcmp(v, "stats") == 0)
+		rep = fsd_stats_json(d);
+	else if (strcmp(v, "clients") == 0)
+		rep = fsd_clients_json(d);
+	else if (strcmp(v, "shutdown") == 0) {
+		if (!peer_admin(pe)) {
+			fsd_count(&d->counters_daemon[FS_C_refused], 1);
+			rep = reply_err(EACCES, "shutdown: only root or foresightd's own user may stop it");
+		} else {
+			fsd_log(FSD_INFO, "control: shutdown requested by pid %llu", (unsigned long long)pe->pid);
+			fsd_request_stop(d, "shutdown requested");
+			rep = reply_ok();
+		}
+	} else {
+		fsd_count(&d->counters_daemon[FS_C_bad_requests], 1);
+		rep = reply_err(ENOSYS, "unknown verb '%.32s' (verbs: hello ping attach detach stats clients shutdown)",
+				v);
+	}
+out:
+	cJSON_Delete(req);
+	return rep;
+}
+
+static void on_rep(uv_poll_t *h, int status, int events)
+{
+	(void)status;
+	(void)events;
+	struct fsd *d = h->loop->data;
+	for (;;) {
+		nng_msg *m;
+		int r = nng_recvmsg(d->rep, &m, NNG_FLAG_NONBLOCK);
+		if (r != 0)
+			return;
+		struct peer pe = {0};
+		nng_pipe p = nng_msg_get_pipe(m);
+		pe.have = nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &pe.uid) == 0 &&
+			  nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_GID, &pe.gid) == 0 &&
+			  nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pe.pid) == 0;
+		cJSON *rep = handle(d, nng_msg_body(m), nng_msg_len(m), &pe);
+		char *txt = cJSON_PrintUnformatted(rep);
+		cJSON_Delete(rep);
+		nng_msg_clear(m);
+		if (txt && nng_msg_append(m, txt, strlen(txt)) == 0 && nng_sendmsg(d->rep, m, NNG_FLAG_NONBLOCK) == 0)
+			m = NULL;
+		if (m)
+			nng_msg_free(m);
+		free(txt);
+	}
+}
+
+int fsd_control_start(struct fsd *d)
+{
+	char url[160];
+	nng_listener l;
+	int r;
+	snprintf(url, sizeof(url), "ipc://%s", d->cfg.socket_path);
+	if ((r = nng_rep0_open(&d->rep)) != 0) {
+		fsd_log(FSD_ERR, "control: nng_rep0_open: %s", nng_strerror(r));
+		return -EIO;
+	}
+	d->rep_open = 1;
+	nng_socket_set_size(d->rep, NNG_OPT_RECVMAXSZ, CONTROL_MAX_MSG);
+	/* A second daemon on the same socket must fail, not steal it: probe first. */
+	nng_socket probe;
+	if (nng_req0_open(&probe) == 0) {
+		if (nng_dial(probe, url, NULL, 0) == 0) {
+			nng_close(probe);
+			fsd_log(FSD_ERR, "control: another foresightd is already listening on %s", d->cfg.socket_path);
+			return -EADDRINUSE;
+		}
+		nng_close(probe);
+	}
+	unlink(d->cfg.socket_path); /* a stale socket file from a killed daemon */
+	if ((r = nng_listener_create(&l, d->rep, url)) != 0 ||
+	    (r = nng_listener_set_int(l, NNG_OPT_IPC_PERMISSIONS, (int)d->cfg.socket_mode)) != 0 ||
+	    (r = nng_listener_start(l, 0)) != 0) {
+		fsd_log(FSD_ERR, "control: cannot listen on %s: %s", url, nng_strerror(r));
+		return -EIO;
+	}
+	if (d->cfg.group[0]) {
+		struct group *g = getgrnam(d->cfg.group);
+		if (!g) {
+			fsd_log(FSD_ERR, "control: group '%s' does not exist", d->cfg.group);
+			return -ENOENT;
+		}
+		if (chown(d->cfg.socket_path, (uid_t)-1, g->gr_gid) < 0 ||
+		    chown(d->cfg.fd_socket_path, (uid_t)-1, g->gr_gid) < 0)
+			fsd_log(FSD_WARN, "control: chgrp of the sockets to '%s' failed: %s", d->cfg.group,
+				strerror(errno));
+	}
+	int fd;
+	if ((r = nng_socket_get_int(d->rep, NNG_OPT_RECVFD, &fd)) != 0) {
+		fsd_log(FSD_ERR, "control: no receive fd: %s", nng_strerror(r));
+		return -EIO;
+	}
+	uv_poll_init(d->loop, &d->rep_poll, fd);
+	uv_poll_start(&d->rep_poll, UV_READABLE, on_rep);
+	fsd_log(FSD_INFO, "control: listening on %s (mode %04o)", url, d->cfg.socket_mode);
+	return 0;
+}
+
+void fsd_control_stop(struct fsd *d)
+{
+	if (!d->rep_open)
+		return;
+	if (uv_is_active((uv_handle_t *)&d->rep_poll))
+		uv_poll_stop(&d->rep_poll);
+	if (d->rep_poll.type == UV_POLL && !uv_is_closing((uv_handle_t *)&d->rep_poll))
+		uv_close((uv_handle_t *)&d->rep_poll, NULL);
+	nng_close(d->rep);
+	d->rep_open = 0;
+	unlink(d->cfg.socket_path);
+}

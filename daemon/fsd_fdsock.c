@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fsd_fdsock.c: the fd socket.  Hands a client its memfds (SCM_RIGHTS) once
+ * the control plane has admitted it; see proto/fs_fdproto.h.  Everything is
+ * non-blocking on the loop thread, with a cap on half-open connections so a
+ * client that connects and says nothing cannot exhaust the daemon's fds.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "fs_fdpass.h"
+#include "fs_fdproto.h"
+#include "fs_time.h"
+#include "fsd.h"
+
+#define FDSOCK_MAX_CONNS 16
+
+struct fd_conn {
+	uv_poll_t poll;
+	int fd;
+	int used;
+	uint64_t since;
+	struct fsd *d;
+};
+static struct fd_conn conns[FDSOCK_MAX_CONNS];
+
+static void conn_closed(uv_handle_t *h)
+{
+	struct fd_conn *fc = h->data;
+	close(fc->fd);
+	fc->fd = -1;
+	fc->used = 0;
+}
+
+static void conn_close(struct fd_conn *fc)
+{
+	if (fc->used == 1) {
+		fc->used = 2;
+		uv_close((uv_handle_t *)&fc->poll, conn_closed);
+	}
+}
+
+static void reply_status(int fd, int status)
+{
+	struct fs_fd_reply rep = {.magic = FS_FD_MAGIC, .status = status, .nfds = 0};
+	(void)!send(fd, &rep, sizeof(rep), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static void handle_request(struct fsd *d, int fd)
+{
+	struct fs_fd_request req;
+	ssize_t n = recv(fd, &req, sizeof(req), MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return; /* spurious wake-up; the caller closes only on a full request */
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	if (n != (ssize_t)sizeof(req) || req.magic != FS_FD_MAGIC || req.version != FS_PROTO_VERSION ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		fsd_count(&d->counters_daemon[FS_C_bad_requests], 1);
+		reply_status(fd, -EPROTO);
+		return;
+	}
+	struct fsd_client *c = fsd_client_by_row(d, req.client_id);
+	if (!c || c->phase != FSD_CL_PENDING || c->pid != cred.pid ||
+	    memcmp(c->token, req.token, sizeof(req.token)) != 0) {
+		fsd_log(FSD_WARN, "fd socket: refused pid %d uid %d for client %u (no such pending attach, wrong pid "
+				  "or token)",
+			(int)cred.pid, (int)cred.uid, req.client_id);
+		fsd_count(&d->counters_daemon[FS_C_refused], 1);
+		reply_status(fd, -EACCES);
+		return;
+	}
+	int fds[3 + FS_MAX_CARDS];
+	unsigned nf = 0;
+	fds[nf++] = d->daemon_ro_fd;
+	fds[nf++] = c->region.fd;
+	fds[nf++] = d->arena_ro_fd;
+	for (uint32_t i = 0; i < d->cfg.cards; i++)
+		fds[nf++] = d->pool_ro_fd[i];
+	struct fs_fd_reply rep = {.magic = FS_FD_MAGIC, .status = 0, .nfds = nf};
+	int r = fs_fd_send(fd, &rep, sizeof(rep), fds, nf);
+	if (r < 0) {
+		fsd_log(FSD_WARN, "fd socket: sending fds to pid %d failed: %s", (int)cred.pid, strerror(-r));
+		fsd_client_detach(d, c, FS_DETACH_REQUESTED);
+		return;
+	}
+	fsd_client_activate(d, c);
+}
+
+static void on_conn(uv_poll_t *h, int status, int events)
+{
+	(void)events;
+	struct fd_conn *fc = h->data;
+	if (status == 0)
+		handle_request(fc->d, fc->fd);
+	conn_close(fc);
+}
+
+static void on_listen(uv_poll_t *h, int status, int events)
+{
+	(void)events;
+	struct fsd *d = h->loop->data;
+	if (status < 0)
+		return;
+	for (;;) {
+		int fd = accept4(d->fdsock, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;
+		struct fd_conn *fc = NULL;
+		uint64_t oldest = UINT64_MAX;
+		struct fd_conn *old = NULL;
+		for (int i = 0; i < FDSOCK_MAX_CONNS; i++) {
+			if (!conns[i].used) {
+				fc = &conns[i];
+				break;
+			}
+			if (conns[i].used == 1 && conns[i].since < oldest) {
+				oldest = conns[i].since;
+				old = &conns[i];
+			}
+		}
+		if (!fc) {
+			/* Full of half-open connections: drop the oldest, refuse this one. */
+			if (old)
+				conn_close(old);
+			fsd_count(&d->counters_daemon[FS_C_refused], 1);
+			close(fd);
+			continue;
+		}
+		fc->fd = fd;
+		fc->used = 1;
+		fc->since = fs_now_ns();
+		fc->d = d;
+		uv_poll_init(d->loop, &fc->poll, fd);
+		fc->poll.data = fc;
+		uv_poll_start(&fc->poll, UV_READABLE, on_conn);
+	}
+}
+
+int fsd_fdsock_start(struct fsd *d)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(d->cfg.fd_socket_path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, d->cfg.fd_socket_path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(d->cfg.fd_socket_path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	if (chmod(d->cfg.fd_socket_path, d->cfg.socket_mode) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	d->fdsock = fd;
+	for (int i = 0; i < FDSOCK_MAX_CONNS; i++)
+		conns[i].fd = -1;
+	uv_poll_init(d->loop, &d->fdsock_poll, fd);
+	uv_poll_start(&d->fdsock_poll, UV_READABLE, on_listen);
+	return 0;
+}
+
+void fsd_fdsock_stop(struct fsd *d)
+{
+	if (d->fdsock < 0)
+		return;
+	uv_poll_stop(&d->fdsock_poll);
+	uv_close((uv_handle_t *)&d->fdsock_poll, NULL);
+	for (int i = 0; i < FDSOCK_MAX_CONNS; i++)
+		conn_close(&conns[i]);
+	close(d->fdsock);
+	unlink(d->cfg.fd_socket_path);
+	d->fdsock = -1;
+}

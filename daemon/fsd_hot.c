@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fsd_hot.c: the hot thread.  One loop that
+ *   1. takes clients in and out (commands from the loop thread),
+ *   2. drains every client ring, checking each record against the model,
+ *   3. feeds copy completions to the residency core,
+ *   4. hands new copies to the backend,
+ *   5. publishes an epoch when the table changed,
+ *   6. then (after a full fence) reads every hold and reclaims slots,
+ *   7. checks liveness, and sleeps on all rings at once when idle.
+ * The control loop never runs any of this, and this never waits on it.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_futex.h"
+#include "fs_time.h"
+#include "fsd.h"
+
+#define HOT_BATCH 256u
+#define HOT_SPIN_NS 50000u   /* spin this long with nothing to do, then sleep */
+#define HOT_CHECK_NS 10000000u /* liveness checks every 10 ms */
+
+void fsd_hot_wake(struct fsd *d)
+{
+	__atomic_fetch_add(&d->hot_wake, 1u, __ATOMIC_SEQ_CST);
+	fs_futex_wake(&d->hot_wake, 1);
+}
+
+int fsd_hot_cmd(struct fsd *d, enum fsd_cmd_type type, uint32_t row, uint32_t reason)
+{
+	pthread_mutex_lock(&d->cmd_lock);
+	if (d->cmd_tail - d->cmd_head >= FSD_CMDQ) {
+		pthread_mutex_unlock(&d->cmd_lock);
+		return -EAGAIN;
+	}
+	d->cmdq[d->cmd_tail % FSD_CMDQ] = (struct fsd_cmd){.type = type, .row = row, .reason = reason};
+	d->cmd_tail++;
+	pthread_mutex_unlock(&d->cmd_lock);
+	fsd_hot_wake(d);
+	return 0;
+}
+
+void fsd_copy_landed(struct fsd *d, const struct fsd_done *done)
+{
+	pthread_mutex_lock(&d->done_lock);
+	if (d->done_n == d->done_cap) {
+		uint32_t cap = d->done_cap ? d->done_cap * 2 : 256;
+		struct fsd_done *q = realloc(d->doneq, cap * sizeof(*q));
+		if (!q) {
+			pthread_mutex_unlock(&d->done_lock);
+			fsd_log(FSD_ERR, "out of memory queueing a copy completion");
+			abort();
+		}
+		d->doneq = q;
+		d->done_cap = cap;
+	}
+	d->doneq[d->done_n++] = *done;
+	pthread_mutex_unlock(&d->done_lock);
+	fsd_hot_wake(d);
+}
+
+static uint64_t *client_ctr(struct fsd *d, uint32_t row)
+{
+	return d->counters_client + (uint64_t)row * FS_N_CLIENT;
+}
+
+/* Drop a client: its holds no longer count, its region says why. */
+static void hot_finish(struct fsd *d, struct fsd_client *c, uint32_t reason)
+{
+	if (!c->hot_active)
+		return;
+	fsr_client_remove(d->core, c->row);
+	fs_store_relaxed(&c->hdr->reason, reason);
+	fs_store_release(&c->hdr->state, (uint32_t)FS_CLIENT_DETACHED);
+	c->hot_active = 0;
+	fs_store_relaxed(&client_ctr(d, c->row)[FS_CCL_holds], 0);
+	pthread_mutex_lock(&d->cmd_lock);
+	d->dropped_rows[d->n_dropped] = c->row;
+	d->dropped_reason[d->n_dropped] = reason;
+	d->n_dropped++;
+	pthread_mutex_unlock(&d->cmd_lock);
+	uv_async_send(&d->dropped_async);
+}
+
+static void hot_apply_cmds(struct fsd *d)
+{
+	struct fsd_cmd cmds[FSD_CMDQ];
+	uint32_t n = 0;
+	pthread_mutex_lock(&d->cmd_lock);
+	while (d->cmd_head != d->cmd_tail)
+		cmds[n++] = d->cmdq[d->cmd_head++ % FSD_CMDQ];
+	pthread_mutex_unlock(&d->cmd_lock);
+	for (uint32_t i = 0; i < n; i++) {
+		struct fsd_client *c = &d->clients[cmds[i].row];
+		if (cmds[i].type == FSD_CMD_ADD) {
+			uint64_t now = fs_now_ns();
+			c->hdr = c->region.base;
+			memset(c->hold_seen, 0, sizeof(c->hold_seen));
+			for (unsigned k = 0; k < FS_MAX_HOLDS; k++)
+				c->hold_since[k] = now;
+			c->newest_window = 0;
+			if (fsr_client_add(d->core, c->row) == 0)
+				c->hot_active = 1;
+		} else if (cmds[i].type == FSD_CMD_DROP) {
+			hot_finish(d, c, cmds[i].reason);
+		}
+	}
+}
+
+/* The checks the ring cannot make: the record's fields against the model. */
+static int rec_in_bounds(const struct fsd *d, const struct fs_rec *r)
+{
+	if (r->type == FS_REC_WIN_BEGIN || r->type == FS_REC_WIN_END)
+		return 1;
+	if (r->layer >= d->cfg.layers || r->expert >= d->cfg.experts)
+		return 0;
+	if (r->card != FS_CARD_NONE && r->card >= d->cfg.cards)
+		return 0;
+	if (r->type == FS_REC_PREDICT) {
+		float score;
+		memcpy(&score, &r->value, sizeof(score));
+		if (!isfinite(score) || score < 0.0f)
+			return 0;
+	}
+	return 1;
+}
+
+static uint32_t hot_drain_rings(struct fsd *d, uint64_t now)
+{
+	struct fs_rec buf[HOT_BATCH];
+	uint32_t total = 0;
+	for (uint32_t row = 0; row < d->cfg.max_clients; row++) {
+		struct fsd_client *c = &d->clients[row];
+		if (!c->hot_active)
+			continue;
+		uint64_t *cc = client_ctr(d, row);
+		uint64_t bad_before = c->ring.bad_record, idx_before = c->ring.bad_index;
+		uint32_t n;
+		while ((n = fs_ring_consume(&c->ring, buf, HOT_BATCH)) > 0) {
+			uint32_t bad = 0;
+			for (uint32_t i = 0; i < n; i++) {
+				if (!rec_in_bounds(d, &buf[i])) {
+					bad++;
+					continue;
+				}
+				if (buf[i].type == FS_REC_WIN_END)
+					fsd_count(&d->counters_daemon[FS_C_windows], 1);
+				fsr_record(d->core, row, &buf[i], now);
+			}
+			fsd_count(&cc[FS_CCL_records], n);
+			fsd_count(&d->counters_daemon[FS_C_records], n);
+			if (bad) {
+				fsd_count(&cc[FS_CCL_bad_records], bad);
+				fsd_count(&d->counters_daemon[FS_C_bad_records], bad);
+			}
+			total += n;
+			if (total > 64u * HOT_BATCH)
+				break; /* let the other clients and the copies in */
+		}
+		/* Structurally bad records and impossible indices the ring counted. */
+		uint64_t br = c->ring.bad_record - bad_before, bi = c->ring.bad_index - idx_before;
+		if (br) {
+			fsd_count(&cc[FS_CCL_bad_records], br);
+			fsd_count(&d->counters_daemon[FS_C_bad_records], br);
+		}
+		if (bi)
+			fsd_count(&d->counters_daemon[FS_C_bad_index], bi);
+		fs_store_relaxed(&cc[FS_CCL_ring_full], fs_load_relaxed(&c->hdr->ring_full));
+	}
+	return total;
+}
+
+static uint32_t hot_completions(struct fsd *d, uint64_t now)
+{
+	struct fsd_done local[256];
+	uint32_t n = 0;
+	pthread_mutex_lock(&d->done_lock);
+	while (d->done_n > 0 && n < 256)
+		local[n++] = d->doneq[--d->done_n];
+	pthread_mutex_unlock(&d->done_lock);
+	for (uint32_t i = 0; i < n; i++) {
+		fsr_copy_done(d->core, local[i].card, local[i].slot, local[i].gen, now);
+		fsd_count(&d->counters_card[(uint64_t)local[i].card * FS_N_CARD + FS_CC_bus_busy_ns], local[i].busy_ns);
+	}
+	return n;
+}
+
+static uint32_t hot_issue(struct fsd *d, uint64_t now)
+{
+	struct fsr_copy cps[64];
+	uint32_t total = 0;
+	for (uint32_t card = 0; card < d->cfg.cards; card++) {
+		unsigned n = fsr_take_copies(d->core, card, cps, 64, now);
+		for (unsigned i = 0; i < n; i++)
+			d->backend->submit(d, &cps[i]);
+		total += n;
+	}
+	return total;
+}
+
+/* Publish the working table into a buffer no live client holds. */
+static int hot_publish(struct fsd *d, int *deferred)
+{
+	uint32_t b, nb = d->cfg.epoch_bufs;
+	for (b = 0; b < nb; b++) {
+		if (b == d->cur_buf && d->buf_epoch[b] != 0)
+			continue;
+		if (d->buf_epoch[b] == 0 || !fsr_epoch_held(d->core, d->buf_epoch[b]))
+			break;
+	}
+	if (b == nb) {
+		if (!*deferred)
+			fsd_count(&d->counters_daemon[FS_C_publish_deferred], 1);
+		*deferred = 1;
+		return 0;
+	}
+	*deferred = 0;
+	struct fs_epoch_buf_hdr *bh = fsd_epoch_buf(d, b);
+	fs_store_release(&bh->epoch, 0ull); /* seqlock: being rewritten */
+	fsr_fill(d->core, fsd_epoch_entries(d, b));
+	uint64_t e = fsr_publish(d->core);
+	fs_store_release(&bh->epoch, e);
+	d->buf_epoch[b] = e;
+	d->cur_buf = b;
+	fs_store_release(&d->dh->current, FS_CUR(e, b));
+	fsd_count(&d->counters_daemon[FS_C_epochs], 1);
+	return 1;
+}
+
+/* After a publish (and a full fence): read every hold, free what no one holds. */
+static uint32_t hot_holds(struct fsd *d, uint64_t now)
+{
+	fs_smp_mb(); /* the current store above, before these hold loads */
+	for (uint32_t row = 0; row < d->cfg.max_clients; row++) {
+		struct fsd_client *c = &d->clients[row];
+		if (!c->hot_active)
+			continue;
+		uint64_t holds[FS_MAX_HOLDS];
+		uint64_t held = 0;
+		for (unsigned k = 0; k < FS_MAX_HOLDS; k++) {
+			holds[k] = fs_load_acquire(&c->hdr->holds[k]);
+			if (holds[k] != c->hold_seen[k]) {
+				c->hold_seen[k] = holds[k];
+				c->hold_since[k] = now;
+			}
+			held += holds[k] != 0;
+		}
+		unsigned bad = fsr_client_holds(d->core, row, holds);
+		(void)bad; /* counted by the core in bad_holds */
+		fs_store_relaxed(&client_ctr(d, row)[FS_CCL_holds], held);
+	}
+	return fsr_reclaim(d->core);
+}
+
+static void hot_liveness(struct fsd *d, uint64_t now)
+{
+	uint64_t live_ns = (uint64_t)d->cfg.liveness_ms * 1000000u;
+	uint64_t hold_ns = (uint64_t)d->cfg.hold_timeout_ms * 1000000u;
+	for (uint32_t row = 0; row < d->cfg.max_clients; row++) {
+		struct fsd_client *c = &d->clients[row];
+		if (!c->hot_active)
+			continue;
+		uint64_t hb = fs_load_relaxed(&c->hdr->heartbeat_ns);
+		if (hb > now || now - hb > live_ns) {
+			/* a heartbeat from the future is as dead as an old one */
+			fsd_log(FSD_WARN, "client %u (%s, pid %d): heartbeat stale, dropping its holds", row, c->name,
+				(int)c->pid);
+			fsd_count(&d->counters_daemon[FS_C_stale], 1);
+			hot_finish(d, c, FS_DETACH_STALE);
+			continue;
+		}
+		for (unsigned k = 0; k < FS_MAX_HOLDS; k++) {
+			if (c->hold_seen[k] != 0 && now - c->hold_since[k] > hold_ns) {
+				fsd_log(FSD_WARN, "client %u (%s, pid %d): epoch %llu held over %u ms, revoking", row,
+					c->name, (int)c->pid, (unsigned long long)c->hold_seen[k],
+					d->cfg.hold_timeout_ms);
+				fsd_count(&d->counters_daemon[FS_C_stale], 1);
+				hot_finish(d, c, FS_DETACH_HOLD_TIMEOUT);
+				break;
+			}
+		}
+	}
+}
+
+static void hot_sleep(struct fsd *d, uint64_t timeout_ns)
+{
+	uint32_t *words[FS_FUTEX_WAITV_MAX];
+	uint32_t expect[FS_FUTEX_WAITV_MAX];
+	unsigned n = 0;
+	words[n] = &d->hot_wake;
+	expect[n++] = fs_load_acquire(&d->hot_wake);
+	int pending = 0;
+	pthread_mutex_lock(&d->done_lock);
+	pending |= d->done_n > 0;
+	pthread_mutex_unlock(&d->done_lock);
+	pthread_mutex_lock(&d->cmd_lock);
+	pending |= d->cmd_head != d->cmd_tail;
+	pthread_mutex_unlock(&d->cmd_lock);
+	for (uint32_t row = 0; row < d->cfg.max_clients && !pending; row++) {
+		struct fsd_client *c = &d->clients[row];
+		if (!c->hot_active)
+			continue;
+		uint32_t seq;
+		if (fs_ring_sleep_prepare(&c->ring, &seq))
+			pending = 1;
+		words[n] = &c->ring.hdr->wake_seq;
+		expect[n++] = seq;
+	}
+	if (!pending && !fs_load_relaxed(&d->hot_stop)) {
+		fs_futex_waitv(words, expect, n, timeout_ns);
+		fsd_count(&d->counters_daemon[FS_C_hot_wakeups], 1);
+	}
+	for (uint32_t row = 0; row < d->cfg.max_clients; row++)
+		if (d->clients[row].hot_active)
+			fs_ring_sleep_done(&d->clients[row].ring);
+}
+
+static void *hot_main(void *arg)
+{
+	struct fsd *d = arg;
+	uint64_t publish_ns = (uint64_t)d->cfg.publish_us * 1000u;
+	uint64_t hb_ns = (uint64_t)d->cfg.heartbeat_ms * 1000000u;
+	uint64_t last_publish = 0, last_check = 0, last_hb = 0, idle_since = 0;
+	int deferred = 0;
+
+	while (!fs_load_relaxed(&d->hot_stop)) {
+		uint64_t now = fs_now_ns();
+		uint32_t work = 0;
+		hot_apply_cmds(d);
+		work += hot_drain_rings(d, now);
+		work += hot_completions(d, now);
+		work += hot_issue(d, now);
+		int published = 0;
+		if (fsr_dirty(d->core) && now - last_publish >= publish_ns) {
+			published = hot_publish(d, &deferred);
+			if (published)
+				last_publish = now;
+		}
+		if (published || work || deferred)
+			work += hot_holds(d, now);
+		if (now - last_check >= HOT_CHECK_NS) {
+			hot_holds(d, now);
+			hot_liveness(d, now);
+			last_check = now;
+		}
+		if (now - last_hb >= hb_ns / 2) {
+			fs_store_release(&d->dh->heartbeat_ns, now);
+			last_hb = now;
+		}
+		if (work || published) {
+			idle_since = 0;
+			continue;
+		}
+		if (idle_since == 0)
+			idle_since = now;
+		if (now - idle_since < HOT_SPIN_NS)
+			continue;
+		uint64_t timeout = HOT_CHECK_NS;
+		if (fsr_dirty(d->core) && !deferred) {
+			uint64_t left = last_publish + publish_ns > now ? last_publish + publish_ns - now : 0;
+			timeout = left < timeout ? left : timeout;
+		}
+		if (timeout > 0)
+			hot_sleep(d, timeout);
+		idle_since = 0;
+	}
+	/* Leaving: every client learns it is on its own. */
+	for (uint32_t row = 0; row < d->cfg.max_clients; row++)
+		if (d->clients[row].hot_active)
+			hot_finish(d, &d->clients[row], FS_DETACH_SHUTDOWN);
+	return NULL;
+}
+
+int fsd_hot_start(struct fsd *d)
+{
+	if (pthread_create(&d->hot, NULL, hot_main, d) != 0)
+		return -EAGAIN;
+	d->hot_running = 1;
+	return 0;
+}
+
+void fsd_hot_stop(struct fsd *d)
+{
+	if (!d->hot_running)
+		return;
+	fs_store_relaxed(&d->hot_stop, 1);
+	fsd_hot_wake(d);
+	pthread_join(d->hot, NULL);
+	d->hot_running = 0;
+}

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * foresightd: owns the expert arena, every card's slot pool and copy path,
+ * and the residency core; serves engines over the control socket.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "fs_time.h"
+#include "fsd.h"
+
+static void on_signal(uv_signal_t *h, int sig)
+{
+	struct fsd *d = h->loop->data;
+	if (sig == SIGHUP) {
+		fsd_log(FSD_INFO, "SIGHUP: nothing is reloadable in this version; restart to change settings");
+		return;
+	}
+	fsd_request_stop(d, sig == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+static void on_timer(uv_timer_t *h)
+{
+	struct fsd *d = h->loop->data;
+	fsd_clients_expire_pending(d, fs_now_ns());
+}
+
+static void on_dropped(uv_async_t *h)
+{
+	fsd_clients_reap(h->loop->data);
+}
+
+void fsd_request_stop(struct fsd *d, const char *why)
+{
+	if (d->stopping)
+		return;
+	d->stopping = 1;
+	fsd_log(FSD_INFO, "stopping: %s", why);
+	fs_store_release(&d->dh->state, (uint32_t)FS_DAEMON_STOPPING);
+	uv_stop(d->loop);
+}
+
+static void close_walk(uv_handle_t *h, void *arg)
+{
+	(void)arg;
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+static int start(struct fsd *d)
+{
+	int r;
+	if ((r = fsd_arena_synth_create(d)) < 0) {
+		fsd_log(FSD_ERR, "arena: %s", strerror(-r));
+		return r;
+	}
+	if ((r = fsd_regions_create(d)) < 0) {
+		fsd_log(FSD_ERR, "daemon region: %s", strerror(-r));
+		return r;
+	}
+	struct fsr_config rc = {0};
+	rc.cards = d->cfg.cards;
+	for (uint32_t i = 0; i < rc.cards; i++)
+		rc.slots[i] = d->cfg.slots;
+	rc.layers = d->cfg.layers;
+	rc.experts = d->cfg.experts;
+	rc.max_clients = d->cfg.max_clients;
+	rc.max_inflight = d->cfg.max_inflight;
+	rc.uniform_bytes = d->cfg.expert_bytes;
+	rc.counters = (struct fsr_counters){d->counters_daemon, d->counters_card, d->counters_layer,
+					    d->counters_client};
+	fsr_config_defaults(&rc);
+	d->core = fsr_create(&rc);
+	if (!d->core) {
+		fsd_log(FSD_ERR, "residency core: %s", strerror(errno));
+		return -errno;
+	}
+	d->backend = &fsd_backend_host;
+	if ((r = d->backend->start(d)) < 0) {
+		fsd_log(FSD_ERR, "backend %s: %s", d->backend->name, strerror(-r));
+		return r;
+	}
+	if ((r = fsd_hot_start(d)) < 0)
+		return r;
+	if ((r = fsd_fdsock_start(d)) < 0) {
+		fsd_log(FSD_ERR, "fd socket %s: %s", d->cfg.fd_socket_path, strerror(-r));
+		return r;
+	}
+	if ((r = fsd_control_start(d)) < 0)
+		return r;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct fsd d;
+	fsd_config_defaults(&d.cfg);
+	if (fsd_config_parse(&d.cfg, argc, argv) < 0)
+		return 2;
+	signal(SIGPIPE, SIG_IGN);
+	d.start_ns = fs_now_ns();
+	if (getrandom(&d.instance, sizeof(d.instance), 0) != (ssize_t)sizeof(d.instance))
+		d.instance = d.start_ns ^ (uint64_t)getpid();
+	d.daemon_ro_fd = d.arena_ro_fd = d.fdsock = -1;
+	for (uint32_t i = 0; i < FS_MAX_CARDS; i++) {
+		d.pool_ro_fd[i] = -1;
+		d.pool_shm[i].fd = -1;
+	}
+	for (uint32_t row = 0; row < FSD_MAX_CLIENTS; row++) {
+		d.clients[row].region.fd = -1;
+		d.clients[row].pidfd = -1;
+	}
+	d.arena_shm.fd = d.daemon_shm.fd = -1;
+	pthread_mutex_init(&d.cmd_lock, NULL);
+	pthread_mutex_init(&d.done_lock, NULL);
+	d.loop = uv_default_loop();
+	d.loop->data = &d;
+	uv_async_init(d.loop, &d.dropped_async, on_dropped);
+
+	int rc = 0;
+	if (start(&d) < 0) {
+		rc = 1;
+		goto out;
+	}
+	uv_signal_init(d.loop, &d.sig_term);
+	uv_signal_start(&d.sig_term, on_signal, SIGTERM);
+	uv_signal_init(d.loop, &d.sig_int);
+	uv_signal_start(&d.sig_int, on_signal, SIGINT);
+	uv_signal_init(d.loop, &d.sig_hup);
+	uv_signal_start(&d.sig_hup, on_signal, SIGHUP);
+	uv_timer_init(d.loop, &d.timer);
+	uv_timer_start(&d.timer, on_timer, 100, 100);
+
+	fs_store_release(&d.dh->heartbeat_ns, fs_now_ns());
+	fs_store_release(&d.dh->state, (uint32_t)FS_DAEMON_RUNNING);
+	fsd_log(FSD_INFO, "ready: pid %d, backend %s, model %s (%u layers x %u experts), %u cards x %u slots",
+		(int)getpid(), d.backend->name, d.cfg.model, d.cfg.layers, d.cfg.experts, d.cfg.cards, d.cfg.slots);
+	uv_run(d.loop, UV_RUN_DEFAULT);
+
+out:
+	if (d.dh)
+		fs_store_release(&d.dh->state, (uint32_t)FS_DAEMON_STOPPING);
+	fsd_control_stop(&d);
+	fsd_hot_stop(&d); /* marks every client detached (reason: shutdown) */
+	fsd_clients_reap(&d);
+	if (d.backend)
+		d.backend->stop(&d);
+	fsd_fdsock_stop(&d);
+	uv_walk(d.loop, close_walk, NULL);
+	uv_run(d.loop, UV_RUN_DEFAULT);
+	uv_loop_close(d.loop);
+	for (uint32_t row = 0; row < FSD_MAX_CLIENTS; row++)
+		fs_shm_close(&d.clients[row].region);
+	if (d.core)
+		fsr_destroy(d.core);
+	fsd_regions_destroy(&d);
+	if (d.arena_ro_fd >= 0)
+		close(d.arena_ro_fd);
+	fs_shm_close(&d.arena_shm);
+	free(d.doneq);
+	fsd_log(FSD_INFO, "stopped");
+	return rc;
+}

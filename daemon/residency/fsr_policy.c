@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fsr_policy.c: the first, simple policy.
+ *
+ *  - PREDICT: the predicted expert is wanted on the record's card (or, for
+ *    FS_CARD_NONE, on the layer's home card: the card that last reported a
+ *    use of the layer).  Already LOADING/RESIDENT or already wanted there:
+ *    a duplicate, counted `dropped` (a RESIDENT one is touched in the LRU).
+ *  - USAGE hit: touch the slot.  USAGE miss: the recency tier, the expert
+ *    is wanted again on that card (experts that just missed come back
+ *    soon); a miss while its copy is in flight is `late`.
+ *  - take_copies: wants in FIFO order into FREE slots; with none free,
+ *    evict least recently used RESIDENT slots (those loaded or touched in
+ *    their client's current window last) and wait for the grace period.
+ */
+#include "fsr_internal.h"
+
+static void note_window(struct fsr *r, uint32_t client, uint32_t window)
+{
+	if (client >= r->max_clients)
+		return;
+	struct fsr_client *cl = &r->client[client];
+	if (!cl->window_seen || (int32_t)(window - cl->newest_window) > 0) {
+		cl->newest_window = window;
+		cl->window_seen = 1;
+	}
+}
+
+static uint32_t rec_card(const struct fsr *r, const struct fs_rec *rec)
+{
+	return rec->card < r->cards ? rec->card : r->home[rec->layer];
+}
+
+/* Want (layer, expert) on card; is_pred: a prediction, whose duplicates
+ * count as dropped (a miss's recency insert is not a prediction). */
+static void want(struct fsr *r, uint32_t card, uint32_t client, const struct fs_rec *rec, int is_pred)
+{
+	struct fsr_card *cd = &r->card[card];
+	uint32_t idx = fsr_idx(r, rec->layer, rec->expert);
+	uint32_t s = cd->slot_of[idx];
+	if (s != FSR_NONE || cd->wanted[idx]) {
+		if (s != FSR_NONE && cd->slot[s].state == FSR_RESIDENT) {
+			fsr_lru_touch(cd, s);
+			fsr_slot_protect(r, &cd->slot[s], client);
+		}
+		if (is_pred)
+			fsr_ctr_add(&cd->ctr[FS_CC_dropped], 1);
+		return;
+	}
+	struct fsr_want w = {
+		.idx = idx,
+		.window = rec->window,
+		.client = client < r->max_clients ? client : FSR_NONE,
+	};
+	fsr_want_push(r, card, &w);
+}
+
+static void count3(struct fsr *r, uint32_t card, uint32_t client, uint32_t layer, int cc, int cl, int ccl)
+{
+	fsr_ctr_add(&r->card[card].ctr[cc], 1);
+	fsr_ctr_add(&fsr_layer_ctr(r, layer)[cl], 1);
+	uint64_t *c = fsr_client_ctr(r, client);
+	if (c)
+		fsr_ctr_add(&c[ccl], 1);
+}
+
+static void usage(struct fsr *r, uint32_t client, const struct fs_rec *rec)
+{
+	if (rec->card < r->cards)
+		r->home[rec->layer] = rec->card;
+	uint32_t card = rec_card(r, rec);
+	struct fsr_card *cd = &r->card[card];
+	uint32_t s = cd->slot_of[fsr_idx(r, rec->layer, rec->expert)];
+	if (rec->aux == FS_USE_HIT) {
+		count3(r, card, client, rec->layer, FS_CC_hits, FS_CL_hits, FS_CCL_hits);
+		if (s != FSR_NONE && cd->slot[s].state == FSR_RESIDENT) {
+			fsr_lru_touch(cd, s);
+			fsr_slot_protect(r, &cd->slot[s], client);
+		}
+		return;
+	}
+	count3(r, card, client, rec->layer, FS_CC_misses, FS_CL_misses, FS_CCL_misses);
+	if (s != FSR_NONE && cd->slot[s].state == FSR_LOADING) {
+		fsr_ctr_add(&cd->ctr[FS_CC_late], 1);
+		fsr_ctr_add(&fsr_layer_ctr(r, rec->layer)[FS_CL_late], 1);
+	}
+	want(r, card, client, rec, 0);
+}
+
+void fsr_record(struct fsr *r, uint32_t client, const struct fs_rec *rec, uint64_t now_ns)
+{
+	(void)now_ns;
+	/* The daemon validated the record; these checks only keep a daemon
+	 * bug from writing out of bounds. */
+	if (rec == NULL || rec->layer >= r->layers || rec->expert >= r->experts)
+		return;
+	note_window(r, client, rec->window);
+	switch (rec->type) {
+	case FS_REC_PREDICT: {
+		uint32_t card = rec_card(r, rec);
+		count3(r, card, client, rec->layer, FS_CC_predicted, FS_CL_predicted, FS_CCL_predicted);
+		want(r, card, client, rec, 1);
+		break;
+	}
+	case FS_REC_USAGE:
+		usage(r, client, rec);
+		break;
+	case FS_REC_WIN_END: {
+		uint64_t *c = fsr_client_ctr(r, client);
+		if (c)
+			fsr_ctr_add(&c[FS_CCL_windows], 1);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+/* Evict up to n RESIDENT slots, least recently used first, passing over
+ * the ones protected for their client's current window while a bounded
+ * scan finds others.  Returns how many were evicted. */
+static uint32_t evict_lru(struct fsr *r, uint32_t card, uint32_t n)
+{
+	struct fsr_card *cd = &r->card[card];
+	uint32_t done = 0, scanned = 0, scan_max = n + FSR_EVICT_SCAN_EXTRA;
+	uint32_t s = cd->lru_old;
+	while (s != FSR_NONE && done < n && scanned < scan_max) {
+		uint32_t next = cd->slot[s].next;
+		scanned++;
+		if (!fsr_slot_protected(r, &cd->slot[s])) {
+			fsr_slot_evict(r, card, s);
+			done++;
+		}
+		s = next;
+	}
+	while (done < n && cd->lru_old != FSR_NONE) {
+		fsr_slot_evict(r, card, cd->lru_old);
+		done++;
+	}
+	return done;
+}
+
+unsigned fsr_take_copies(struct fsr *r, uint32_t card, struct fsr_copy *out, unsigned max, uint64_t now_ns)
+{
+	(void)now_ns;
+	if (card >= r->cards || out == NULL)
+		return 0;
+	struct fsr_card *cd = &r->card[card];
+	unsigned n = 0;
+	struct fsr_want w;
+	while (n < max && cd->nloading < r->max_inflight && fsr_want_pop(cd, &w)) {
+		if (fsr_want_stale(r, &w) || cd->slot_of[w.idx] != FSR_NONE) {
+			cd->wanted[w.idx] = 0;
+			fsr_ctr_add(&cd->ctr[FS_CC_dropped], 1);
+			continue;
+		}
+		if (cd->nfree == 0) {
+			/* Make room for the wants pending (this one included) that
+			 * the inflight budget lets through, less the slots already
+			 * on their way back; they come free after a publish and
+			 * the grace period. */
+			uint32_t need = cd->wq_len + 1;
+			uint32_t room = r->max_inflight - cd->nloading;
+			if (need > room)
+				need = room;
+			if (need > cd->nretiring)
+				evict_lru(r, card, need - cd->nretiring);
+			fsr_want_unpop(cd, &w);
+			break;
+		}
+		cd->wanted[w.idx] = 0;
+		uint32_t s = fsr_slot_load(r, card, w.idx, w.client);
+		const struct fsr_slot *sl = &cd->slot[s];
+		out[n++] = (struct fsr_copy){
+			.card = card,
+			.slot = s,
+			.gen = sl->gen,
+			.layer = sl->layer,
+			.expert = sl->expert,
+			.bytes = r->expert_bytes ? r->expert_bytes[w.idx] : r->uniform_bytes,
+		};
+	}
+	return n;
+}

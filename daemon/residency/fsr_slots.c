@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* fsr_slots.c: the slot life cycle (FREE -> LOADING -> RESIDENT -> RETIRING
+ * -> FREE) and the LRU list of RESIDENT slots. */
+#include "fsr_internal.h"
+
+void fsr_gauges(struct fsr_card *cd)
+{
+	fsr_ctr_set(&cd->ctr[FS_CC_resident], cd->nresident);
+	fsr_ctr_set(&cd->ctr[FS_CC_loading], cd->nloading);
+}
+
+static void lru_unlink(struct fsr_card *cd, uint32_t s)
+{
+	struct fsr_slot *sl = &cd->slot[s];
+	if (sl->prev != FSR_NONE)
+		cd->slot[sl->prev].next = sl->next;
+	else
+		cd->lru_old = sl->next;
+	if (sl->next != FSR_NONE)
+		cd->slot[sl->next].prev = sl->prev;
+	else
+		cd->lru_new = sl->prev;
+	sl->prev = sl->next = FSR_NONE;
+}
+
+static void lru_push_new(struct fsr_card *cd, uint32_t s)
+{
+	struct fsr_slot *sl = &cd->slot[s];
+	sl->prev = cd->lru_new;
+	sl->next = FSR_NONE;
+	if (cd->lru_new != FSR_NONE)
+		cd->slot[cd->lru_new].next = s;
+	else
+		cd->lru_old = s;
+	cd->lru_new = s;
+}
+
+void fsr_lru_touch(struct fsr_card *cd, uint32_t s)
+{
+	if (cd->lru_new == s)
+		return;
+	lru_unlink(cd, s);
+	lru_push_new(cd, s);
+}
+
+void fsr_slot_protect(struct fsr *r, struct fsr_slot *sl, uint32_t client)
+{
+	if (client < r->max_clients && r->client[client].window_seen) {
+		sl->prot_client = client;
+		sl->prot_window = r->client[client].newest_window;
+	} else {
+		sl->prot_client = FSR_NONE;
+	}
+}
+
+/* Loaded or touched during its client's current window. */
+int fsr_slot_protected(const struct fsr *r, const struct fsr_slot *sl)
+{
+	if (sl->prot_client == FSR_NONE)
+		return 0;
+	const struct fsr_client *cl = &r->client[sl->prot_client];
+	return cl->live && cl->window_seen && cl->newest_window == sl->prot_window;
+}
+
+uint32_t fsr_slot_load(struct fsr *r, uint32_t card, uint32_t idx, uint32_t client)
+{
+	struct fsr_card *cd = &r->card[card];
+	uint32_t s = cd->free_head;
+	if (s == FSR_NONE)
+		return FSR_NONE;
+	struct fsr_slot *sl = &cd->slot[s];
+	cd->free_head = sl->next;
+	cd->nfree--;
+	sl->next = sl->prev = FSR_NONE;
+	sl->state = FSR_LOADING;
+	if (++sl->gen == FS_GEN_NONE)
+		sl->gen = 1;
+	sl->layer = idx / r->experts;
+	sl->expert = idx % r->experts;
+	sl->retire = 0;
+	fsr_slot_protect(r, sl, client);
+	cd->slot_of[idx] = s;
+	cd->nloading++;
+	r->dirty = 1;
+	fsr_gauges(cd);
+	return s;
+}
+
+void fsr_copy_done(struct fsr *r, uint32_t card, uint32_t slot, uint32_t gen, uint64_t now_ns)
+{
+	(void)now_ns;
+	if (card >= r->cards)
+		return;
+	struct fsr_card *cd = &r->card[card];
+	if (slot >= cd->nslots)
+		return;
+	struct fsr_slot *sl = &cd->slot[slot];
+	if (sl->state != FSR_LOADING || sl->gen != gen)
+		return;
+	sl->state = FSR_RESIDENT;
+	cd->nloading--;
+	cd->nresident++;
+	lru_push_new(cd, slot);
+	uint32_t idx = fsr_idx(r, sl->layer, sl->expert);
+	uint64_t bytes = r->expert_bytes ? r->expert_bytes[idx] : r->uniform_bytes;
+	fsr_ctr_add(&cd->ctr[FS_CC_copied], 1);
+	fsr_ctr_add(&cd->ctr[FS_CC_bytes], bytes);
+	fsr_ctr_add(&fsr_layer_ctr(r, sl->layer)[FS_CL_copied], 1);
+	fsr_gauges(cd);
+}
+
+/* Unmark first, copy after: the slot leaves the table now and is rewritten
+ * only once the epoch that first lacks it is published and released. */
+void fsr_slot_evict(struct fsr *r, uint32_t card, uint32_t s)
+{
+	struct fsr_card *cd = &r->card[card];
+	struct fsr_slot *sl = &cd->slot[s];
+	lru_unlink(cd, s);
+	cd->nresident--;
+	cd->slot_of[fsr_idx(r, sl->layer, sl->expert)] = FSR_NONE;
+	sl->state = FSR_RETIRING;
+	sl->retire = r->published + 1;
+	sl->prot_client = FSR_NONE;
+	sl->next = FSR_NONE;
+	if (cd->ret_tail != FSR_NONE)
+		cd->slot[cd->ret_tail].next = s;
+	else
+		cd->ret_head = s;
+	cd->ret_tail = s;
+	cd->nretiring++;
+	r->dirty = 1;
+	fsr_ctr_add(&cd->ctr[FS_CC_evicted], 1);
+	fsr_gauges(cd);
+}
+
+/* Free the RETIRING slots of `card` whose retire epoch is <= upto.  Retire
+ * epochs never decrease along the list, so stop at the first that fails. */
+unsigned fsr_slots_reclaim(struct fsr *r, uint32_t card, uint64_t upto)
+{
+	struct fsr_card *cd = &r->card[card];
+	unsigned n = 0;
+	while (cd->ret_head != FSR_NONE && cd->slot[cd->ret_head].retire <= upto) {
+		uint32_t s = cd->ret_head;
+		struct fsr_slot *sl = &cd->slot[s];
+		cd->ret_head = sl->next;
+		if (cd->ret_head == FSR_NONE)
+			cd->ret_tail = FSR_NONE;
+		cd->nretiring--;
+		sl->state = FSR_FREE;
+		sl->retire = 0;
+		sl->next = cd->free_head;
+		cd->free_head = s;
+		cd->nfree++;
+		n++;
+	}
+	return n;
+}

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fs_counters.h: the one list of telemetry counters.
+ *
+ * Each X(name, help) line below generates the shared-memory layout, the
+ * `fsctl stats` text, the JSON of the stats reply and the Prometheus text:
+ * add a counter here and it appears in every output (varnishstat's VSC).
+ * All counters are uint64_t, written only by the daemon with relaxed
+ * atomics, read by anyone at any time.
+ */
+#ifndef FS_COUNTERS_H
+#define FS_COUNTERS_H
+
+#include <stdint.h>
+
+#include "fs_proto.h"
+
+/* Whole daemon. */
+#define FS_COUNTERS_DAEMON(X)                                                          \
+	X(epochs, "residency epochs published")                                        \
+	X(publish_deferred, "publishes put off: every epoch buffer held")              \
+	X(attaches, "clients attached")                                                \
+	X(detaches, "clients detached (any reason)")                                   \
+	X(deaths, "clients found dead (process exited)")                               \
+	X(stale, "clients dropped for a stale heartbeat or an overlong hold")          \
+	X(refused, "control requests refused (credentials, version, limits)")          \
+	X(bad_requests, "malformed control requests")                                  \
+	X(windows, "decode windows ended (all clients)")                               \
+	X(records, "ring records consumed")                                            \
+	X(bad_records, "ring records rejected (type, fields, bounds)")                 \
+	X(bad_index, "impossible ring head/tail seen")                                 \
+	X(bad_holds, "held epoch numbers that cannot exist")                           \
+	X(hot_wakeups, "times the hot thread woke from sleep")
+
+/* Per card. */
+#define FS_COUNTERS_CARD(X)                                                            \
+	X(hits, "expert uses served from this card's slots")                           \
+	X(misses, "expert uses on this card served by the CPU path")                   \
+	X(predicted, "predictions received for this card")                            \
+	X(copied, "copies landed in this card's slots")                                \
+	X(late, "uses that missed while the expert's copy was in flight")              \
+	X(dropped, "predictions dropped (duplicate, no slot, stale)")                  \
+	X(evicted, "slots evicted")                                                     \
+	X(bytes, "bytes copied into this card's slots")                                \
+	X(bus_busy_ns, "nanoseconds the copy path was busy")                           \
+	X(resident, "slots holding a landed expert (gauge)")                           \
+	X(loading, "slots with a copy in flight (gauge)")
+
+/* Per layer (all cards). */
+#define FS_COUNTERS_LAYER(X)                                                           \
+	X(hits, "expert uses of this layer served from slots")                         \
+	X(misses, "expert uses of this layer served by the CPU path")                  \
+	X(predicted, "predictions for this layer")                                     \
+	X(copied, "copies landed for this layer")                                      \
+	X(late, "uses that missed while the copy was in flight")
+
+/* Per attached client (indexed by its slot in the daemon's client table). */
+#define FS_COUNTERS_CLIENT(X)                                                          \
+	X(pid, "process id (gauge)")                                                   \
+	X(uid, "user id (gauge)")                                                      \
+	X(records, "records consumed from its ring")                                   \
+	X(bad_records, "records rejected")                                             \
+	X(windows, "windows ended")                                                    \
+	X(hits, "expert uses served from slots")                                       \
+	X(misses, "expert uses served by the CPU path")                                \
+	X(predicted, "predictions posted")                                             \
+	X(ring_full, "posts its ring refused (client's own count)")                    \
+	X(holds, "epochs held now (gauge)")
+
+#define FS_X_ENUM(name, help) FS_C_##name,
+enum fs_counter_daemon { FS_COUNTERS_DAEMON(FS_X_ENUM) FS_N_DAEMON };
+#undef FS_X_ENUM
+#define FS_X_ENUM(name, help) FS_CC_##name,
+enum fs_counter_card { FS_COUNTERS_CARD(FS_X_ENUM) FS_N_CARD };
+#undef FS_X_ENUM
+#define FS_X_ENUM(name, help) FS_CL_##name,
+enum fs_counter_layer { FS_COUNTERS_LAYER(FS_X_ENUM) FS_N_LAYER };
+#undef FS_X_ENUM
+#define FS_X_ENUM(name, help) FS_CCL_##name,
+enum fs_counter_client { FS_COUNTERS_CLIENT(FS_X_ENUM) FS_N_CLIENT };
+#undef FS_X_ENUM
+
+/*
+ * Layout at fs_daemon_hdr.off_counters:
+ *   struct fs_counters_hdr
+ *   uint64_t daemon[FS_N_DAEMON]
+ *   uint64_t card[cards][FS_N_CARD]
+ *   uint64_t layer[layers][FS_N_LAYER]
+ *   uint64_t client[max_clients][FS_N_CLIENT]
+ */
+struct fs_counters_hdr {
+	uint32_t n_daemon, n_card, n_layer, n_client; /* as compiled into the daemon */
+	uint32_t cards, layers, max_clients, pad;
+	uint64_t client_active; /* bitmap of client rows in use (max_clients <= 64) */
+	uint64_t pad2[3];
+};
+_Static_assert(sizeof(struct fs_counters_hdr) == 64, "counters header is one line");
+
+static inline uint64_t fs_counters_bytes(uint32_t cards, uint32_t layers, uint32_t max_clients)
+{
+	return sizeof(struct fs_counters_hdr) +
+	       8ull * (FS_N_DAEMON + (uint64_t)cards * FS_N_CARD + (uint64_t)layers * FS_N_LAYER +
+		       (uint64_t)max_clients * FS_N_CLIENT);
+}
+
+#endif /* FS_COUNTERS_H */

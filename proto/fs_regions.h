@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fs_regions.h: the shared-memory regions between foresightd and engines.
+ *
+ *  daemon region  one per daemon, created by it, mapped READ-ONLY by every
+ *                 client: header, card table, epoch buffers, ready words,
+ *                 counters.
+ *  client region  one per attached engine, created by the daemon, mapped
+ *                 read-write by that engine alone: header, holds, heartbeat,
+ *                 its ring(s).  The daemon trusts nothing in it.
+ *  arena          the experts' bytes (proto/fs_arena.h), read-only to clients.
+ *  slot pools     one per card; on the host backend a memfd the clients map
+ *                 read-only, on the CUDA backend device memory (IPC handle).
+ *
+ * All regions are memfds handed to the client over the fd socket with
+ * SCM_RIGHTS, never named in a file system (docs/ARCHITECTURE.md says why).
+ * Every region starts with magic + version + its own size, and lists the
+ * offsets of its parts, so a reader checks the version before it trusts
+ * anything else (as Aeron's cnc.dat does).
+ *
+ * Epochs (the consistency contract, docs/ARCHITECTURE.md has the proofs):
+ *  - An epoch is an immutable table per card: entry[card][layer][expert] is
+ *    FS_ENTRY_NONE or FS_ENTRY(slot, gen).  An entry is usable when the
+ *    slot's ready word equals gen (the copy has landed).
+ *  - `current` = FS_CUR(epoch, buf): the newest epoch and the buffer that
+ *    holds it.  A buffer is rewritten only when its epoch is neither current
+ *    nor held by any live client.
+ *  - Acquire (client): c = load_acquire(current); holds[k] = epoch(c);
+ *    fs_smp_mb(); if load_acquire(current) != c, retry.
+ *    Publish (daemon): fill a free buffer, store_release(buf.epoch),
+ *    store_release(current); fs_smp_mb(); only then read the holds.
+ *    Either the daemon sees the hold or the client sees the newer current.
+ *  - A slot removed from the table in epoch U is rewritten only once every
+ *    live client's holds are >= U (the grace period).
+ */
+#ifndef FS_REGIONS_H
+#define FS_REGIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fs_proto.h"
+
+#define FS_DAEMON_MAGIC 0x52445346u /* "FSDR" */
+#define FS_CLIENT_MAGIC 0x52435346u /* "FSCR" */
+
+#define FS_MAX_CARDS 16u
+#define FS_MAX_LAYERS 1024u
+#define FS_MAX_EXPERTS 4096u
+#define FS_MAX_HOLDS 8u /* epochs one client may hold at once (pipelined windows) */
+#define FS_MAX_EPOCH_BUFS 64u
+
+/* daemon state word */
+enum fs_daemon_state {
+	FS_DAEMON_STARTING = 1,
+	FS_DAEMON_RUNNING = 2,
+	FS_DAEMON_STOPPING = 3, /* graceful exit: clients fall back to the CPU path */
+};
+
+/* ---- epoch table entries --------------------------------------------- */
+#define FS_ENTRY_NONE 0ull
+#define FS_ENTRY(slot, gen) (((uint64_t)(gen) << 32) | (uint64_t)((uint32_t)(slot) + 1u))
+#define FS_ENTRY_SLOT(e) ((uint32_t)(e)-1u)
+#define FS_ENTRY_GEN(e) ((uint32_t)((e) >> 32))
+
+/* current = epoch << 8 | buffer index; 0 = nothing published yet */
+#define FS_CUR(epoch, buf) (((uint64_t)(epoch) << 8) | (uint64_t)(buf))
+#define FS_CUR_EPOCH(c) ((c) >> 8)
+#define FS_CUR_BUF(c) ((uint32_t)((c)&0xffu))
+
+/* A ready word: the generation whose bytes are in the slot; 0 = none. */
+#define FS_GEN_NONE 0u
+
+struct fs_card_desc {
+	uint32_t id;        /* daemon's card id (not assumed a local index) */
+	uint32_t slots;     /* slots in this card's pool */
+	uint64_t slot_bytes;/* bytes per slot (>= largest expert) */
+	uint64_t pool_bytes;/* slots * slot_bytes, rounded to pages */
+	uint32_t fd_index;  /* index of its pool fd in the attach fd list */
+	uint32_t kind;      /* 0 host backend, 1 CUDA */
+	char name[40];      /* "host0", "NVIDIA H200 (0000:1b:00.0)" */
+};
+_Static_assert(sizeof(struct fs_card_desc) == 72, "fs_card_desc");
+
+struct fs_epoch_buf_hdr {
+	uint64_t epoch; /* epoch this buffer holds; 0 while being written */
+	uint64_t pad[7];
+	/* followed by cards * layers * experts uint64_t entries */
+};
+_Static_assert(sizeof(struct fs_epoch_buf_hdr) == FS_CACHELINE, "epoch buf hdr is one line");
+
+struct fs_daemon_hdr {
+	/* line 0-3: immutable after the daemon sets state RUNNING */
+	uint32_t magic;
+	uint32_t version;       /* FS_PROTO_VERSION */
+	uint64_t region_bytes;  /* size of the whole region */
+	uint64_t instance;      /* random per daemon start: a restart changes it */
+	uint32_t cards;
+	uint32_t layers;
+	uint32_t experts;
+	uint32_t epoch_bufs;
+	uint64_t epoch_buf_bytes; /* header + entries, cache-line rounded */
+	uint64_t off_cards;       /* struct fs_card_desc[cards] */
+	uint64_t off_epochs;      /* epoch_bufs x epoch_buf_bytes */
+	uint64_t off_ready;       /* per card: uint32_t ready[slots], each card's
+				     array starts on a cache line */
+	uint64_t off_ready_card[FS_MAX_CARDS];
+	uint64_t off_counters;    /* struct fs_counters_hdr + arrays (fs_counters.h) */
+	uint64_t counters_bytes;
+	uint32_t max_clients;
+	uint32_t pad0[9];
+	/* line 4: dynamic, written by the daemon */
+	uint32_t state;        /* enum fs_daemon_state */
+	uint32_t pad1;
+	uint64_t heartbeat_ns; /* CLOCK_MONOTONIC, refreshed every heartbeat_ms */
+	uint64_t current;      /* FS_CUR(epoch, buf) */
+	uint32_t heartbeat_ms; /* refresh period; stale after 10 periods */
+	uint32_t pad2[9];
+};
+_Static_assert(sizeof(struct fs_daemon_hdr) == 5 * FS_CACHELINE, "daemon header is 5 lines");
+_Static_assert(offsetof(struct fs_daemon_hdr, state) == 4 * FS_CACHELINE, "dynamic part on line 4");
+
+/* ---- client region ---------------------------------------------------- */
+
+enum fs_client_state {
+	FS_CLIENT_ATTACHED = 1,
+	FS_CLIENT_DETACHED = 2, /* the daemon dropped this client (dead, stale, revoked) */
+};
+
+struct fs_client_hdr {
+	/* line 0: written by the daemon at attach, then never again */
+	uint32_t magic;
+	uint32_t version;
+	uint64_t region_bytes;
+	uint32_t client_id;
+	uint32_t ring_entries;
+	uint64_t off_ring;    /* struct fs_ring_hdr + records */
+	uint64_t ring_bytes;
+	uint64_t instance;    /* the daemon instance this region belongs to */
+	uint32_t pad0[4];
+	/* line 1: daemon-written state (the client may scribble on it: harmless) */
+	uint32_t state; /* enum fs_client_state */
+	uint32_t reason;/* why detached: enum fs_detach_reason */
+	uint32_t pad1[14];
+	/* line 2: client-written liveness */
+	uint64_t heartbeat_ns; /* CLOCK_MONOTONIC, refreshed on every acquire */
+	uint64_t posted;       /* records posted (client's own count) */
+	uint64_t ring_full;    /* posts refused because the ring was full */
+	uint64_t pad2[5];
+	/* line 3: epochs held, 0 = free; read by the daemon after each publish */
+	uint64_t holds[FS_MAX_HOLDS];
+};
+_Static_assert(sizeof(struct fs_client_hdr) == 4 * FS_CACHELINE, "client header is 4 lines");
+_Static_assert(offsetof(struct fs_client_hdr, holds) == 3 * FS_CACHELINE, "holds on line 3");
+
+enum fs_detach_reason {
+	FS_DETACH_NONE = 0,
+	FS_DETACH_REQUESTED = 1, /* the client asked */
+	FS_DETACH_DEAD = 2,      /* its process exited */
+	FS_DETACH_STALE = 3,     /* heartbeat older than the liveness timeout */
+	FS_DETACH_HOLD_TIMEOUT = 4, /* an epoch held longer than hold_timeout */
+	FS_DETACH_SHUTDOWN = 5,  /* the daemon is stopping */
+};
+
+#endif /* FS_REGIONS_H */
