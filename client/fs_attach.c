@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fs_client_internal.h"
@@ -128,25 +130,54 @@ static int map_daemon(struct fs_client *c, struct fs_att *a)
 	return 0;
 }
 
-static int map_arena(struct fs_client *c, struct fs_att *a)
+static int map_arena(struct fs_client *c, struct fs_att *a, int fd)
 {
-	const struct fs_arena_hdr *h = a->ashm.base;
-	uint64_t sz = a->ashm.bytes;
-	uint64_t n = (uint64_t)h->layers * h->experts;
-	if (h->magic != FS_ARENA_MAGIC || h->version != FS_PROTO_VERSION || h->layers != a->layers ||
-	    h->experts != a->experts || !part_ok(h->off_index, n * sizeof(struct fs_arena_entry), sz)) {
-		fs_set_error(c, "arena: bad header");
-		return -EBADMSG;
-	}
-	const struct fs_arena_entry *e = (const void *)((const char *)h + h->off_index);
-	for (uint64_t i = 0; i < n; i++) {
-		if (!part_ok(e[i].offset, e[i].bytes, sz)) {
-			fs_set_error(c, "arena: expert %llu out of bounds", (unsigned long long)i);
-			return -EBADMSG;
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	for (struct fs_arena_map *m = c->arenas; m; m = m->next) {
+		if (m->dev == (uint64_t)st.st_dev && m->ino == (uint64_t)st.st_ino && m->layers == a->layers &&
+		    m->experts == a->experts) {
+			close(fd); /* the same memfd, handed over across a restart */
+			a->arena = m;
+			return 0;
 		}
 	}
-	a->ah = h;
-	a->idx = e;
+	struct fs_arena_map *m = calloc(1, sizeof(*m));
+	if (!m) {
+		close(fd);
+		return -ENOMEM;
+	}
+	int r = fs_shm_map_fd(&m->shm, fd, sizeof(struct fs_arena_hdr), 0);
+	if (r < 0) {
+		fs_set_error(c, "mapping the arena failed: %s", strerror(-r));
+		fs_shm_close(&m->shm);
+		free(m);
+		return r;
+	}
+	const struct fs_arena_hdr *h = m->shm.base;
+	uint64_t sz = m->shm.bytes;
+	uint64_t n = (uint64_t)h->layers * h->experts;
+	int ok = h->magic == FS_ARENA_MAGIC && h->version == FS_PROTO_VERSION && h->layers == a->layers &&
+		 h->experts == a->experts && part_ok(h->off_index, n * sizeof(struct fs_arena_entry), sz);
+	const struct fs_arena_entry *e = (const void *)((const char *)h + h->off_index);
+	for (uint64_t i = 0; ok && i < n; i++)
+		ok = part_ok(e[i].offset, e[i].bytes, sz);
+	if (!ok) {
+		fs_set_error(c, "arena: bad header or an expert out of bounds");
+		fs_shm_close(&m->shm);
+		free(m);
+		return -EBADMSG;
+	}
+	m->ah = h;
+	m->idx = e;
+	m->layers = h->layers;
+	m->experts = h->experts;
+	m->dev = (uint64_t)st.st_dev;
+	m->ino = (uint64_t)st.st_ino;
+	m->next = c->arenas;
+	c->arenas = m;
+	a->arena = m;
 	return 0;
 }
 
@@ -165,6 +196,17 @@ static int map_client(struct fs_client *c, struct fs_att *a)
 	}
 	a->ch = h;
 	fs_store_release(&h->heartbeat_ns, fs_now_ns());
+	/* The daemon marks us ATTACHED once its residency core counts our holds;
+	 * no epoch may be acquired before that (it would not protect its slots). */
+	uint64_t until = fs_now_ns() + 2000000000ull;
+	while (fs_load_acquire(&h->state) != FS_CLIENT_ATTACHED) {
+		if (fs_now_ns() > until || fs_load_acquire(&h->state) == FS_CLIENT_DETACHED) {
+			fs_set_error(c, "attach: the daemon did not activate this client within 2 s");
+			return -ETIMEDOUT;
+		}
+		struct timespec ts = {.tv_nsec = 200000};
+		nanosleep(&ts, NULL);
+	}
 	return 0;
 }
 
@@ -176,7 +218,8 @@ int fs_att_create(struct fs_client *c, struct fs_att **out)
 	struct fs_att *a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
-	a->dshm.fd = a->cshm.fd = a->ashm.fd = -1;
+	a->dshm.fd = a->cshm.fd = -1;
+	int arena_fd = -1;
 	for (unsigned i = 0; i < FS_MAX_CARDS; i++)
 		a->pool[i].fd = -1;
 
@@ -230,16 +273,19 @@ int fs_att_create(struct fs_client *c, struct fs_att **out)
 	/* Take ownership of every fd first, so any failure below closes them. */
 	a->dshm.fd = fds[0];
 	a->cshm.fd = fds[1];
-	a->ashm.fd = fds[2];
+	arena_fd = fds[2];
 	for (unsigned i = 0; i < ncards; i++)
 		a->pool[i].fd = fds[3 + i];
 	if ((r = fs_shm_map_fd(&a->dshm, fds[0], sizeof(struct fs_daemon_hdr), 0)) < 0 ||
-	    (r = fs_shm_map_fd(&a->cshm, fds[1], sizeof(struct fs_client_hdr), 1)) < 0 ||
-	    (r = fs_shm_map_fd(&a->ashm, fds[2], sizeof(struct fs_arena_hdr), 0)) < 0) {
+	    (r = fs_shm_map_fd(&a->cshm, fds[1], sizeof(struct fs_client_hdr), 1)) < 0) {
 		fs_set_error(c, "mapping a region failed: %s", strerror(-r));
 		goto fail;
 	}
-	if ((r = map_daemon(c, a)) < 0 || (r = map_client(c, a)) < 0 || (r = map_arena(c, a)) < 0)
+	if ((r = map_daemon(c, a)) < 0)
+		goto fail;
+	r = map_arena(c, a, arena_fd); /* takes arena_fd in every case */
+	arena_fd = -1;
+	if (r < 0 || (r = map_client(c, a)) < 0)
 		goto fail;
 	if (a->cards != ncards) {
 		fs_set_error(c, "attach: %u cards in the reply, %u in the daemon region", ncards, a->cards);
@@ -258,6 +304,8 @@ int fs_att_create(struct fs_client *c, struct fs_att **out)
 	return 0;
 fail:
 	cJSON_Delete(rep);
+	if (arena_fd >= 0)
+		close(arena_fd);
 	fs_att_destroy(c, a, 0);
 	return r;
 }
@@ -280,7 +328,6 @@ void fs_att_destroy(struct fs_client *c, struct fs_att *a, int detach)
 	}
 	fs_shm_close(&a->dshm);
 	fs_shm_close(&a->cshm);
-	fs_shm_close(&a->ashm);
 	for (unsigned i = 0; i < FS_MAX_CARDS; i++)
 		fs_shm_close(&a->pool[i]);
 	free(a);

@@ -109,6 +109,7 @@ static void *bg_main(void *arg)
 			int r = c->req_open ? fs_att_create(c, &na) : -ENOTCONN;
 			pthread_mutex_unlock(&c->ctl_lock);
 			if (r == 0) {
+				__atomic_store_n(&c->arena_cur, na->arena, __ATOMIC_RELEASE);
 				__atomic_store_n(&c->att, na, __ATOMIC_RELEASE);
 				__atomic_fetch_add(&c->attach_count, 1, __ATOMIC_RELAXED);
 			}
@@ -126,10 +127,10 @@ static void fill_model(struct fs_client *c, const struct fs_att *a)
 	struct fs_model_info *m = &c->model_info;
 	m->layers = a->layers;
 	m->experts = a->experts;
-	m->experts_used = a->ah->experts_used;
+	m->experts_used = a->arena->ah->experts_used;
 	m->cards = a->cards;
-	m->max_expert_bytes = a->ah->max_expert_bytes;
-	memcpy(m->model, a->ah->model, sizeof(m->model));
+	m->max_expert_bytes = a->arena->ah->max_expert_bytes;
+	memcpy(m->model, a->arena->ah->model, sizeof(m->model));
 	m->model[sizeof(m->model) - 1] = 0;
 }
 
@@ -173,6 +174,7 @@ int fs_client_open(fs_client **out, const struct fs_client_opts *opts)
 	if ((r = fs_att_create(c, &a)) < 0)
 		goto fail;
 	fill_model(c, a);
+	c->arena_cur = a->arena;
 	c->att = a;
 	c->attach_count = 1;
 	if (pthread_create(&c->bg, NULL, bg_main, c) != 0) {
@@ -189,6 +191,12 @@ fail:
 	fprintf(stderr, "libforesight-client: %s\n", c->err);
 	if (c->att)
 		fs_att_destroy(c, c->att, 1);
+	while (c->arenas) {
+		struct fs_arena_map *m = c->arenas;
+		c->arenas = m->next;
+		fs_shm_close(&m->shm);
+		free(m);
+	}
 	if (c->req_open)
 		nng_close(c->req);
 	pthread_mutex_destroy(&c->ctl_lock);
@@ -211,6 +219,12 @@ void fs_client_close(fs_client *c)
 	if (a)
 		fs_att_destroy(c, a, 1);
 	reap(c, 1);
+	while (c->arenas) {
+		struct fs_arena_map *m = c->arenas;
+		c->arenas = m->next;
+		fs_shm_close(&m->shm);
+		free(m);
+	}
 	if (c->req_open)
 		nng_close(c->req);
 	pthread_mutex_destroy(&c->ctl_lock);

@@ -24,13 +24,25 @@
 #include "fs_ring.h"
 #include "fs_shm.h"
 
+/* An arena mapping.  Owned by the handle, not by an attachment: pointers
+ * into it stay valid until fs_client_close, across daemon restarts (the
+ * CPU path never stops).  A restarted daemon that hands over the same
+ * memfd is recognised by inode and mapped once. */
+struct fs_arena_map {
+	struct fs_shm shm;
+	const struct fs_arena_hdr *ah;
+	const struct fs_arena_entry *idx;
+	uint32_t layers, experts;
+	uint64_t dev, ino;
+	struct fs_arena_map *next;
+};
+
 struct fs_att {
-	struct fs_shm dshm, cshm, ashm;
+	struct fs_shm dshm, cshm;
+	struct fs_arena_map *arena;
 	struct fs_shm pool[FS_MAX_CARDS];
 	const struct fs_daemon_hdr *dh;
 	struct fs_client_hdr *ch;
-	const struct fs_arena_hdr *ah;
-	const struct fs_arena_entry *idx;
 	uint32_t cards, layers, experts, epoch_bufs;
 	uint64_t instance;
 	const uint32_t *ready[FS_MAX_CARDS];
@@ -61,6 +73,8 @@ struct fs_client {
 
 	struct fs_att *att;     /* current attachment or NULL (atomic pointer) */
 	struct fs_att *retired; /* background thread only */
+	struct fs_arena_map *arenas;    /* every arena mapped, newest first */
+	struct fs_arena_map *arena_cur; /* the one fs_arena_expert reads (atomic) */
 	uint64_t qs;            /* engine quiescent-state counter (atomic) */
 	uint64_t attach_count;  /* atomic */
 	uint64_t dropped;       /* atomic */

@@ -33,8 +33,9 @@ int fs_acquire(fs_client *c, struct fs_view *v)
 	__atomic_fetch_add(&c->qs, 1, __ATOMIC_RELEASE); /* quiescent point */
 	view_empty(v);
 	struct fs_att *a = fs_load_acquire(&c->att);
-	if (!a || fs_load_acquire(&a->dead) || fs_load_acquire(&a->dh->state) != FS_DAEMON_RUNNING)
-		return 0; /* daemon gone: a view that misses everything */
+	if (!a || fs_load_acquire(&a->dead) || fs_load_acquire(&a->dh->state) != FS_DAEMON_RUNNING ||
+	    fs_load_acquire(&a->ch->state) != FS_CLIENT_ATTACHED)
+		return 0; /* daemon gone or we were dropped: a view that misses everything */
 	if (a->hold_used == (1u << FS_MAX_HOLDS) - 1)
 		return -EBUSY;
 	int k = __builtin_ctz(~a->hold_used);
@@ -85,7 +86,7 @@ static int slot_from_entry(const struct fs_att *a, uint32_t card, uint32_t layer
 	if (fs_load_acquire(&a->ready[card][slot]) != gen)
 		return 0; /* still loading */
 	if (out) {
-		const struct fs_arena_entry *ae = &a->idx[(uint64_t)layer * a->experts + expert];
+		const struct fs_arena_entry *ae = &a->arena->idx[(uint64_t)layer * a->experts + expert];
 		out->card = card;
 		out->slot = slot;
 		out->gen = gen;
@@ -102,6 +103,10 @@ int fs_lookup(const fs_client *c, const struct fs_view *v, uint32_t card, uint32
 	(void)c;
 	const struct fs_att *a = v->att_;
 	if (!a || v->epoch == 0 || card >= a->cards || layer >= a->layers || expert >= a->experts)
+		return 0;
+	/* Dropped by the daemon (e.g. a hold revoked after hold_timeout_ms): our
+	 * holds no longer protect anything, so nothing is resident for us. */
+	if (fs_unlikely(fs_load_acquire(&a->ch->state) != FS_CLIENT_ATTACHED))
 		return 0;
 	uint64_t e = fs_load_relaxed(&v->tab_[((uint64_t)card * a->layers + layer) * a->experts + expert]);
 	return slot_from_entry(a, card, layer, expert, e, out);
@@ -142,17 +147,14 @@ int fs_slot_ready(const fs_client *c, const struct fs_slot *s)
 
 int fs_arena_expert(const fs_client *c, uint32_t layer, uint32_t expert, struct fs_expert_blob *out)
 {
-	const struct fs_att *a = fs_load_acquire(&c->att);
-	if (!a) {
-		/* The newest retired attachment's arena is still mapped. */
-		a = c->retired;
-		if (!a)
-			return -ENOTCONN;
-	}
-	if (layer >= a->layers || expert >= a->experts)
+	/* Any arena ever mapped stays mapped until fs_client_close. */
+	const struct fs_arena_map *m = fs_load_acquire(&c->arena_cur);
+	if (!m)
+		return -ENOTCONN;
+	if (layer >= m->layers || expert >= m->experts)
 		return -EINVAL;
-	const struct fs_arena_entry *e = &a->idx[(uint64_t)layer * a->experts + expert];
-	out->data = (const uint8_t *)a->ah + e->offset;
+	const struct fs_arena_entry *e = &m->idx[(uint64_t)layer * m->experts + expert];
+	out->data = (const uint8_t *)m->ah + e->offset;
 	out->bytes = e->bytes;
 	out->checksum = e->checksum;
 	return 0;

@@ -161,7 +161,9 @@ int fsd_client_attach(struct fsd *d, pid_t pid, uid_t uid, gid_t gid, const char
 	h->off_ring = off_ring;
 	h->ring_bytes = fs_ring_bytes(ring_entries);
 	h->instance = d->instance;
-	h->state = FS_CLIENT_ATTACHED;
+	/* ATTACHED is set by the hot thread once the core counts this client's
+	 * holds: an acquire before that could not protect its slots. */
+	h->state = 0;
 	h->heartbeat_ns = fs_now_ns();
 	r = fs_ring_format(&c->ring, (char *)h + off_ring, (size_t)h->ring_bytes, ring_entries);
 	if (r < 0) {

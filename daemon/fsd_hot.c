@@ -102,8 +102,10 @@ static void hot_apply_cmds(struct fsd *d)
 			for (unsigned k = 0; k < FS_MAX_HOLDS; k++)
 				c->hold_since[k] = now;
 			c->newest_window = 0;
-			if (fsr_client_add(d->core, c->row) == 0)
+			if (fsr_client_add(d->core, c->row) == 0) {
 				c->hot_active = 1;
+				fs_store_release(&c->hdr->state, (uint32_t)FS_CLIENT_ATTACHED);
+			}
 		} else if (cmds[i].type == FSD_CMD_DROP) {
 			hot_finish(d, c, cmds[i].reason);
 		}
@@ -239,18 +241,15 @@ static uint32_t hot_holds(struct fsd *d, uint64_t now)
 		if (!c->hot_active)
 			continue;
 		uint64_t holds[FS_MAX_HOLDS];
-		uint64_t held = 0;
 		for (unsigned k = 0; k < FS_MAX_HOLDS; k++) {
 			holds[k] = fs_load_acquire(&c->hdr->holds[k]);
 			if (holds[k] != c->hold_seen[k]) {
 				c->hold_seen[k] = holds[k];
 				c->hold_since[k] = now;
 			}
-			held += holds[k] != 0;
 		}
-		unsigned bad = fsr_client_holds(d->core, row, holds);
-		(void)bad; /* counted by the core in bad_holds */
-		fs_store_relaxed(&client_ctr(d, row)[FS_CCL_holds], held);
+		/* The core counts bad ones (bad_holds) and keeps the holds gauge. */
+		fsr_client_holds(d->core, row, holds);
 	}
 	return fsr_reclaim(d->core);
 }

@@ -108,8 +108,8 @@ int fsr_epoch_held(const struct fsr *r, uint64_t epoch);
  * holds read following a publish were passed in.  Returns slots freed.
  * A slot retired in epoch U is freed once U is published and every live
  * client's holds, passed in after U was published, are 0 or >= U: a live
- * client whose holds were last passed in before that publish (added
- * clients count as read when added) keeps it RETIRING. */
+ * client whose holds were last passed in before that publish, or never
+ * since it was added, keeps it RETIRING. */
 unsigned fsr_reclaim(struct fsr *r);
 
 /* Introspection for telemetry and tests. */

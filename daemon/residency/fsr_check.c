@@ -2,9 +2,9 @@
 /* fsr_check.c: internal consistency check, for tests and debugging. */
 #include "fsr_internal.h"
 
-#define CHECK(cond)                  \
-	do {                         \
-		if (!(cond))         \
+#define CHECK(cond)                       \
+	do {                              \
+		if (!(cond))              \
 			return -__LINE__; \
 	} while (0)
 

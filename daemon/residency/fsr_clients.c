@@ -12,11 +12,13 @@ int fsr_client_add(struct fsr *r, uint32_t client)
 	struct fsr_client *cl = &r->client[client];
 	if (cl->live)
 		return -EEXIST;
+	/* Its holds are unknown until passed in (the engine may have acquired
+	 * an epoch before the daemon got to add it): holds_seen = 0 keeps
+	 * every RETIRING slot until they are.  A reclaim that ran before the
+	 * add cannot be undone, so the daemon must add a client before its
+	 * engine may acquire. */
 	memset(cl, 0, sizeof(*cl));
 	cl->live = 1;
-	/* It holds nothing now, so it can only come to hold the current epoch
-	 * or a later one: its (empty) holds count as read after this publish. */
-	cl->holds_seen = r->published;
 	fsr_ctr_set(&fsr_client_ctr(r, client)[FS_CCL_holds], 0);
 	return 0;
 }

@@ -25,6 +25,9 @@
 #include "fs_counters.h"
 #include "fsr.h"
 
+/* Calls between the core's files: kept out of a shared library's exports. */
+#define FSR_INTERNAL __attribute__((visibility("hidden")))
+
 #define FSR_MAX_CLIENTS 64u
 #define FSR_WANTS_MIN 1024u
 /* take_copies looks at most this many LRU entries past the ones it needs
@@ -32,9 +35,9 @@
 #define FSR_EVICT_SCAN_EXTRA 64u
 
 struct fsr_slot {
-	uint64_t retire;      /* RETIRING: first epoch that does not map it */
-	uint32_t gen;         /* bumped on every load, never FS_GEN_NONE */
-	uint32_t layer;       /* valid unless FREE */
+	uint64_t retire; /* RETIRING: first epoch that does not map it */
+	uint32_t gen;    /* bumped on every load, never FS_GEN_NONE */
+	uint32_t layer;  /* valid unless FREE */
 	uint32_t expert;
 	uint32_t prev;        /* RESIDENT: LRU neighbours (FSR_NONE at the ends) */
 	uint32_t next;        /* RESIDENT: LRU; FREE, RETIRING: next in its list */
@@ -117,18 +120,18 @@ static inline uint32_t fsr_idx(const struct fsr *r, uint32_t layer, uint32_t exp
 }
 
 /* fsr_slots.c: slot life cycle and the LRU list. */
-void fsr_gauges(struct fsr_card *cd);
-void fsr_lru_touch(struct fsr_card *cd, uint32_t s);
-void fsr_slot_protect(struct fsr *r, struct fsr_slot *sl, uint32_t client);
-int fsr_slot_protected(const struct fsr *r, const struct fsr_slot *sl);
-uint32_t fsr_slot_load(struct fsr *r, uint32_t card, uint32_t idx, uint32_t client);
-void fsr_slot_evict(struct fsr *r, uint32_t card, uint32_t s);
-unsigned fsr_slots_reclaim(struct fsr *r, uint32_t card, uint64_t upto);
+FSR_INTERNAL void fsr_gauges(struct fsr_card *cd);
+FSR_INTERNAL void fsr_lru_touch(struct fsr_card *cd, uint32_t s);
+FSR_INTERNAL void fsr_slot_protect(struct fsr *r, struct fsr_slot *sl, uint32_t client);
+FSR_INTERNAL int fsr_slot_protected(const struct fsr *r, const struct fsr_slot *sl);
+FSR_INTERNAL uint32_t fsr_slot_load(struct fsr *r, uint32_t card, uint32_t idx, uint32_t client);
+FSR_INTERNAL void fsr_slot_evict(struct fsr *r, uint32_t card, uint32_t s);
+FSR_INTERNAL unsigned fsr_slots_reclaim(struct fsr *r, uint32_t card, uint64_t upto);
 
 /* fsr_wants.c: the per-card want queue. */
-void fsr_want_push(struct fsr *r, uint32_t card, const struct fsr_want *w);
-int fsr_want_pop(struct fsr_card *cd, struct fsr_want *w);
-void fsr_want_unpop(struct fsr_card *cd, const struct fsr_want *w);
-int fsr_want_stale(const struct fsr *r, const struct fsr_want *w);
+FSR_INTERNAL void fsr_want_push(struct fsr *r, uint32_t card, const struct fsr_want *w);
+FSR_INTERNAL int fsr_want_pop(struct fsr_card *cd, struct fsr_want *w);
+FSR_INTERNAL void fsr_want_unpop(struct fsr_card *cd, const struct fsr_want *w);
+FSR_INTERNAL int fsr_want_stale(const struct fsr *r, const struct fsr_want *w);
 
 #endif /* FSR_INTERNAL_H */

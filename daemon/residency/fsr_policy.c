@@ -90,9 +90,12 @@ static void usage(struct fsr *r, uint32_t client, const struct fs_rec *rec)
 void fsr_record(struct fsr *r, uint32_t client, const struct fs_rec *rec, uint64_t now_ns)
 {
 	(void)now_ns;
-	/* The daemon validated the record; these checks only keep a daemon
-	 * bug from writing out of bounds. */
-	if (rec == NULL || rec->layer >= r->layers || rec->expert >= r->experts)
+	if (rec == NULL)
+		return;
+	/* The daemon validated the record; this check only keeps a daemon bug
+	 * from writing out of bounds.  WIN_* records use neither field. */
+	if ((rec->type == FS_REC_PREDICT || rec->type == FS_REC_USAGE) &&
+	    (rec->layer >= r->layers || rec->expert >= r->experts))
 		return;
 	note_window(r, client, rec->window);
 	switch (rec->type) {

@@ -74,9 +74,9 @@ FS_API int fs_client_open(fs_client **out, const struct fs_client_opts *opts);
 /* Detach and free everything.  Views must have been released. */
 FS_API void fs_client_close(fs_client *c);
 
-const char *fs_strerror(int err);
+FS_API const char *fs_strerror(int err);
 /* Message of the last failure on this handle (never NULL). */
-const char *fs_client_last_error(const fs_client *c);
+FS_API const char *fs_client_last_error(const fs_client *c);
 
 FS_API int fs_client_model(const fs_client *c, struct fs_model_info *out);
 FS_API int fs_client_card(const fs_client *c, uint32_t card, struct fs_card_info *out);

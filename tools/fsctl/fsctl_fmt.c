@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* fsctl_fmt.c: number formatting and tolerant JSON field access (a reply
+ * from a newer or older daemon may lack a field: show 0 or "-", not crash). */
+#include <math.h>
+#include <stdio.h>
+
+#include "fsctl.h"
+
+void fsctl_fmt_bytes(char *buf, size_t len, double bytes)
+{
+	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+	int u = 0;
+	if (!(bytes >= 0)) /* negative or NaN: nothing sensible to scale */
+		bytes = 0;
+	while (bytes >= 1024 && u < 5) {
+		bytes /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%.0f B", bytes);
+	else
+		snprintf(buf, len, "%.1f %s", bytes, unit[u]);
+}
+
+void fsctl_fmt_duration(char *buf, size_t len, double s)
+{
+	if (!(s >= 0))
+		s = 0;
+	unsigned long long t = (unsigned long long)llround(s);
+	if (s < 60)
+		snprintf(buf, len, "%.1fs", s);
+	else if (t < 3600)
+		snprintf(buf, len, "%llum%02llus", t / 60, t % 60);
+	else if (t < 86400)
+		snprintf(buf, len, "%lluh%02llum", t / 3600, t / 60 % 60);
+	else
+		snprintf(buf, len, "%llud%02lluh", t / 86400, t / 3600 % 24);
+}
+
+double fsctl_num(const cJSON *obj, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	return cJSON_IsNumber(v) ? v->valuedouble : 0.0;
+}
+
+const char *fsctl_str(const cJSON *obj, const char *key, const char *dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	return cJSON_IsString(v) && v->valuestring ? v->valuestring : dflt;
+}

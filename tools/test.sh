@@ -1,0 +1,292 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# tools/test.sh: THE test command of foresight (CI runs it via .ci/run).
+#
+#   bash tools/test.sh [--quick] [--no-lint] [--no-deps] [--keep-going]
+#
+# Stages, in order (each prints a header; a summary line per stage at the end):
+#   deps   tools/install-deps.sh (silent when everything is installed)
+#   build  cmake -S . -B build + build (normal RelWithDebInfo, -Werror)
+#   test   ctest --test-dir build: every test
+#   asan   build-asan (-DFS_SANITIZE=address: ASan+UBSan), ctest without the
+#          labels "gpu" and "bench-smoke"
+#   tsan   build-tsan (-DFS_SANITIZE=thread), ctest -L ring
+#   lint   tools/lint.sh (clang-format + cppcheck)
+#
+# Options:
+#   --quick       deps + build + test only
+#   --no-lint     skip the lint stage
+#   --no-deps     skip install-deps.sh (machines without a package registry:
+#                 source tools/device-setup.sh first)
+#   --keep-going  run the remaining stages after a failure (exit status is
+#                 still non-zero)
+#
+# Environment: JOBS (build parallelism, default nproc), CTEST_PARALLEL_LEVEL
+# (ctest's own; default serial, timing-sensitive tests prefer that),
+# FS_CMAKE_ARGS (extra arguments for every cmake configure), FS_BUILD_DIR
+# (default build; the sanitizer builds go to $FS_BUILD_DIR-asan and -tsan).
+#
+# Sanitizers on kernels with high-entropy ASLR (vm.mmap_rnd_bits > 28):
+# older sanitizer runtimes die with "unexpected memory mapping" (TSan) or
+# loop on DEADLYSIGNAL (ASan).  Before each sanitizer ctest run a tiny probe
+# built with the same compiler and flags is run; if it fails and passes
+# under `setarch $(uname -m) -R` (ASLR off), ctest runs under setarch too.
+#
+# Exits non-zero on any failure.  Works from any directory.
+# shellcheck disable=SC2317 # stage functions are called indirectly via stage()
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+quick=0
+lint=1
+deps=1
+keep_going=0
+for arg in "$@"; do
+	case "$arg" in
+	--quick) quick=1 ;;
+	--no-lint) lint=0 ;;
+	--no-deps) deps=0 ;;
+	--keep-going) keep_going=1 ;;
+	-h | --help)
+		sed -n '4,36p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+		exit 0
+		;;
+	*)
+		echo "test.sh: unknown argument '$arg' (try --help)" >&2
+		exit 2
+		;;
+	esac
+done
+
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+B=${FS_BUILD_DIR:-build}
+export FS_BUILD_DIR=$B # tools/lint.sh reads $FS_BUILD_DIR/compile_commands.json
+# shellcheck disable=SC2206 # word splitting of FS_CMAKE_ARGS is intended
+EXTRA_CMAKE=(${FS_CMAKE_ARGS:-})
+CTEST=(ctest --output-on-failure --no-tests=error)
+
+# ---- stage bookkeeping -------------------------------------------------
+
+STAGE_NAMES=()
+STAGE_RESULTS=()
+STAGE_TIMES=()
+failed=0
+T0=$(date +%s)
+
+header()
+{
+	echo
+	echo "================================================================"
+	echo "== test.sh: $*"
+	echo "================================================================"
+}
+
+record()
+{
+	STAGE_NAMES+=("$1")
+	STAGE_RESULTS+=("$2")
+	STAGE_TIMES+=("$3")
+}
+
+summary()
+{
+	echo
+	echo "================================================================"
+	echo "== test.sh summary ($(($(date +%s) - T0))s total)"
+	local i
+	for i in "${!STAGE_NAMES[@]}"; do
+		printf '  %-6s %-5s %5ss\n' "${STAGE_NAMES[$i]}" "${STAGE_RESULTS[$i]}" "${STAGE_TIMES[$i]}"
+	done
+	if [[ $failed -ne 0 ]]; then
+		echo "== RESULT: FAIL"
+	else
+		echo "== RESULT: PASS"
+	fi
+	echo "================================================================"
+}
+
+# stage NAME DESCRIPTION FUNCTION [ARGS...]: runs FUNCTION in a subshell with
+# errexit active (not in a conditional context, so set -e really applies).
+stage()
+{
+	local name=$1 desc=$2 t rc
+	shift 2
+	if [[ $failed -ne 0 && $keep_going -eq 0 ]]; then
+		record "$name" "-" 0
+		return 0
+	fi
+	header "$name: $desc"
+	t=$(date +%s)
+	set +e
+	(
+		set -euo pipefail
+		"$@"
+	)
+	rc=$?
+	set -e
+	t=$(($(date +%s) - t))
+	if [[ $rc -eq 0 ]]; then
+		record "$name" PASS "$t"
+	else
+		record "$name" FAIL "$t"
+		failed=1
+		echo "test.sh: stage '$name' FAILED (exit $rc)" >&2
+	fi
+}
+
+skip()
+{
+	record "$1" skip 0
+}
+
+# ---- helpers -------------------------------------------------------------
+
+configure_build()
+{
+	local dir=$1
+	shift
+	cmake -S . -B "$dir" "$@" "${EXTRA_CMAKE[@]}"
+	cmake --build "$dir" -j "$JOBS"
+}
+
+# Prints the command prefix sanitizer tests need on this machine ("" or
+# "setarch <arch> -R"); fails when the sanitizer runtime cannot work at all.
+# $1: build dir (its CMakeCache.txt names the compiler), $2..: sanitizer flags.
+sanitizer_wrapper()
+{
+	local dir=$1
+	shift
+	local cc probe log ok i
+	cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$dir/CMakeCache.txt")
+	probe="$dir/fs-san-probe"
+	log="$dir/fs-san-probe.log"
+	cat >"$probe.c" <<'EOF'
+#include <pthread.h>
+#include <stdlib.h>
+static int counter;
+static void *work(void *arg)
+{
+	(void)arg;
+	__atomic_fetch_add(&counter, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+int main(void)
+{
+	pthread_t t;
+	int *p = malloc(sizeof(*p));
+	if (!p || pthread_create(&t, NULL, work, NULL))
+		return 1;
+	pthread_join(t, NULL);
+	*p = __atomic_load_n(&counter, __ATOMIC_SEQ_CST);
+	int ret = *p == 1 ? 0 : 1;
+	free(p);
+	return ret;
+}
+EOF
+	"${cc:-cc}" -g -pthread "$@" "$probe.c" -o "$probe" >&2
+	# High-entropy ASLR failures are probabilistic: try a few times.
+	ok=1
+	for i in 1 2 3 4 5; do
+		if ! timeout 20 "$probe" >"$log" 2>&1; then
+			ok=0
+			break
+		fi
+	done
+	if [[ $ok -eq 1 ]]; then
+		echo ""
+		return 0
+	fi
+	echo "test.sh: sanitizer probe failed ($*):" >&2
+	head -5 "$log" >&2
+	local arch
+	arch=$(uname -m)
+	if setarch "$arch" -R true 2>/dev/null; then
+		ok=1
+		for i in 1 2 3; do
+			if ! timeout 20 setarch "$arch" -R "$probe" >"$log" 2>&1; then
+				ok=0
+				break
+			fi
+		done
+		if [[ $ok -eq 1 ]]; then
+			echo "test.sh: the probe passes with ASLR off: running tests under 'setarch $arch -R'" >&2
+			echo "setarch $arch -R"
+			return 0
+		fi
+	fi
+	echo "test.sh: the sanitizer runtime does not work on this machine (kernel $(uname -r)," \
+		"vm.mmap_rnd_bits=$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo '?'))." >&2
+	echo "test.sh: try 'sysctl vm.mmap_rnd_bits=28' as root, or allow personality(ADDR_NO_RANDOMIZE)." >&2
+	return 1
+}
+
+# ---- stages --------------------------------------------------------------
+
+do_deps()
+{
+	bash tools/install-deps.sh
+}
+
+do_build()
+{
+	configure_build "$B" -DFS_WERROR=ON
+}
+
+do_test()
+{
+	"${CTEST[@]}" --test-dir "$B"
+}
+
+do_asan()
+{
+	configure_build "$B-asan" -DFS_SANITIZE=address -DFS_WERROR=ON
+	local wrap
+	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+	wrap=$(sanitizer_wrapper "$B-asan" -fsanitize=address,undefined -fno-omit-frame-pointer)
+	# shellcheck disable=SC2086 # $wrap is a command prefix or empty
+	$wrap "${CTEST[@]}" --test-dir "$B-asan" -LE '^(gpu|bench-smoke)$'
+}
+
+do_tsan()
+{
+	configure_build "$B-tsan" -DFS_SANITIZE=thread -DFS_WERROR=ON
+	local wrap
+	export TSAN_OPTIONS=halt_on_error=1
+	wrap=$(sanitizer_wrapper "$B-tsan" -fsanitize=thread -fno-omit-frame-pointer)
+	# shellcheck disable=SC2086 # $wrap is a command prefix or empty
+	$wrap "${CTEST[@]}" --test-dir "$B-tsan" -L '^ring$'
+}
+
+do_lint()
+{
+	bash tools/lint.sh
+}
+
+echo "test.sh: repo $ROOT, $JOBS build jobs, $(uname -srm)"
+
+if [[ $deps -eq 1 ]]; then
+	stage deps "install missing packages (tools/install-deps.sh)" do_deps
+else
+	skip deps
+fi
+stage build "normal build ($B/)" do_build
+stage test "ctest: all tests ($B/)" do_test
+if [[ $quick -eq 0 ]]; then
+	stage asan "ASan+UBSan build and tests, without gpu/bench-smoke ($B-asan/)" do_asan
+	stage tsan "TSan build and the ring tests ($B-tsan/)" do_tsan
+else
+	skip asan
+	skip tsan
+fi
+if [[ $quick -eq 0 && $lint -eq 1 ]]; then
+	stage lint "clang-format + cppcheck (tools/lint.sh)" do_lint
+else
+	skip lint
+fi
+
+summary
+exit "$failed"
