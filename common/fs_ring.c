@@ -68,9 +68,11 @@ void fs_ring_wake(struct fs_ring_hdr *hdr)
 int fs_ring_sleep_prepare(struct fs_ring_cons *c, uint32_t *seq)
 {
 	*seq = fs_load_acquire(&c->hdr->wake_seq);
+	/* seq_cst store, then seq_cst load: ordered against the producer's
+	 * tail store and flags load in fs_ring_kick() (see fs_ring.h). */
 	__atomic_store_n(&c->hdr->flags, FS_RING_NEED_WAKEUP, __ATOMIC_SEQ_CST);
-	fs_smp_mb(); /* order the flags store before the tail load */
-	if (fs_ring_pending(c)) {
+	uint32_t tail = __atomic_load_n(&c->hdr->tail, __ATOMIC_SEQ_CST);
+	if (tail != c->head) { /* records (or an insane tail: consume counts it) */
 		fs_store_relaxed(&c->hdr->flags, 0u);
 		return 1;
 	}

@@ -15,18 +15,27 @@
  * Rules (the whole memory-ordering story, in one screen):
  *  - head and tail run free; an index is (counter & (entries - 1)).
  *    Empty: tail == head.  Full: tail - head == entries.
- *  - Producer: write records, then fs_store_release(tail).  It re-reads
- *    head with fs_load_acquire only when its cached view says "full".
+ *  - Producer: write records, then store tail (seq_cst, at least release;
+ *    see the wake-up).  It re-reads head with fs_load_acquire only when
+ *    its cached view says "full".
  *  - Consumer: fs_load_acquire(tail), copy the records out (each read
  *    once, into private memory), then fs_store_release(head) so the
  *    producer cannot overwrite a record before it was copied.
- *  - Wake-up (io_uring SQPOLL's NEED_WAKEUP, both sides fenced):
- *      consumer: s = wake_seq; flags |= NEED; fs_smp_mb(); if tail != head
- *                then clear flags and go on, else futex_wait(wake_seq, s)
- *      producer: store_release(tail); fs_smp_mb(); if flags & NEED then
+ *  - Wake-up (io_uring SQPOLL's NEED_WAKEUP; a Dekker pair of seq_cst
+ *    stores and loads, one total order over all four):
+ *      consumer: s = wake_seq; store_seq_cst(flags, NEED);
+ *                if load_seq_cst(tail) != head then clear flags and go on,
+ *                else futex_wait(wake_seq, s)
+ *      producer: store_seq_cst(tail); if load_seq_cst(flags) & NEED then
  *                clear NEED, wake_seq++, futex_wake(wake_seq)
  *    Either the consumer sees the new tail or the producer sees NEED;
  *    a post made while the consumer sleeps costs one system call.
+ *    (Equivalent to store; fs_smp_mb(); load on each side, and it
+ *    interoperates with a peer built that way, but the seq_cst store is
+ *    one locked xchg on x86-64 with every compiler, where clang turns a
+ *    seq_cst fence into a much slower mfence; on arm64 it is stlr + ldar
+ *    instead of a dmb; and ThreadSanitizer models it, which it does not
+ *    do for fences.)
  *  - The consumer trusts nothing in the ring.  It keeps its own head and
  *    its own copy of entries (never re-read from shared memory); a tail
  *    more than `entries` ahead of head is counted (bad_index) and the ring
@@ -98,10 +107,15 @@ struct fs_ring_prod {
 /* Slow path of the wake-up: clear NEED, bump wake_seq, futex_wake. */
 void fs_ring_wake(struct fs_ring_hdr *hdr);
 
+/* Publish the producer's tail (p->tail) and wake the consumer if it asked
+ * for it: the producer half of the wake-up handshake.  fs_ring_post*()
+ * call it; calling it again is harmless. */
 static inline void fs_ring_kick(struct fs_ring_prod *p)
 {
-	fs_smp_mb(); /* order the tail store before the flags load */
-	if (fs_unlikely(fs_load_relaxed(&p->hdr->flags) & FS_RING_NEED_WAKEUP))
+	/* seq_cst store, then seq_cst load: ordered against the consumer's
+	 * flags store and tail load in fs_ring_sleep_prepare(). */
+	__atomic_store_n(&p->hdr->tail, p->tail, __ATOMIC_SEQ_CST);
+	if (fs_unlikely(__atomic_load_n(&p->hdr->flags, __ATOMIC_SEQ_CST) & FS_RING_NEED_WAKEUP))
 		fs_ring_wake(p->hdr);
 }
 
@@ -126,8 +140,7 @@ static inline int fs_ring_post(struct fs_ring_prod *p, const struct fs_rec *r)
 		return -ENOBUFS;
 	p->recs[p->tail & p->mask] = *r;
 	p->tail++;
-	fs_store_release(&p->hdr->tail, p->tail);
-	fs_ring_kick(p);
+	fs_ring_kick(p); /* publishes tail */
 	return 0;
 }
 
@@ -145,8 +158,7 @@ static inline int fs_ring_post_batch(struct fs_ring_prod *p, const struct fs_rec
 	memcpy(&p->recs[idx], r, (size_t)first * sizeof(*r));
 	memcpy(&p->recs[0], r + first, (size_t)(n - first) * sizeof(*r));
 	p->tail += n;
-	fs_store_release(&p->hdr->tail, p->tail);
-	fs_ring_kick(p);
+	fs_ring_kick(p); /* publishes tail */
 	return 0;
 }
 

@@ -9,15 +9,17 @@
 #     *.cu *.cuh under common/ proto/ daemon/ client/ kernels/ bench/
 #     tests/ tools/.  Fix a flagged file with: clang-format -i FILE
 #     (a line that must keep its layout: // clang-format off ... on).
-#  2. cppcheck (--enable=warning,portability,performance) on the *.c files
-#     of the same directories, with the include paths and defines of
-#     build/compile_commands.json when it exists (tools/test.sh's normal
-#     build writes it; files not in it get the default paths), else -Iproto -Icommon -Iclient/include -Idaemon.
-#     Silence a reviewed finding on its line with
-#     // cppcheck-suppress <id>
+#  2. cppcheck (--enable=warning,portability,performance, --library=posix)
+#     on the *.c files of the same directories: those in
+#     $FS_BUILD_DIR/compile_commands.json (default build/; tools/test.sh's
+#     normal build writes it) with its include paths and defines, the
+#     others with -Iproto -Icommon -Iclient/include -Idaemon.  Criterion's
+#     test macros are described to cppcheck by a generated .cfg.  Silence a
+#     reviewed finding with `// cppcheck-suppress <id>` on the line before.
 #
 # Environment: CLANG_FORMAT (default clang-format), CPPCHECK (default
-# cppcheck), FS_BUILD_DIR (default build: where compile_commands.json is).  Exits non-zero when either check flags anything (both run).
+# cppcheck), FS_BUILD_DIR (default build).  Both checks always run; exits
+# non-zero when either flags anything.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,7 +32,7 @@ case "${1:-}" in
 --format-only) do_cppcheck=0 ;;
 --cppcheck-only) do_format=0 ;;
 -h | --help)
-	sed -n '4,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+	sed -n '4,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 *)
