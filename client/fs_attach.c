@@ -257,16 +257,20 @@ int fs_att_create(struct fs_client *c, struct fs_att **out)
 		goto fail;
 	}
 	a->client_id = (uint32_t)id->valuedouble;
-	unsigned ncards = (unsigned)cJSON_GetArraySize(cards);
+	unsigned ncards = (unsigned)cJSON_GetArraySize(cards), nhost = 0;
+	for (unsigned i = 0; i < ncards; i++) {
+		const cJSON *b = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cards, (int)i), "backend");
+		nhost += !(cJSON_IsString(b) && strcmp(b->valuestring, "cuda") == 0);
+	}
 	int fds[3 + FS_MAX_CARDS];
 	unsigned nfds = 0;
-	r = fetch_fds(c, fdp->valuestring, a->client_id, a->token, fds, 3 + ncards, &nfds);
+	r = fetch_fds(c, fdp->valuestring, a->client_id, a->token, fds, 3 + nhost, &nfds);
 	if (r < 0)
 		goto fail;
-	if (nfds != 3 + ncards) {
+	if (nfds != 3 + nhost) {
 		for (unsigned i = 0; i < nfds; i++)
 			close(fds[i]);
-		fs_set_error(c, "fd socket: got %u fds, expected %u", nfds, 3 + ncards);
+		fs_set_error(c, "fd socket: got %u fds, expected %u", nfds, 3 + nhost);
 		r = -EPROTO;
 		goto fail;
 	}
@@ -274,8 +278,12 @@ int fs_att_create(struct fs_client *c, struct fs_att **out)
 	a->dshm.fd = fds[0];
 	a->cshm.fd = fds[1];
 	arena_fd = fds[2];
-	for (unsigned i = 0; i < ncards; i++)
-		a->pool[i].fd = fds[3 + i];
+	for (unsigned i = 0, k = 3; i < ncards; i++) {
+		const struct cJSON *cj = cJSON_GetArrayItem(cards, (int)i);
+		const cJSON *b = cJSON_GetObjectItemCaseSensitive(cj, "backend");
+		if (!(cJSON_IsString(b) && strcmp(b->valuestring, "cuda") == 0))
+			a->pool[i].fd = fds[k++];
+	}
 	if ((r = fs_shm_map_fd(&a->dshm, fds[0], sizeof(struct fs_daemon_hdr), 0)) < 0 ||
 	    (r = fs_shm_map_fd(&a->cshm, fds[1], sizeof(struct fs_client_hdr), 1)) < 0) {
 		fs_set_error(c, "mapping a region failed: %s", strerror(-r));
@@ -285,7 +293,7 @@ int fs_att_create(struct fs_client *c, struct fs_att **out)
 		goto fail;
 	r = map_arena(c, a, arena_fd); /* takes arena_fd in every case */
 	arena_fd = -1;
-	if (r < 0 || (r = map_client(c, a)) < 0)
+	if (r < 0)
 		goto fail;
 	if (a->cards != ncards) {
 		fs_set_error(c, "attach: %u cards in the reply, %u in the daemon region", ncards, a->cards);
@@ -293,12 +301,29 @@ int fs_att_create(struct fs_client *c, struct fs_att **out)
 		goto fail;
 	}
 	for (unsigned i = 0; i < ncards; i++) {
-		if ((r = fs_shm_map_fd(&a->pool[i], fds[3 + i], (size_t)(a->slots[i] * a->slot_bytes[i]), 0)) < 0) {
+		if (a->card_info[i].is_cuda) {
+			const cJSON *cj = cJSON_GetArrayItem(cards, (int)i);
+			const cJSON *ipc = cJSON_GetObjectItemCaseSensitive(cj, "ipc_handle");
+			const cJSON *pci = cJSON_GetObjectItemCaseSensitive(cj, "pci_bus_id");
+			r = fs_cuda_open_pool(cJSON_IsString(ipc) ? ipc->valuestring : NULL,
+					      cJSON_IsString(pci) ? pci->valuestring : NULL, &a->dev_base[i],
+					      &a->dev_index[i], err, sizeof(err));
+			if (r < 0) {
+				fs_set_error(c, "%s", err);
+				goto fail;
+			}
+			continue;
+		}
+		if ((r = fs_shm_map_fd(&a->pool[i], a->pool[i].fd, (size_t)(a->slots[i] * a->slot_bytes[i]), 0)) <
+		    0) {
 			fs_set_error(c, "mapping the pool of card %u failed: %s", i, strerror(-r));
 			goto fail;
 		}
 		a->pool_base[i] = a->pool[i].base;
 	}
+	/* Only now: the daemon activates us when we look for ATTACHED. */
+	if ((r = map_client(c, a)) < 0)
+		goto fail;
 	cJSON_Delete(rep);
 	*out = a;
 	return 0;
@@ -328,7 +353,10 @@ void fs_att_destroy(struct fs_client *c, struct fs_att *a, int detach)
 	}
 	fs_shm_close(&a->dshm);
 	fs_shm_close(&a->cshm);
-	for (unsigned i = 0; i < FS_MAX_CARDS; i++)
+	for (unsigned i = 0; i < FS_MAX_CARDS; i++) {
 		fs_shm_close(&a->pool[i]);
+		if (a->dev_base[i])
+			fs_cuda_close_pool(a->dev_base[i]);
+	}
 	free(a);
 }

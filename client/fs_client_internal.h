@@ -46,7 +46,9 @@ struct fs_att {
 	uint32_t cards, layers, experts, epoch_bufs;
 	uint64_t instance;
 	const uint32_t *ready[FS_MAX_CARDS];
-	const uint8_t *pool_base[FS_MAX_CARDS];
+	const uint8_t *pool_base[FS_MAX_CARDS]; /* host cards */
+	void *dev_base[FS_MAX_CARDS];           /* CUDA cards: pool in this process */
+	int dev_index[FS_MAX_CARDS];
 	uint32_t slots[FS_MAX_CARDS];
 	uint64_t slot_bytes[FS_MAX_CARDS];
 	struct fs_card_info card_info[FS_MAX_CARDS];
@@ -92,6 +94,9 @@ struct fs_client {
 /* fs_attach.c */
 int fs_att_create(struct fs_client *c, struct fs_att **out);
 void fs_att_destroy(struct fs_client *c, struct fs_att *a, int detach);
+/* fs_cuda.c: CUDA pools through a dlopen'ed runtime (attach/detach only) */
+int fs_cuda_open_pool(const char *ipc_hex, const char *pci, void **dev_ptr, int *dev, char *err, size_t len);
+void fs_cuda_close_pool(void *dev_ptr);
 /* fs_client.c */
 void fs_set_error(const struct fs_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

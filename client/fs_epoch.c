@@ -90,8 +90,9 @@ static int slot_from_entry(const struct fs_att *a, uint32_t card, uint32_t layer
 		out->card = card;
 		out->slot = slot;
 		out->gen = gen;
-		out->host = a->pool_base[card] + (uint64_t)slot * a->slot_bytes[card];
-		out->device = NULL;
+		uint64_t off = (uint64_t)slot * a->slot_bytes[card];
+		out->host = a->pool_base[card] ? a->pool_base[card] + off : NULL;
+		out->device = a->dev_base[card] ? (char *)a->dev_base[card] + off : NULL;
 		out->bytes = ae->bytes < a->slot_bytes[card] ? ae->bytes : a->slot_bytes[card];
 	}
 	return 1;

@@ -41,8 +41,12 @@ struct fsd_config {
 	char backend[16];       /* "host" */
 	char group[64];         /* group whose members may attach ("" = none) */
 	unsigned socket_mode;   /* permissions of both sockets */
-	uint32_t cards;         /* host backend: stand-in cards */
+	uint32_t cards;         /* host backend: stand-in cards; cuda: at most this many */
+	int cards_set;          /* --cards given (cuda: limit, else all devices) */
 	uint32_t slots;         /* slots per card */
+	uint32_t pool_mib;      /* cuda: pool size per card instead of --slots */
+	uint32_t leave_free_mib;/* cuda: size the pool to leave this much free */
+	uint32_t streams;       /* cuda: prefetch streams per card */
 	double bus_gbps;        /* host backend: emulated bus, GB/s (1e9 B/s) */
 	uint32_t layers, experts, experts_used; /* synthetic arena */
 	uint64_t expert_bytes;
@@ -127,14 +131,26 @@ struct fsd_done {
 struct fsd;
 struct fsd_backend {
 	const char *name;
+	/* Before the regions exist: discover cards, size pools (may be NULL). */
+	int (*probe)(struct fsd *d);
 	int (*start)(struct fsd *d);
 	/* Queue one copy.  The backend stores ready word 0 before the copy and
 	 * gen after it, then reports it with fsd_copy_landed(). */
 	void (*submit)(struct fsd *d, const struct fsr_copy *cp);
+	/* Hot thread: completions noticed since the last call (may be NULL:
+	 * the backend then reports through fsd_copy_landed). */
+	unsigned (*poll)(struct fsd *d, struct fsd_done *out, unsigned max);
 	void (*stop)(struct fsd *d);
 	void *priv;
 };
 extern const struct fsd_backend fsd_backend_host;
+#ifdef FSD_HAVE_CUDA
+extern const struct fsd_backend fsd_backend_cuda;
+const char *fsd_cuda_card_pci(struct fsd *d, uint32_t card);
+int fsd_cuda_card_ipc(struct fsd *d, uint32_t card, char *hex, size_t len);
+#endif
+/* Record when a copy into (card, slot) was issued (the issued_ns array). */
+void fsd_issued(struct fsd *d, uint32_t card, uint32_t slot, uint64_t now);
 void fsd_copy_landed(struct fsd *d, const struct fsd_done *done);
 
 /* ---- the daemon ------------------------------------------------------- */
@@ -206,6 +222,7 @@ void fsd_regions_destroy(struct fsd *d);
 uint64_t *fsd_epoch_entries(struct fsd *d, uint32_t buf);
 struct fs_epoch_buf_hdr *fsd_epoch_buf(struct fsd *d, uint32_t buf);
 uint32_t *fsd_ready(struct fsd *d, uint32_t card);
+uint64_t *fsd_issued_ns(struct fsd *d, uint32_t card);
 
 /* fsd_arena_synth.c */
 int fsd_arena_synth_create(struct fsd *d);

@@ -76,6 +76,7 @@ static void *copy_thread(void *arg)
 		if (hc->bus_free_at > start)
 			start = hc->bus_free_at;
 		fs_store_release(&ready[cp.slot], FS_GEN_NONE);
+		fsd_issued(d, cp.card, cp.slot, fs_now_ns());
 		memcpy(pool + (uint64_t)cp.slot * d->slot_bytes, (const uint8_t *)d->arena + e->offset, bytes);
 		uint64_t done_at = start + (uint64_t)((double)bytes * ns_per_byte);
 		sleep_until(done_at); /* the emulated bus is the limit */
@@ -162,5 +163,6 @@ const struct fsd_backend fsd_backend_host = {
 	.name = "host",
 	.start = host_start,
 	.submit = host_submit,
+	.poll = NULL,
 	.stop = host_stop,
 };

@@ -32,10 +32,15 @@ struct opt {
 
 static const struct opt opts[] = {
 	O("socket", OPT_STR, socket_path, 0, 0, "control socket path (default " FS_DEFAULT_SOCKET_PATH ")"),
-	O("backend", OPT_STR, backend, 0, 0, "backend: host (stand-in cards in host memory)"),
+	O("backend", OPT_STR, backend, 0, 0,
+	  "backend: host (stand-in cards in host memory) or cuda (every visible GPU; default host)"),
 	O("group", OPT_STR, group, 0, 0, "group whose members may attach (default: none)"),
 	O("socket_mode", OPT_MODE, socket_mode, 0, 0777, "permissions of the sockets, octal (default 0660)"),
-	O("cards", OPT_U32, cards, 1, FS_MAX_CARDS, "host backend: stand-in cards (default 2)"),
+	O("cards", OPT_U32, cards, 1, FS_MAX_CARDS, "host: stand-in cards (default 2); cuda: use at most this many"),
+	O("pool_mib", OPT_U32, pool_mib, 0, 1u << 24, "cuda: slot pool MiB per card (instead of --slots)"),
+	O("leave_free_mib", OPT_U32, leave_free_mib, 0, 1u << 24,
+	  "cuda: size each pool to leave this many MiB free (instead of --slots)"),
+	O("streams", OPT_U32, streams, 1, 8, "cuda: prefetch streams per card (default 2)"),
 	O("slots", OPT_U32, slots, 1, 1 << 24, "slots per card (default 128)"),
 	O("bus_gbps", OPT_DBL, bus_gbps, 0.01, 10000, "host backend: emulated bus per card, GB/s (default 13.5)"),
 	O("model", OPT_STR, model, 0, 0, "name of the served model (default synthetic)"),
@@ -82,6 +87,7 @@ void fsd_config_defaults(struct fsd_config *c)
 	c->hold_timeout_ms = 10000;
 	c->publish_us = 200;
 	c->max_inflight = 32;
+	c->streams = 2;
 	c->log_level = FSD_INFO;
 }
 
@@ -120,6 +126,8 @@ static int opt_set(struct fsd_config *c, const struct opt *o, const char *val, c
 		fprintf(stderr, "foresightd: %s: '%s' must be a whole number\n", where, val);
 		return -1;
 	}
+	if (strcmp(o->key, "cards") == 0)
+		c->cards_set = 1;
 	switch (o->type) {
 	case OPT_U32:
 		*(uint32_t *)p = (uint32_t)v;
@@ -277,10 +285,19 @@ int fsd_config_parse(struct fsd_config *c, int argc, char **argv)
 		fprintf(stderr, "foresightd: unexpected argument '%s'\n", argv[optind]);
 		return -1;
 	}
-	if (strcmp(c->backend, "host") != 0) {
-		fprintf(stderr, "foresightd: --backend %s: not built here (backends: host)\n", c->backend);
+#ifdef FSD_HAVE_CUDA
+	if (strcmp(c->backend, "host") != 0 && strcmp(c->backend, "cuda") != 0) {
+		fprintf(stderr, "foresightd: --backend %s: unknown (backends: host, cuda)\n", c->backend);
 		return -1;
 	}
+#else
+	if (strcmp(c->backend, "host") != 0) {
+		fprintf(stderr, "foresightd: --backend %s: not built here (this build has: host; cuda needs nvcc "
+				"at build time)\n",
+			c->backend);
+		return -1;
+	}
+#endif
 	if (c->max_clients > 64) {
 		fprintf(stderr, "foresightd: --max-clients: at most 64\n");
 		return -1;

@@ -164,16 +164,27 @@ static cJSON *layout_json(struct fsd *d, const struct fsd_client *c)
 	cJSON_AddItemToArray(fds, cJSON_CreateString("client"));
 	cJSON_AddItemToArray(fds, cJSON_CreateString("arena"));
 	cJSON *cards = cJSON_AddArrayToObject(l, "cards");
+	const struct fs_card_desc *desc = (const struct fs_card_desc *)((const char *)d->dh + d->dh->off_cards);
 	for (uint32_t i = 0; i < d->cfg.cards; i++) {
-		char nm[16];
-		snprintf(nm, sizeof(nm), "pool%u", i);
-		cJSON_AddItemToArray(fds, cJSON_CreateString(nm));
 		cJSON *cd = cJSON_CreateObject();
 		cJSON_AddNumberToObject(cd, "id", i);
 		cJSON_AddNumberToObject(cd, "slots", d->cfg.slots);
 		cJSON_AddNumberToObject(cd, "slot_bytes", (double)d->slot_bytes);
-		cJSON_AddNumberToObject(cd, "pool_bytes", (double)d->pool_shm[i].bytes);
-		cJSON_AddStringToObject(cd, "backend", d->backend->name);
+		cJSON_AddNumberToObject(cd, "pool_bytes", (double)desc[i].pool_bytes);
+		cJSON_AddStringToObject(cd, "backend", desc[i].kind == 1 ? "cuda" : "host");
+		if (desc[i].kind == 0) {
+			char nm[16];
+			snprintf(nm, sizeof(nm), "pool%u", i);
+			cJSON_AddItemToArray(fds, cJSON_CreateString(nm));
+		}
+#ifdef FSD_HAVE_CUDA
+		if (desc[i].kind == 1) {
+			char hex[160];
+			if (fsd_cuda_card_ipc(d, i, hex, sizeof(hex)) == 0)
+				cJSON_AddStringToObject(cd, "ipc_handle", hex);
+			cJSON_AddStringToObject(cd, "pci_bus_id", fsd_cuda_card_pci(d, i));
+		}
+#endif
 		cJSON_AddItemToArray(cards, cd);
 	}
 	return l;

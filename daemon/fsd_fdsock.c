@@ -81,7 +81,8 @@ static void handle_request(struct fsd *d, int fd)
 	fds[nf++] = c->region.fd;
 	fds[nf++] = d->arena_ro_fd;
 	for (uint32_t i = 0; i < d->cfg.cards; i++)
-		fds[nf++] = d->pool_ro_fd[i];
+		if (d->pool_ro_fd[i] >= 0) /* host cards; CUDA pools go by IPC handle */
+			fds[nf++] = d->pool_ro_fd[i];
 	struct fs_fd_reply rep = {.magic = FS_FD_MAGIC, .status = 0, .nfds = nf};
 	int r = fs_fd_send(fd, &rep, sizeof(rep), fds, nf);
 	if (r < 0) {

@@ -22,6 +22,7 @@
 #define HOT_BATCH 256u
 #define HOT_SPIN_NS 50000u   /* spin this long with nothing to do, then sleep */
 #define HOT_CHECK_NS 10000000u /* liveness checks every 10 ms */
+#define HOT_POLL_NS 20000u     /* sleep while a polled backend has copies in flight */
 
 void fsd_hot_wake(struct fsd *d)
 {
@@ -179,6 +180,8 @@ static uint32_t hot_completions(struct fsd *d, uint64_t now)
 {
 	struct fsd_done local[256];
 	uint32_t n = 0;
+	if (d->backend->poll)
+		n = d->backend->poll(d, local, 256);
 	pthread_mutex_lock(&d->done_lock);
 	while (d->done_n > 0 && n < 256)
 		local[n++] = d->doneq[--d->done_n];
@@ -317,6 +320,14 @@ static void hot_sleep(struct fsd *d, uint64_t timeout_ns)
 			fs_ring_sleep_done(&d->clients[row].ring);
 }
 
+static uint64_t hot_inflight(struct fsd *d)
+{
+	uint64_t n = 0;
+	for (uint32_t card = 0; card < d->cfg.cards; card++)
+		n += fs_load_relaxed(&d->counters_card[(uint64_t)card * FS_N_CARD + FS_CC_loading]);
+	return n;
+}
+
 static void *hot_main(void *arg)
 {
 	struct fsd *d = arg;
@@ -358,6 +369,8 @@ static void *hot_main(void *arg)
 		if (now - idle_since < HOT_SPIN_NS)
 			continue;
 		uint64_t timeout = HOT_CHECK_NS;
+		if (d->backend->poll && hot_inflight(d))
+			timeout = HOT_POLL_NS; /* completions are seen by looking */
 		if (fsr_dirty(d->core) && !deferred) {
 			uint64_t left = last_publish + publish_ns > now ? last_publish + publish_ns - now : 0;
 			timeout = left < timeout ? left : timeout;

@@ -27,6 +27,16 @@ uint32_t *fsd_ready(struct fsd *d, uint32_t card)
 	return (uint32_t *)((char *)d->dh + d->dh->off_ready_card[card]);
 }
 
+uint64_t *fsd_issued_ns(struct fsd *d, uint32_t card)
+{
+	return (uint64_t *)((char *)fsd_ready(d, card) + FS_ISSUED_OFFSET(d->cfg.slots));
+}
+
+void fsd_issued(struct fsd *d, uint32_t card, uint32_t slot, uint64_t now)
+{
+	fs_store_relaxed(&fsd_issued_ns(d, card)[slot], now);
+}
+
 int fsd_regions_create(struct fsd *d)
 {
 	const struct fsd_config *c = &d->cfg;
@@ -41,7 +51,7 @@ int fsd_regions_create(struct fsd *d)
 	uint64_t off_ready_card[FS_MAX_CARDS] = {0};
 	for (uint32_t i = 0; i < c->cards; i++) {
 		off_ready_card[i] = off;
-		off = line_round(off + (uint64_t)c->slots * sizeof(uint32_t));
+		off = line_round(off + FS_ISSUED_OFFSET(c->slots) + (uint64_t)c->slots * sizeof(uint64_t));
 	}
 	uint64_t off_counters = off;
 	uint64_t counters_bytes = fs_counters_bytes(c->cards, c->layers, c->max_clients);
@@ -77,7 +87,8 @@ int fsd_regions_create(struct fsd *d)
 		cd[i].slots = c->slots;
 		cd[i].slot_bytes = d->slot_bytes;
 		cd[i].pool_bytes = fs_page_round((size_t)(c->slots * d->slot_bytes));
-		cd[i].fd_index = 3 + i; /* daemon, client, arena, then pools */
+		cd[i].fd_index = 3 + i; /* daemon, client, arena, then pools (the
+					   CUDA backend overwrites this) */
 		cd[i].kind = 0;
 		snprintf(cd[i].name, sizeof(cd[i].name), "host%u", i);
 	}

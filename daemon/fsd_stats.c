@@ -5,6 +5,7 @@
  * here (and in fsctl, which renders whatever the lists name) by itself.
  */
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -108,7 +109,8 @@ cJSON *fsd_stats_json(struct fsd *d)
 		cJSON_AddStringToObject(c, "name", name);
 		cJSON_AddNumberToObject(c, "slots", cfg->slots);
 		cJSON_AddNumberToObject(c, "slot_bytes", (double)d->slot_bytes);
-		cJSON_AddNumberToObject(c, "bus_gbps", cfg->bus_gbps);
+		if (strcmp(d->backend->name, "host") == 0)
+			cJSON_AddNumberToObject(c, "bus_gbps", cfg->bus_gbps);
 		add_card_counters(c, row);
 		uint64_t h = rd(&row[FS_CC_hits]), mi = rd(&row[FS_CC_misses]);
 		cJSON_AddNumberToObject(c, "hit_rate", ratio(h, h + mi));

@@ -59,6 +59,13 @@ static int start(struct fsd *d)
 		fsd_log(FSD_ERR, "arena: %s", strerror(-r));
 		return r;
 	}
+#ifdef FSD_HAVE_CUDA
+	d->backend = strcmp(d->cfg.backend, "cuda") == 0 ? &fsd_backend_cuda : &fsd_backend_host;
+#else
+	d->backend = &fsd_backend_host;
+#endif
+	if (d->backend->probe && (r = d->backend->probe(d)) < 0)
+		return r;
 	if ((r = fsd_regions_create(d)) < 0) {
 		fsd_log(FSD_ERR, "daemon region: %s", strerror(-r));
 		return r;
@@ -80,7 +87,6 @@ static int start(struct fsd *d)
 		fsd_log(FSD_ERR, "residency core: %s", strerror(errno));
 		return -errno;
 	}
-	d->backend = &fsd_backend_host;
 	if ((r = d->backend->start(d)) < 0) {
 		fsd_log(FSD_ERR, "backend %s: %s", d->backend->name, strerror(-r));
 		return r;
@@ -148,7 +154,7 @@ out:
 	fsd_control_stop(&d);
 	fsd_hot_stop(&d); /* marks every client detached (reason: shutdown) */
 	fsd_clients_reap(&d);
-	if (d.backend)
+	if (d.backend && d.backend_priv)
 		d.backend->stop(&d);
 	fsd_fdsock_stop(&d);
 	uv_walk(d.loop, close_walk, NULL);

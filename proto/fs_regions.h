@@ -71,12 +71,18 @@ enum fs_daemon_state {
 /* A ready word: the generation whose bytes are in the slot; 0 = none. */
 #define FS_GEN_NONE 0u
 
+/* Each card's ready words (uint32_t[slots]) are followed, at the next cache
+ * line, by uint64_t issued_ns[slots]: CLOCK_MONOTONIC when the daemon issued
+ * the latest copy into that slot (telemetry: post-to-issue latency). */
+#define FS_ISSUED_OFFSET(slots) (((uint64_t)(slots)*4u + FS_CACHELINE - 1u) / FS_CACHELINE * FS_CACHELINE)
+
 struct fs_card_desc {
 	uint32_t id;        /* daemon's card id (not assumed a local index) */
 	uint32_t slots;     /* slots in this card's pool */
 	uint64_t slot_bytes;/* bytes per slot (>= largest expert) */
 	uint64_t pool_bytes;/* slots * slot_bytes, rounded to pages */
-	uint32_t fd_index;  /* index of its pool fd in the attach fd list */
+	uint32_t fd_index;  /* index of its pool fd in the attach fd list;
+			       UINT32_MAX for CUDA cards (IPC handle instead) */
 	uint32_t kind;      /* 0 host backend, 1 CUDA */
 	char name[40];      /* "host0", "NVIDIA H200 (0000:1b:00.0)" */
 };
@@ -102,8 +108,9 @@ struct fs_daemon_hdr {
 	uint64_t epoch_buf_bytes; /* header + entries, cache-line rounded */
 	uint64_t off_cards;       /* struct fs_card_desc[cards] */
 	uint64_t off_epochs;      /* epoch_bufs x epoch_buf_bytes */
-	uint64_t off_ready;       /* per card: uint32_t ready[slots], each card's
-				     array starts on a cache line */
+	uint64_t off_ready;       /* per card: uint32_t ready[slots] then
+				     uint64_t issued_ns[slots] (FS_ISSUED_OFFSET),
+				     each card's part on a cache line */
 	uint64_t off_ready_card[FS_MAX_CARDS];
 	uint64_t off_counters;    /* struct fs_counters_hdr + arrays (fs_counters.h) */
 	uint64_t counters_bytes;

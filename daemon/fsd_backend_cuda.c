@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fsd_backend_cuda.c: the CUDA backend.  Per card: one cudaMalloc'd slot
+ * pool exported with cudaIpcGetMemHandle, and non-blocking prefetch streams.
+ * The arena is registered pinned (portable) and the daemon region, where the
+ * ready words live, registered host-mapped; after each copy the copy stream
+ * itself writes the slot's ready word (cuStreamWriteValue32), so an engine
+ * sees the bytes land with no host thread of ours on the path.  Where stream
+ * memory operations do not work, a host function on the stream writes the
+ * word instead (measured slower: docs/results/gpu.md).
+ *
+ * The hot thread issues copies directly (cudaMemcpyAsync costs ~1.3 us) and
+ * learns of completions by watching the ready words it is waiting for: no
+ * events, no callbacks in the common path.
+ *
+ * Linked against the static CUDA runtime, so foresightd starts (and runs
+ * the host backend) on machines without a driver; the driver entry point
+ * is looked up at run time.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "fs_time.h"
+#include "fsd.h"
+
+#define CUDA_MAX_STREAMS 8
+#define CUDA_MAX_INFLIGHT 4096
+
+typedef CUresult (*pfn_write_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+
+struct cuda_inflight {
+	uint32_t slot, gen;
+	uint64_t bytes;
+	uint64_t issued_ns;
+};
+
+struct cuda_card {
+	int dev;
+	void *pool;
+	cudaIpcMemHandle_t ipc;
+	cudaStream_t streams[CUDA_MAX_STREAMS];
+	unsigned nstreams, next;
+	CUdeviceptr ready_dev; /* the card's ready words, as this device sees them */
+	struct cuda_inflight inflight[CUDA_MAX_INFLIGHT];
+	unsigned ninflight;
+	char pci[32];
+};
+
+struct cuda_priv {
+	struct cuda_card cards[FS_MAX_CARDS];
+	pfn_write_value32 write_value32;
+	int use_memops;
+	int daemon_registered, arena_registered;
+	const struct fs_arena_entry *idx;
+};
+
+/* Host-function fallback: written by a CUDA driver thread when the copy
+ * before it on the stream has completed. */
+struct hostfn_arg {
+	uint32_t *word;
+	uint32_t gen;
+};
+
+static void CUDART_CB hostfn_write(void *p)
+{
+	struct hostfn_arg *a = p;
+	fs_store_release(a->word, a->gen);
+	free(a);
+}
+
+static int cerr(cudaError_t e, const char *what)
+{
+	if (e == cudaSuccess)
+		return 0;
+	fsd_log(FSD_ERR, "cuda: %s: %s", what, cudaGetErrorString(e));
+	return -EIO;
+}
+
+const char *fsd_cuda_card_pci(struct fsd *d, uint32_t card);
+const char *fsd_cuda_card_pci(struct fsd *d, uint32_t card)
+{
+	struct cuda_priv *cp = d->backend_priv;
+	return cp ? cp->cards[card].pci : "";
+}
+
+int fsd_cuda_card_ipc(struct fsd *d, uint32_t card, char *hex, size_t len);
+int fsd_cuda_card_ipc(struct fsd *d, uint32_t card, char *hex, size_t len)
+{
+	struct cuda_priv *cp = d->backend_priv;
+	if (!cp || len < 2 * sizeof(cudaIpcMemHandle_t) + 1)
+		return -EINVAL;
+	const unsigned char *b = (const unsigned char *)&cp->cards[card].ipc;
+	for (size_t i = 0; i < sizeof(cudaIpcMemHandle_t); i++)
+		snprintf(hex + 2 * i, 3, "%02x", b[i]);
+	return 0;
+}
+
+/* Before the regions exist: find the cards and size the pools. */
+static int cuda_probe(struct fsd *d)
+{
+	int n = 0;
+	cudaError_t e = cudaGetDeviceCount(&n);
+	if (e != cudaSuccess || n == 0) {
+		fsd_log(FSD_ERR, "cuda backend: no CUDA device (%s); use --backend host on machines without a GPU",
+			e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+		return -ENODEV;
+	}
+	if (d->cfg.cards_set && d->cfg.cards < (uint32_t)n)
+		n = (int)d->cfg.cards;
+	if (n > (int)FS_MAX_CARDS)
+		n = FS_MAX_CARDS;
+	d->cfg.cards = (uint32_t)n;
+	/* Size: --slots, or --pool-mib, or leave --leave-free-mib free (the
+	 * smallest card decides, so every card gets the same slot count). */
+	if (d->cfg.pool_mib || d->cfg.leave_free_mib) {
+		uint64_t min_slots = UINT64_MAX;
+		for (int i = 0; i < n; i++) {
+			size_t fr, tot;
+			if (cerr(cudaSetDevice(i), "cudaSetDevice") || cerr(cudaMemGetInfo(&fr, &tot), "cudaMemGetInfo"))
+				return -EIO;
+			uint64_t bytes = d->cfg.pool_mib ? (uint64_t)d->cfg.pool_mib << 20
+				       : fr > ((uint64_t)d->cfg.leave_free_mib << 20) ? fr - ((uint64_t)d->cfg.leave_free_mib << 20)
+										  : 0;
+			uint64_t s = bytes / d->slot_bytes;
+			if (s < min_slots)
+				min_slots = s;
+		}
+		if (min_slots == 0 || min_slots > (1u << 24)) {
+			fsd_log(FSD_ERR, "cuda backend: pool size gives %llu slots of %llu bytes",
+				(unsigned long long)min_slots, (unsigned long long)d->slot_bytes);
+			return -EINVAL;
+		}
+		d->cfg.slots = (uint32_t)min_slots;
+	}
+	return 0;
+}
+
+static int cuda_start(struct fsd *d)
+{
+	struct cuda_priv *cp = calloc(1, sizeof(*cp));
+	if (!cp)
+		return -ENOMEM;
+	d->backend_priv = cp;
+	cp->idx = (const struct fs_arena_entry *)((const char *)d->arena + d->arena->off_index);
+
+	/* The arena: pinned, readable by every card's copy engine. */
+	if (cerr(cudaHostRegister(d->arena_shm.base, d->arena_shm.bytes, cudaHostRegisterPortable),
+		 "cudaHostRegister(arena)"))
+		return -EIO;
+	cp->arena_registered = 1;
+	/* The daemon region: mapped into every card, so a stream can write ready words. */
+	if (cerr(cudaHostRegister(d->daemon_shm.base, d->daemon_shm.bytes,
+				  cudaHostRegisterPortable | cudaHostRegisterMapped),
+		 "cudaHostRegister(daemon region)"))
+		return -EIO;
+	cp->daemon_registered = 1;
+
+	enum cudaDriverEntryPointQueryResult q;
+	void *fn = NULL;
+	if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000, cudaEnableDefault, &q) ==
+		    cudaSuccess &&
+	    q == cudaDriverEntryPointSuccess)
+		cp->write_value32 = (pfn_write_value32)fn;
+
+	struct fs_card_desc *cd = (struct fs_card_desc *)((char *)d->dh + d->dh->off_cards);
+	for (uint32_t i = 0; i < d->cfg.cards; i++) {
+		struct cuda_card *c = &cp->cards[i];
+		c->dev = (int)i;
+		if (cerr(cudaSetDevice(c->dev), "cudaSetDevice"))
+			return -EIO;
+		struct cudaDeviceProp prop;
+		if (cerr(cudaGetDeviceProperties(&prop, c->dev), "cudaGetDeviceProperties") ||
+		    cerr(cudaDeviceGetPCIBusId(c->pci, sizeof(c->pci), c->dev), "cudaDeviceGetPCIBusId"))
+			return -EIO;
+		size_t bytes = (size_t)d->cfg.slots * d->slot_bytes;
+		if (cerr(cudaMalloc(&c->pool, bytes), "cudaMalloc(slot pool)") ||
+		    cerr(cudaIpcGetMemHandle(&c->ipc, c->pool), "cudaIpcGetMemHandle"))
+			return -EIO;
+		c->nstreams = d->cfg.streams ? d->cfg.streams : 2;
+		if (c->nstreams > CUDA_MAX_STREAMS)
+			c->nstreams = CUDA_MAX_STREAMS;
+		for (unsigned s = 0; s < c->nstreams; s++)
+			if (cerr(cudaStreamCreateWithFlags(&c->streams[s], cudaStreamNonBlocking), "cudaStreamCreate"))
+				return -EIO;
+		void *dptr;
+		if (cerr(cudaHostGetDevicePointer(&dptr, fsd_ready(d, i), 0), "cudaHostGetDevicePointer"))
+			return -EIO;
+		c->ready_dev = (CUdeviceptr)(uintptr_t)dptr;
+		cd[i].kind = 1;
+		cd[i].fd_index = UINT32_MAX;
+		cd[i].pool_bytes = bytes;
+		snprintf(cd[i].name, sizeof(cd[i].name), "%.20s %s", prop.name, c->pci);
+	}
+
+	/* Prove that the stream can write a ready word before relying on it. */
+	if (cp->write_value32) {
+		uint32_t *w = fsd_ready(d, 0);
+		fs_store_release(&w[0], 0u);
+		struct cuda_card *c = &cp->cards[0];
+		cudaSetDevice(c->dev);
+		CUresult r = cp->write_value32((CUstream)c->streams[0], c->ready_dev, 0x5a5a5a5au, 0);
+		cudaError_t e = cudaStreamSynchronize(c->streams[0]);
+		cp->use_memops = r == CUDA_SUCCESS && e == cudaSuccess && fs_load_acquire(&w[0]) == 0x5a5a5a5au;
+		fs_store_release(&w[0], 0u);
+	}
+	if (!cp->use_memops)
+		fsd_log(FSD_WARN, "cuda backend: cuStreamWriteValue32 unavailable: ready words written by a host "
+				  "function on the stream (higher latency)");
+	fsd_log(FSD_INFO, "backend cuda: %u cards x %u slots x %llu bytes, %u streams each, ready words by %s",
+		d->cfg.cards, d->cfg.slots, (unsigned long long)d->slot_bytes, cp->cards[0].nstreams,
+		cp->use_memops ? "cuStreamWriteValue32" : "host function");
+	return 0;
+}
+
+static void cuda_submit(struct fsd *d, const struct fsr_copy *cpy)
+{
+	struct cuda_priv *cp = d->backend_priv;
+	struct cuda_card *c = &cp->cards[cpy->card];
+	const struct fs_arena_entry *e = &cp->idx[(uint64_t)cpy->layer * d->cfg.experts + cpy->expert];
+	uint64_t bytes = e->bytes < d->slot_bytes ? e->bytes : d->slot_bytes;
+	uint32_t *ready = fsd_ready(d, cpy->card);
+	if (c->ninflight == CUDA_MAX_INFLIGHT) {
+		fsd_log(FSD_ERR, "cuda backend: more than %u copies in flight on card %u", CUDA_MAX_INFLIGHT,
+			cpy->card);
+		abort();
+	}
+	fs_store_release(&ready[cpy->slot], FS_GEN_NONE);
+	cudaStream_t s = c->streams[c->next++ % c->nstreams];
+	cudaSetDevice(c->dev);
+	cudaError_t err = cudaMemcpyAsync((char *)c->pool + (uint64_t)cpy->slot * d->slot_bytes,
+					  (const char *)d->arena + e->offset, bytes, cudaMemcpyHostToDevice, s);
+	if (err != cudaSuccess) {
+		fsd_log(FSD_ERR, "cuda: cudaMemcpyAsync card %u slot %u: %s", cpy->card, cpy->slot,
+			cudaGetErrorString(err));
+		abort(); /* a broken copy path cannot be reported as landed */
+	}
+	if (cp->use_memops) {
+		cp->write_value32((CUstream)s, c->ready_dev + (CUdeviceptr)cpy->slot * sizeof(uint32_t), cpy->gen, 0);
+	} else {
+		struct hostfn_arg *a = malloc(sizeof(*a));
+		if (!a)
+			abort();
+		a->word = &ready[cpy->slot];
+		a->gen = cpy->gen;
+		cudaLaunchHostFunc(s, hostfn_write, a);
+	}
+	uint64_t now = fs_now_ns();
+	c->inflight[c->ninflight++] = (struct cuda_inflight){cpy->slot, cpy->gen, bytes, now};
+	fsd_issued(d, cpy->card, cpy->slot, now);
+}
+
+/* Completions: every in-flight copy whose ready word now carries its gen. */
+static unsigned cuda_poll(struct fsd *d, struct fsd_done *out, unsigned max)
+{
+	struct cuda_priv *cp = d->backend_priv;
+	unsigned n = 0;
+	uint64_t now = 0;
+	for (uint32_t i = 0; i < d->cfg.cards && n < max; i++) {
+		struct cuda_card *c = &cp->cards[i];
+		const uint32_t *ready = fsd_ready(d, i);
+		for (unsigned k = 0; k < c->ninflight && n < max;) {
+			struct cuda_inflight *f = &c->inflight[k];
+			if (fs_load_acquire(&ready[f->slot]) != f->gen) {
+				k++;
+				continue;
+			}
+			if (!now)
+				now = fs_now_ns();
+			out[n++] = (struct fsd_done){.card = i, .slot = f->slot, .gen = f->gen,
+						     .busy_ns = now - f->issued_ns, .bytes = f->bytes};
+			c->inflight[k] = c->inflight[--c->ninflight];
+		}
+	}
+	return n;
+}
+
+static void cuda_stop(struct fsd *d)
+{
+	struct cuda_priv *cp = d->backend_priv;
+	if (!cp)
+		return;
+	for (uint32_t i = 0; i < d->cfg.cards; i++) {
+		struct cuda_card *c = &cp->cards[i];
+		if (cudaSetDevice(c->dev) != cudaSuccess)
+			continue;
+		for (unsigned s = 0; s < c->nstreams; s++)
+			if (c->streams[s]) {
+				cudaStreamSynchronize(c->streams[s]);
+				cudaStreamDestroy(c->streams[s]);
+			}
+		if (c->pool)
+			cudaFree(c->pool);
+	}
+	if (cp->daemon_registered)
+		cudaHostUnregister(d->daemon_shm.base);
+	if (cp->arena_registered)
+		cudaHostUnregister(d->arena_shm.base);
+	free(cp);
+	d->backend_priv = NULL;
+}
+
+const struct fsd_backend fsd_backend_cuda = {
+	.name = "cuda",
+	.probe = cuda_probe,
+	.start = cuda_start,
+	.submit = cuda_submit,
+	.poll = cuda_poll,
+	.stop = cuda_stop,
+};
