@@ -107,7 +107,8 @@ static int map_daemon(struct fs_client *c, struct fs_att *a)
 	}
 	const struct fs_card_desc *cd = (const void *)((const char *)h + h->off_cards);
 	for (uint32_t i = 0; i < h->cards; i++) {
-		if (!part_ok(h->off_ready_card[i], 4ull * cd[i].slots, sz) || cd[i].slots == 0) {
+		if (cd[i].slots == 0 ||
+		    !part_ok(h->off_ready_card[i], FS_ISSUED_OFFSET(cd[i].slots) + 8ull * cd[i].slots, sz)) {
 			fs_set_error(c, "daemon region: card %u ready words out of bounds", i);
 			return -EBADMSG;
 		}

@@ -146,6 +146,21 @@ int fs_slot_ready(const fs_client *c, const struct fs_slot *s)
 	return fs_load_acquire(&a->ready[s->card][s->slot]) == s->gen;
 }
 
+uint64_t fs_slot_issued_ns(const fs_client *c, const struct fs_slot *s)
+{
+	const struct fs_att *a = fs_load_acquire(&c->att);
+	if (!a || s->card >= a->cards || s->slot >= a->slots[s->card])
+		return 0;
+	const uint64_t *issued = (const uint64_t *)((const char *)a->ready[s->card] + FS_ISSUED_OFFSET(a->slots[s->card]));
+	return fs_load_relaxed(&issued[s->slot]);
+}
+
+const uint32_t *fs_card_ready_words(const fs_client *c, uint32_t card)
+{
+	const struct fs_att *a = fs_load_acquire(&c->att);
+	return a && card < a->cards ? a->ready[card] : NULL;
+}
+
 int fs_arena_expert(const fs_client *c, uint32_t layer, uint32_t expert, struct fs_expert_blob *out)
 {
 	/* Any arena ever mapped stays mapped until fs_client_close. */

@@ -58,6 +58,7 @@ struct fsd_config {
 	uint32_t liveness_ms;   /* a client heartbeat older than this: dead */
 	uint32_t hold_timeout_ms; /* one epoch held longer than this: revoked */
 	uint32_t publish_us;    /* at most one publish per this interval */
+	uint32_t spin_us;       /* hot thread: spin this long idle before sleeping */
 	uint32_t max_inflight;  /* copies in flight per card */
 	int log_level;          /* 3 err .. 7 debug */
 	char model[64];

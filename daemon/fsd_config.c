@@ -59,6 +59,9 @@ static const struct opt opts[] = {
 	O("hold_timeout_ms", OPT_U32, hold_timeout_ms, 10, 3600000,
 	  "an epoch held longer is revoked, the client dropped (default 10000)"),
 	O("publish_us", OPT_U32, publish_us, 0, 1000000, "minimum interval between epochs (default 200)"),
+	O("spin_us", OPT_U32, spin_us, 0, 10000000,
+	  "hot thread: spin this long with nothing to do before sleeping (default 50; more: lower latency, "
+	  "a busy core)"),
 	O("max_inflight", OPT_U32, max_inflight, 1, 4096, "copies in flight per card (default 32)"),
 	O("log_level", OPT_INT, log_level, 0, 7, "3 errors .. 7 debug (default 6)"),
 };
@@ -87,6 +90,7 @@ void fsd_config_defaults(struct fsd_config *c)
 	c->hold_timeout_ms = 10000;
 	c->publish_us = 200;
 	c->max_inflight = 32;
+	c->spin_us = 50;
 	c->streams = 2;
 	c->log_level = FSD_INFO;
 }

@@ -20,7 +20,6 @@
 #include "fsd.h"
 
 #define HOT_BATCH 256u
-#define HOT_SPIN_NS 50000u   /* spin this long with nothing to do, then sleep */
 #define HOT_CHECK_NS 10000000u /* liveness checks every 10 ms */
 #define HOT_POLL_NS 20000u     /* sleep while a polled backend has copies in flight */
 
@@ -333,6 +332,7 @@ static void *hot_main(void *arg)
 	struct fsd *d = arg;
 	uint64_t publish_ns = (uint64_t)d->cfg.publish_us * 1000u;
 	uint64_t hb_ns = (uint64_t)d->cfg.heartbeat_ms * 1000000u;
+	uint64_t spin_ns = (uint64_t)d->cfg.spin_us * 1000u; /* idle this long, then sleep */
 	uint64_t last_publish = 0, last_check = 0, last_hb = 0, idle_since = 0;
 	int deferred = 0;
 
@@ -366,7 +366,7 @@ static void *hot_main(void *arg)
 		}
 		if (idle_since == 0)
 			idle_since = now;
-		if (now - idle_since < HOT_SPIN_NS)
+		if (now - idle_since < spin_ns)
 			continue;
 		uint64_t timeout = HOT_CHECK_NS;
 		if (d->backend->poll && hot_inflight(d))

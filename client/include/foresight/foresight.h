@@ -135,6 +135,14 @@ FS_API int fs_lookup_live(const fs_client *c, const struct fs_view *v, uint32_t 
 		   struct fs_slot *out);
 /* Nonzero when the slot still carries gen (bytes unchanged). */
 FS_API int fs_slot_ready(const fs_client *c, const struct fs_slot *s);
+/* Telemetry: CLOCK_MONOTONIC ns at which the daemon issued the latest copy
+ * into this slot (0 if unknown).  Compare with fs_now-style stamps taken
+ * before posting a prediction to measure post -> issue latency. */
+FS_API uint64_t fs_slot_issued_ns(const fs_client *c, const struct fs_slot *s);
+/* The card's ready words (uint32_t[slots], read-only host memory): an
+ * engine may register them (cudaHostRegister, read-only) so its kernels can
+ * test a slot with fs_slot_ready_dev() from kernels/fs_ready.cuh. */
+FS_API const uint32_t *fs_card_ready_words(const fs_client *c, uint32_t card);
 
 /* ---- the arena (CPU path) ------------------------------------------- */
 

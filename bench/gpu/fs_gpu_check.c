@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fs-gpu-check: an engine process for the CUDA backend's tests and
+ * benchmarks.  Modes:
+ *
+ *   integrity SOCKET N [MAX_S]  post predictions that churn the slots, and check
+ *                            N landed slots byte for byte against the arena
+ *                            (device -> host copy + memcmp), plus a kernel that
+ *                            reads slots on the device through the ready word.
+ *                            Prints "landings N mismatches M".
+ *   latency SOCKET N [GAP_US]  N times: post one prediction for a non-resident
+ *                            expert, then spin until the slot is usable.
+ *                            Prints p50/p99 of post->issue and post->ready.
+ *   bandwidth SOCKET ROUNDS  prefetch a full pool of experts through the
+ *                            daemon, against raw cudaMemcpyAsync of the same
+ *                            blobs from the same (pinned) arena pages.
+ *                            Prints "daemon_gbps X raw_gbps Y ratio Z".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include <foresight/foresight.h>
+
+#include "fs_gpu_kernel.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+#define CK(x)                                                                                          \
+	do {                                                                                           \
+		cudaError_t e_ = (x);                                                                  \
+		if (e_ != cudaSuccess) {                                                               \
+			fprintf(stderr, "fs-gpu-check: %s: %s\n", #x, cudaGetErrorString(e_));         \
+			exit(3);                                                                       \
+		}                                                                                      \
+	} while (0)
+
+static fs_client *open_client(const char *sock, const char *name)
+{
+	struct fs_client_opts o = {.socket_path = sock, .name = name, .ring_entries = 65536};
+	fs_client *c;
+	int r = fs_client_open(&c, &o);
+	if (r < 0) {
+		fprintf(stderr, "fs-gpu-check: attach: %s\n", fs_strerror(r));
+		exit(2);
+	}
+	return c;
+}
+
+static uint32_t card_of(const struct fs_model_info *m, uint32_t layer)
+{
+	return layer * m->cards / m->layers;
+}
+
+static int integrity(const char *sock, unsigned long want, double max_s)
+{
+	uint64_t t_end = now_ns() + (uint64_t)(max_s * 1e9);
+	fs_client *c = open_client(sock, "gpu-integrity");
+	struct fs_model_info m;
+	fs_client_model(c, &m);
+	uint64_t bytes_max = m.max_expert_bytes;
+	unsigned char *hbuf = malloc(bytes_max);
+	/* The kernel check reads ready words on the device. */
+	const uint32_t *ready_dev[16] = {0};
+	for (uint32_t card = 0; card < m.cards; card++) {
+		struct fs_card_info ci;
+		fs_client_card(c, card, &ci);
+		const uint32_t *rw = fs_card_ready_words(c, card);
+		size_t len = ((size_t)ci.slots * 4 + 4095) & ~(size_t)4095;
+		const uint32_t *page = (const uint32_t *)((uintptr_t)rw & ~(uintptr_t)4095);
+		CK(cudaHostRegister((void *)page, len + 4096, cudaHostRegisterMapped | cudaHostRegisterReadOnly));
+		void *dp;
+		CK(cudaHostGetDevicePointer(&dp, (void *)rw, 0));
+		ready_dev[card] = dp;
+	}
+	unsigned long checks = 0, bad = 0, kchecks = 0, kbad = 0;
+	uint32_t recent[256][2];
+	unsigned nrecent = 0;
+	for (uint32_t w = 1; checks < want && now_ns() < t_end; w++) {
+		struct fs_view v;
+		fs_window_begin(c, w, 1);
+		fs_acquire(c, &v);
+		for (int i = 0; i < 24; i++) {
+			uint32_t l = (uint32_t)(rnd() % m.layers), e = (uint32_t)(rnd() % m.experts);
+			fs_post_predict(c, w, l, e, card_of(&m, l), 1.0f, 1, FS_SOURCE_HOST);
+			recent[nrecent % 256][0] = l;
+			recent[nrecent % 256][1] = e;
+			nrecent++;
+		}
+		unsigned n = nrecent < 256 ? nrecent : 256;
+		for (int i = 0; i < 32; i++) {
+			uint32_t *le = recent[rnd() % n];
+			struct fs_slot s;
+			struct fs_expert_blob b;
+			if (!fs_lookup_live(c, &v, card_of(&m, le[0]), le[0], le[1], &s))
+				continue;
+			fs_arena_expert(c, le[0], le[1], &b);
+			if (!s.device || s.bytes != b.bytes) {
+				bad++;
+				checks++;
+				continue;
+			}
+			CK(cudaMemcpy(hbuf, s.device, s.bytes, cudaMemcpyDeviceToHost));
+			bad += memcmp(hbuf, b.data, b.bytes) != 0;
+			checks++;
+			if ((checks & 15) == 0) {
+				/* The engine's-kernel path: the device reads the ready word and
+				 * the slot's bytes; the host sums the arena blob the same way. */
+				uint64_t dsum = 0;
+				int ok = fs_gpu_sum_if_ready(s.device, s.bytes, ready_dev[s.card], s.slot, s.gen, &dsum);
+				if (ok >= 0) {
+					kchecks++;
+					kbad += ok == 0 || dsum != fs_gpu_sum_host(b.data, b.bytes);
+				}
+			}
+		}
+		fs_window_end(c, w);
+		fs_release(c, &v);
+	}
+	printf("landings %lu mismatches %lu kernel_checks %lu kernel_mismatches %lu dropped %llu\n", checks, bad,
+	       kchecks, kbad, (unsigned long long)fs_client_dropped(c));
+	fs_client_close(c);
+	free(hbuf);
+	return bad || kbad ? 1 : 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int latency(const char *sock, unsigned n, unsigned gap_us)
+{
+	fs_client *c = open_client(sock, "gpu-latency");
+	struct fs_model_info m;
+	fs_client_model(c, &m);
+	uint64_t *issue = calloc(n, 8), *seen = calloc(n, 8);
+	unsigned got = 0, timeouts = 0;
+	uint32_t w = 1;
+	for (unsigned i = 0; i < n; i++) {
+		struct fs_view v;
+		fs_acquire(c, &v);
+		uint32_t l, e;
+		struct fs_slot s;
+		do {
+			l = (uint32_t)(rnd() % m.layers);
+			e = (uint32_t)(rnd() % m.experts);
+		} while (fs_lookup_live(c, &v, card_of(&m, l), l, e, &s));
+		uint64_t t0 = now_ns();
+		fs_post_predict(c, w, l, e, card_of(&m, l), 1.0f, 1, FS_SOURCE_HOST);
+		uint64_t t1 = 0;
+		while (now_ns() - t0 < 1000000000ull) {
+			if (fs_lookup_live(c, &v, card_of(&m, l), l, e, &s)) {
+				t1 = now_ns();
+				break;
+			}
+		}
+		if (t1) {
+			uint64_t is = fs_slot_issued_ns(c, &s);
+			issue[got] = is > t0 ? is - t0 : 0;
+			seen[got] = t1 - t0;
+			got++;
+		} else {
+			timeouts++;
+		}
+		fs_release(c, &v);
+		if ((i & 63) == 63) {
+			fs_window_end(c, w);
+			w++;
+		}
+		if (gap_us)
+			usleep(gap_us);
+	}
+	qsort(issue, got, 8, cmp_u64);
+	qsort(seen, got, 8, cmp_u64);
+	if (got)
+		printf("samples %u timeouts %u post_to_issue_us p50 %.2f p99 %.2f post_to_ready_us p50 %.2f p99 %.2f\n",
+		       got, timeouts, issue[got / 2] / 1e3, issue[got * 99 / 100] / 1e3, seen[got / 2] / 1e3,
+		       seen[got * 99 / 100] / 1e3);
+	fs_client_close(c);
+	return got && !timeouts ? 0 : 1;
+}
+
+static int bandwidth(const char *sock, unsigned rounds)
+{
+	fs_client *c = open_client(sock, "gpu-bandwidth");
+	struct fs_model_info m;
+	fs_client_model(c, &m);
+	struct fs_card_info ci;
+	fs_client_card(c, 0, &ci);
+	unsigned k = ci.slots; /* a full pool per card per round */
+	uint64_t total = (uint64_t)m.layers * m.experts;
+	double best_daemon = 0;
+	uint32_t w = 1;
+	for (unsigned r = 0; r < rounds; r++) {
+		/* Experts of this round: a window of the arena not resident now. */
+		uint64_t first = (uint64_t)r * k % total;
+		uint64_t bytes = 0;
+		uint64_t t0 = now_ns();
+		for (uint32_t card = 0; card < m.cards; card++)
+			for (unsigned i = 0; i < k; i++) {
+				uint64_t x = (first + i + (uint64_t)card * k) % total;
+				uint32_t l = (uint32_t)(x / m.experts), e = (uint32_t)(x % m.experts);
+				fs_post_predict(c, w, l, e, card, 1.0f, 1, FS_SOURCE_HOST);
+			}
+		/* Wait until every one of them is usable. */
+		struct fs_view v;
+		fs_acquire(c, &v);
+		for (uint32_t card = 0; card < m.cards; card++)
+			for (unsigned i = 0; i < k; i++) {
+				uint64_t x = (first + i + (uint64_t)card * k) % total;
+				uint32_t l = (uint32_t)(x / m.experts), e = (uint32_t)(x % m.experts);
+				struct fs_slot s;
+				uint64_t until = now_ns() + 5000000000ull;
+				while (!fs_lookup_live(c, &v, card, l, e, &s) && now_ns() < until)
+					;
+				bytes += s.bytes;
+			}
+		double gbps = (double)bytes / (double)(now_ns() - t0);
+		fs_release(c, &v);
+		if (gbps > best_daemon)
+			best_daemon = gbps;
+		w += 4; /* older wants go stale; nothing to do with this round */
+		fs_window_end(c, w);
+		usleep(20000); /* let evictions pass their grace period */
+	}
+	/* Raw: the same blobs, from the same arena pages (pinned here too), into
+	 * device buffers with cudaMemcpyAsync on two streams per card. */
+	struct fs_expert_blob b0, bl;
+	fs_arena_expert(c, 0, 0, &b0);
+	fs_arena_expert(c, m.layers - 1, m.experts - 1, &bl);
+	uintptr_t lo = (uintptr_t)b0.data & ~(uintptr_t)4095;
+	uintptr_t hi = ((uintptr_t)bl.data + bl.bytes + 4095) & ~(uintptr_t)4095;
+	CK(cudaHostRegister((void *)lo, hi - lo, cudaHostRegisterPortable | cudaHostRegisterReadOnly));
+	double best_raw = 0;
+	void *dbuf[16];
+	cudaStream_t st[16][2];
+	for (uint32_t card = 0; card < m.cards; card++) {
+		CK(cudaSetDevice((int)card));
+		CK(cudaMalloc(&dbuf[card], (size_t)k * ci.slot_bytes));
+		CK(cudaStreamCreateWithFlags(&st[card][0], cudaStreamNonBlocking));
+		CK(cudaStreamCreateWithFlags(&st[card][1], cudaStreamNonBlocking));
+	}
+	for (unsigned r = 0; r < rounds; r++) {
+		uint64_t first = (uint64_t)r * k % total, bytes = 0;
+		uint64_t t0 = now_ns();
+		for (uint32_t card = 0; card < m.cards; card++) {
+			CK(cudaSetDevice((int)card));
+			for (unsigned i = 0; i < k; i++) {
+				uint64_t x = (first + i + (uint64_t)card * k) % total;
+				struct fs_expert_blob b;
+				fs_arena_expert(c, (uint32_t)(x / m.experts), (uint32_t)(x % m.experts), &b);
+				CK(cudaMemcpyAsync((char *)dbuf[card] + (uint64_t)i * ci.slot_bytes, b.data, b.bytes,
+						   cudaMemcpyHostToDevice, st[card][i & 1]));
+				bytes += b.bytes;
+			}
+		}
+		for (uint32_t card = 0; card < m.cards; card++) {
+			CK(cudaSetDevice((int)card));
+			CK(cudaDeviceSynchronize());
+		}
+		double gbps = (double)bytes / (double)(now_ns() - t0);
+		if (gbps > best_raw)
+			best_raw = gbps;
+	}
+	printf("expert_bytes %llu cards %u experts_per_round %u daemon_gbps %.1f raw_gbps %.1f ratio %.3f\n",
+	       (unsigned long long)m.max_expert_bytes, m.cards, k * m.cards, best_daemon, best_raw,
+	       best_raw > 0 ? best_daemon / best_raw : 0);
+	fs_client_close(c);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 4 && strcmp(argv[1], "integrity") == 0)
+		return integrity(argv[2], strtoul(argv[3], NULL, 10), argc > 4 ? atof(argv[4]) : 600.0);
+	if (argc >= 4 && strcmp(argv[1], "latency") == 0)
+		return latency(argv[2], (unsigned)atoi(argv[3]), argc > 4 ? (unsigned)atoi(argv[4]) : 100);
+	if (argc >= 4 && strcmp(argv[1], "bandwidth") == 0)
+		return bandwidth(argv[2], (unsigned)atoi(argv[3]));
+	fprintf(stderr, "usage: fs-gpu-check integrity SOCKET N [MAX_S] | latency SOCKET N [GAP_US] | bandwidth SOCKET ROUNDS\n");
+	return 2;
+}
