@@ -336,6 +336,9 @@ static void *hot_main(void *arg)
 	uint64_t last_publish = 0, last_check = 0, last_hb = 0, idle_since = 0;
 	int deferred = 0;
 
+	/* Epoch 1, empty, at once: every acquire then holds a real epoch, and
+	 * fs_lookup_live has a hold that protects what it finds. */
+	hot_publish(d, &deferred);
 	while (!fs_load_relaxed(&d->hot_stop)) {
 		uint64_t now = fs_now_ns();
 		uint32_t work = 0;

@@ -230,9 +230,14 @@ static int bandwidth(const char *sock, unsigned rounds)
 				uint64_t x = (first + i + (uint64_t)card * k) % total;
 				uint32_t l = (uint32_t)(x / m.experts), e = (uint32_t)(x % m.experts);
 				struct fs_slot s;
-				uint64_t until = now_ns() + 5000000000ull;
-				while (!fs_lookup_live(c, &v, card, l, e, &s) && now_ns() < until)
+				uint64_t until = now_ns() + 2000000000ull;
+				int hit;
+				while (!(hit = fs_lookup_live(c, &v, card, l, e, &s)) && now_ns() < until)
 					;
+				if (!hit) {
+					fprintf(stderr, "fs-gpu-check: expert %u/%u never landed\n", l, e);
+					return 1;
+				}
 				bytes += s.bytes;
 			}
 		double gbps = (double)bytes / (double)(now_ns() - t0);

@@ -63,18 +63,18 @@ for spec in "262144 4 256 512" "1887436 4 128 256" "16777216 4 32 48"; do
 	read -r bytes layers experts slots <<<"$spec"
 	start_daemon --layers "$layers" --experts "$experts" --expert-bytes "$bytes" --slots "$slots" \
 		--publish-us 0 --max-inflight 64
-	BW[$bytes]=$("$C" bandwidth "$RUN/s.sock" 5)
+	BW[$bytes]=$(timeout 90 "$C" bandwidth "$RUN/s.sock" 5 || echo "bandwidth run FAILED")
 	echo "${BW[$bytes]}"
 	stop_daemon
 done
 
 echo "== latency"
 start_daemon --layers 8 --experts 128 --expert-bytes 1887436 --slots 256 --publish-us 0
-LAT_SLEEP=$("$C" latency "$RUN/s.sock" 2000 200)
+LAT_SLEEP=$(timeout 60 "$C" latency "$RUN/s.sock" 2000 200 || echo "latency run FAILED")
 echo "hot thread sleeping when idle (spin 50 us): $LAT_SLEEP"
 stop_daemon
 start_daemon --layers 8 --experts 128 --expert-bytes 1887436 --slots 256 --publish-us 0 --spin-us 10000000
-LAT_SPIN=$("$C" latency "$RUN/s.sock" 2000 200)
+LAT_SPIN=$(timeout 60 "$C" latency "$RUN/s.sock" 2000 200 || echo "latency run FAILED")
 echo "hot thread spinning: $LAT_SPIN"
 stop_daemon
 
