@@ -69,6 +69,12 @@ void fs_release(fs_client *c, struct fs_view *v)
 	struct fs_att *a = (struct fs_att *)v->att_;
 	if (a && v->hold_ >= 0 && v->hold_ < (int)FS_MAX_HOLDS) {
 		fs_store_release(&a->ch->holds[v->hold_], 0ull);
+		/* A slot may be waiting for this release (its grace period): if the
+		 * daemon sleeps, wake it, as a post would.  One fence, and a system
+		 * call only when the daemon is asleep. */
+		fs_smp_mb();
+		if (fs_unlikely(fs_load_relaxed(&a->prod.hdr->flags) & FS_RING_NEED_WAKEUP))
+			fs_ring_wake(a->prod.hdr);
 		a->hold_used &= ~(1u << v->hold_);
 		__atomic_fetch_sub(&a->views, 1, __ATOMIC_ACQ_REL);
 	}

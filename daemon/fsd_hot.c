@@ -310,6 +310,9 @@ static void hot_sleep(struct fsd *d, uint64_t timeout_ns)
 		words[n] = &c->ring.hdr->wake_seq;
 		expect[n++] = seq;
 	}
+	/* A release that raced with the flags above: its slots are free now. */
+	if (!pending && hot_holds(d, fs_now_ns()) > 0)
+		pending = 1;
 	if (!pending && !fs_load_relaxed(&d->hot_stop)) {
 		fs_futex_waitv(words, expect, n, timeout_ns);
 		fsd_count(&d->counters_daemon[FS_C_hot_wakeups], 1);
@@ -352,8 +355,9 @@ static void *hot_main(void *arg)
 			if (published)
 				last_publish = now;
 		}
-		if (published || work || deferred)
-			work += hot_holds(d, now);
+		/* Holds change without a record (a release), so read them on every
+		 * pass: eight loads per client. */
+		work += hot_holds(d, now);
 		if (now - last_check >= HOT_CHECK_NS) {
 			hot_holds(d, now);
 			hot_liveness(d, now);
