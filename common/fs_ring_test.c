@@ -14,10 +14,12 @@
  *                         the test through bounded waits
  *  futex/                 fs_futex_wait / fs_futex_waitv basics
  *
- * Every wait is bounded: each test has a criterion timeout, every loop
- * that waits for a peer has its own deadline, and forked children die with
- * their parent (PR_SET_PDEATHSIG).  Threads never call cr_assert (it
- * longjmps); they report through counters the test thread checks.
+ * Every wait is bounded: each test that waits for a peer has a criterion
+ * timeout and its own, shorter deadlines (a deadline fails the test, it
+ * never hangs it), and forked children die with their parent
+ * (PR_SET_PDEATHSIG).  Threads never call cr_assert (it longjmps); they
+ * report through counters the test thread checks.  Under ThreadSanitizer
+ * the file brings its own minimal runner (see FS_TEST_TSAN below).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -1464,6 +1466,8 @@ Test(wake, futex_waitv_eight_rings, .timeout = 150)
 	cr_assert_eq(m->bad_order, 0);
 	cr_assert_eq(m->received, m->per_prod * NPROD);
 	cr_assert(m->sleeps > m->per_prod / 10, "only %llu sleeps", (unsigned long long)m->sleeps);
+	cr_log_info("waitv: %llu records over %d rings, %llu sleeps", (unsigned long long)m->received, NRINGS,
+		    (unsigned long long)m->sleeps);
 	for (int i = 0; i < NRINGS; i++)
 		free(m->mem[i]);
 	free(m);

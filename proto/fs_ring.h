@@ -171,7 +171,7 @@ int fs_ring_prod_init(struct fs_ring_prod *p, void *mem, size_t size);
 struct fs_ring_cons {
 	struct fs_ring_hdr *hdr;
 	const struct fs_rec *recs;
-	uint32_t mask;    /* private copies, never re-read from the ring */
+	uint32_t mask; /* private copies, never re-read from the ring */
 	uint32_t entries;
 	uint32_t head; /* private: the consumer's truth */
 	uint64_t consumed;

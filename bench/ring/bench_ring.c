@@ -1,0 +1,695 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fs-bench-ring: records/s and post-to-observe latency of the fs_ring
+ * (proto/fs_ring.h) between two processes, side by side with a baseline
+ * queue built on a process-shared pthread mutex + condition variables
+ * (bq.h), in one run on one machine.  bench/README.md explains every row.
+ *
+ * The producer is a child made with fork(); the consumer is this process.
+ * Both queues live in one memfd mapped MAP_SHARED.  With two or more CPUs
+ * the consumer and the producer are pinned to different CPUs.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bq.h"
+#include "fs_futex.h"
+#include "fs_ring.h"
+
+#define BATCH 32u
+#define CONS_MAX 1024u                   /* records a consumer takes per call */
+#define WAIT_NS 100000000ull             /* one futex / condvar wait, at most */
+#define RUN_DEADLINE_NS 120000000000ull  /* any single measurement, at most */
+#define READY_DEADLINE_NS 10000000000ull /* child start-up, at most */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static inline uint64_t rec_u64(const struct fs_rec *r)
+{
+	return ((uint64_t)r->window << 32) | r->value;
+}
+
+static inline void rec_set_u64(struct fs_rec *r, uint64_t v)
+{
+	r->window = (uint32_t)(v >> 32);
+	r->value = (uint32_t)v;
+}
+
+/* ---- options ------------------------------------------------------------ */
+
+struct opts {
+	uint64_t records; /* per throughput run */
+	uint32_t entries; /* capacity of both queues */
+	uint32_t reps;    /* throughput repetitions (best is reported) */
+	uint32_t samples; /* latency samples per row (after warm-up) */
+	uint32_t warmup;
+	uint64_t pace_ns; /* latency: one post every pace_ns */
+	uint64_t cap_ns;  /* a throughput run stops after this long */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: fs-bench-ring [--records N] [--max-run-ms N] [--entries N] [--reps N]\n"
+		   "                     [--samples N] [--pace-ns N] [--quick] [--help]\n"
+		   "\n"
+		   "Measures the fs_ring between two processes (producer: a forked child,\n"
+		   "consumer: this process) against a pthread mutex+condvar queue in shared\n"
+		   "memory, one after the other in one run.\n"
+		   "\n"
+		   "  --records N  records per throughput run (default 20000000); a run also\n"
+		   "               stops after --max-run-ms (slow queues would take minutes)\n"
+		   "  --max-run-ms N\n"
+		   "               time cap of one throughput run (default 2500)\n"
+		   "  --entries N  capacity of both queues, power of two (default 4096)\n"
+		   "  --reps N     throughput repetitions, the best is reported (default 3)\n"
+		   "  --samples N  latency samples per latency row (default 100000)\n"
+		   "  --pace-ns N  latency runs: the producer posts one record every N ns\n"
+		   "               (busy-wait pacing; default 10000)\n"
+		   "  --quick      small counts (a smoke test: about a second)\n"
+		   "  --help       this text\n"
+		   "\n"
+		   "The last two lines are `ring records/s: N` and\n"
+		   "`ring/baseline throughput ratio: X`.  See bench/README.md.\n");
+}
+
+static int parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(s, &end, 0);
+	if (errno || end == s || *end || s[0] == '-')
+		return -1;
+	*v = x;
+	return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	*o = (struct opts){.records = 20000000u,
+			   .entries = 4096u,
+			   .reps = 3u,
+			   .samples = 100000u,
+			   .warmup = 2000u,
+			   .pace_ns = 10000u,
+			   .cap_ns = 2500000000u};
+	int quick = 0;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--quick") == 0) {
+			quick = 1;
+			continue;
+		}
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			exit(0);
+		}
+		uint64_t v;
+		if (i + 1 >= argc || parse_u64(argv[i + 1], &v) != 0) {
+			fprintf(stderr, "fs-bench-ring: bad or missing value for '%s'\n", argv[i]);
+			usage(stderr);
+			return -1;
+		}
+		if (strcmp(argv[i], "--records") == 0 && v >= BATCH)
+			o->records = v;
+		else if (strcmp(argv[i], "--entries") == 0 && v >= FS_RING_MIN_ENTRIES &&
+			 v <= FS_RING_MAX_ENTRIES && (v & (v - 1)) == 0)
+			o->entries = (uint32_t)v;
+		else if (strcmp(argv[i], "--reps") == 0 && v >= 1 && v <= 100)
+			o->reps = (uint32_t)v;
+		else if (strcmp(argv[i], "--samples") == 0 && v >= 100 && v <= 100000000u)
+			o->samples = (uint32_t)v;
+		else if (strcmp(argv[i], "--pace-ns") == 0 && v >= 100 && v <= 100000000u)
+			o->pace_ns = v;
+		else if (strcmp(argv[i], "--max-run-ms") == 0 && v >= 10 && v <= 600000u)
+			o->cap_ns = v * 1000000u;
+		else {
+			fprintf(stderr, "fs-bench-ring: bad option or value: %s %s\n", argv[i], argv[i + 1]);
+			usage(stderr);
+			return -1;
+		}
+		i++;
+	}
+	if (quick) {
+		o->records = 200000u;
+		o->reps = 1;
+		o->samples = 2000u;
+		o->warmup = 200u;
+		o->cap_ns = 1000000000u;
+	}
+	o->records -= o->records % BATCH;
+	return 0;
+}
+
+/* ---- shared memory and processes ----------------------------------------- */
+
+struct ctl {
+	uint32_t ready; /* child: attached and pinned */
+	uint32_t pad0[15];
+	uint32_t go; /* parent: start */
+	uint32_t pad1[15];
+	uint32_t abort; /* parent: give up (the child exits 4) */
+	uint32_t pad2[15];
+	uint32_t stop; /* parent: enough records (the child exits 0) */
+	uint32_t pad3[15];
+};
+
+struct shm {
+	struct ctl *ctl;
+	void *ring; /* fs_ring_bytes(entries) */
+	struct bq *bq;
+	size_t ring_bytes;
+};
+
+static int cpu_cons = -1, cpu_prod = -1;
+
+static void pin_to(int cpu)
+{
+	if (cpu < 0)
+		return;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) != 0)
+		perror("fs-bench-ring: sched_setaffinity");
+}
+
+static void choose_cpus(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return;
+	int first = -1;
+	for (int i = 0; i < CPU_SETSIZE; i++) {
+		if (!CPU_ISSET(i, &set))
+			continue;
+		if (first < 0) {
+			first = i;
+		} else {
+			cpu_cons = first;
+			cpu_prod = i;
+			return;
+		}
+	}
+}
+
+static size_t round_up(size_t x, size_t a)
+{
+	return (x + a - 1) / a * a;
+}
+
+static int shm_create(struct shm *s, uint32_t entries)
+{
+	size_t ctl_bytes = round_up(sizeof(struct ctl), 4096);
+	s->ring_bytes = fs_ring_bytes(entries);
+	size_t ring_sz = round_up(s->ring_bytes, 4096);
+	size_t total = ctl_bytes + ring_sz + round_up(bq_bytes(entries), 4096);
+	int fd = memfd_create("fs-bench-ring", MFD_CLOEXEC);
+	if (fd < 0) {
+		perror("fs-bench-ring: memfd_create");
+		return -1;
+	}
+	if (ftruncate(fd, (off_t)total) != 0) {
+		perror("fs-bench-ring: ftruncate");
+		close(fd);
+		return -1;
+	}
+	char *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		perror("fs-bench-ring: mmap");
+		return -1;
+	}
+	s->ctl = (struct ctl *)m;
+	s->ring = m + ctl_bytes;
+	s->bq = (struct bq *)(m + ctl_bytes + ring_sz);
+	return 0;
+}
+
+/* ---- one measurement ------------------------------------------------------ */
+
+enum queue_kind { Q_RING, Q_BQ };
+
+/* What the consumer does when it finds nothing (or too little) to take. */
+enum cons_policy {
+	C_SPIN,  /* take whatever is there; pause once and re-poll when empty */
+	C_DRAIN, /* take whatever is there; POLL_PAUSES pauses after a poll
+		  * that found nothing */
+	C_LINES, /* ring: like C_DRAIN, but take whole cache lines of records
+		  * only (the line the producer is filling stays in its cache);
+		  * a partial line once the tail stopped moving for one poll.
+		  * Baseline: same as C_DRAIN */
+	C_SLEEP, /* ring: futex handshake; baseline: condvar wait */
+};
+
+#define POLL_PAUSES 64u
+#define RECS_PER_LINE (FS_CACHELINE / (uint32_t)sizeof(struct fs_rec))
+
+struct meas {
+	const char *queue;
+	const char *mode;
+	enum queue_kind q;
+	uint32_t batch; /* records per post */
+	enum cons_policy pol;
+	int kick_every;  /* experiment: post without the wake-up check, kick every N posts */
+	int latency;     /* paced, stamped records; else a throughput run */
+	double best_rps; /* throughput rows */
+	uint64_t p50, p99, p999, max;
+	int done;
+};
+
+/*
+ * EXPERIMENT, not an API of the ring: fs_ring_post() without its
+ * fs_ring_kick(), i.e. without the full barrier.  Records become visible to
+ * a polling consumer as usual (release store of tail); a sleeping consumer
+ * is only woken by the next fs_ring_kick(), so a producer using this must
+ * kick after the last post of every burst.  Measures what a "post now,
+ * kick once per burst" API (io_uring's submit model) would give.
+ */
+static inline int ring_post_nokick(struct fs_ring_prod *p, const struct fs_rec *r)
+{
+	if (fs_unlikely(fs_ring_space(p, 1) == 0))
+		return -ENOBUFS;
+	p->recs[p->tail & p->mask] = *r;
+	p->tail++;
+	fs_store_release(&p->hdr->tail, p->tail);
+	return 0;
+}
+
+static inline int ring_post(struct fs_ring_prod *p, const struct meas *m, const struct fs_rec *recs,
+			    uint64_t i)
+{
+	if (m->batch > 1)
+		return fs_ring_post_batch(p, recs, m->batch);
+	if (!m->kick_every)
+		return fs_ring_post(p, recs);
+	int rc = ring_post_nokick(p, recs);
+	if (rc == 0 && (i + 1) % (uint64_t)m->kick_every == 0)
+		fs_ring_kick(p);
+	return rc;
+}
+
+/* What the child does: pin, attach, wait for go, post. */
+static void producer(struct shm *s, const struct meas *m, const struct opts *o, uint64_t n)
+{
+	struct ctl *ctl = s->ctl;
+	struct fs_ring_prod p;
+	pin_to(cpu_prod);
+	if (m->q == Q_RING && fs_ring_prod_init(&p, s->ring, s->ring_bytes) != 0)
+		_exit(3);
+	fs_store_release(&ctl->ready, 1u);
+	while (!fs_load_acquire(&ctl->go)) {
+		if (fs_load_relaxed(&ctl->abort))
+			_exit(4);
+		cpu_relax();
+	}
+	struct fs_rec recs[BATCH];
+	for (uint32_t i = 0; i < BATCH; i++)
+		recs[i] = (struct fs_rec){.type = FS_REC_USAGE, .aux = FS_USE_HIT, .layer = 1, .expert = 2};
+	uint64_t next = now_ns();
+	for (uint64_t i = 0; i < n; i += m->batch) {
+		if ((i & 255) == 0 && fs_load_relaxed(&ctl->stop))
+			_exit(0);
+		if (m->latency) {
+			next += o->pace_ns;
+			uint64_t t;
+			while ((t = now_ns()) < next)
+				cpu_relax();
+			if (t - next > 10 * o->pace_ns)
+				next = t; /* we were descheduled: do not burst to catch up */
+			recs[0].type = FS_REC_WIN_BEGIN;
+			recs[0].aux = 0;
+			rec_set_u64(&recs[0], now_ns());
+		} else {
+			for (uint32_t j = 0; j < m->batch; j++)
+				rec_set_u64(&recs[j], i + j);
+		}
+		if (m->q == Q_RING) {
+			uint32_t spins = 0;
+			while (ring_post(&p, m, recs, i) != 0) {
+				if (m->kick_every)
+					fs_ring_kick(&p); /* end of a burst: the ring is full */
+				cpu_relax();
+				if ((++spins & 1023) == 0 &&
+				    (fs_load_relaxed(&ctl->abort) || fs_load_relaxed(&ctl->stop)))
+					_exit(fs_load_relaxed(&ctl->abort) ? 4 : 0);
+			}
+		} else {
+			while (bq_push(s->bq, recs, m->batch, WAIT_NS) != 0)
+				if (fs_load_relaxed(&ctl->abort) || fs_load_relaxed(&ctl->stop))
+					_exit(fs_load_relaxed(&ctl->abort) ? 4 : 0);
+		}
+	}
+	if (m->q == Q_RING)
+		fs_ring_kick(&p);
+	_exit(0);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Child still alive and within the deadline?  0 = yes. */
+static int check_child(pid_t pid, uint64_t deadline, int *status, int *reaped)
+{
+	if (now_ns() > deadline) {
+		fprintf(stderr, "fs-bench-ring: measurement ran past its deadline\n");
+		return -1;
+	}
+	if (!*reaped && waitpid(pid, status, WNOHANG) == pid) {
+		*reaped = 1;
+		if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
+			fprintf(stderr, "fs-bench-ring: producer died (status 0x%x)\n", *status);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* One poll of the ring consumer under policy `pol`. */
+static uint32_t ring_take(struct fs_ring_cons *c, struct fs_rec *buf, enum cons_policy pol, uint32_t *last)
+{
+	switch (pol) {
+	case C_SPIN:
+	case C_DRAIN:
+		return fs_ring_consume(c, buf, CONS_MAX);
+	case C_LINES: {
+		uint32_t pend = fs_ring_pending(c);
+		if (pend == 0)
+			return 0;
+		/* Records up to the last line boundary at or below the tail: the
+		 * line the producer is still filling stays in its cache. */
+		uint32_t upto = ((c->head + pend) & ~(RECS_PER_LINE - 1)) - c->head;
+		if (upto == 0 || upto > pend) {
+			if (pend != *last) { /* the tail moved: more is coming */
+				*last = pend;
+				return 0;
+			}
+			upto = pend; /* the producer paused: take the partial line */
+		}
+		*last = 0;
+		return fs_ring_consume(c, buf, upto < CONS_MAX ? upto : CONS_MAX);
+	}
+	case C_SLEEP: {
+		uint32_t k = fs_ring_consume(c, buf, CONS_MAX);
+		if (k)
+			return k;
+		uint32_t seq;
+		if (!fs_ring_sleep_prepare(c, &seq)) {
+			fs_futex_wait(&c->hdr->wake_seq, seq, WAIT_NS);
+			fs_ring_sleep_done(c);
+		}
+		return 0;
+	}
+	}
+	return 0;
+}
+
+/* Run one measurement: fork the producer, consume n records (a throughput
+ * run: or as many as arrive within o->cap_ns).  Fills the throughput (rps)
+ * or the latency samples.  0 on success. */
+static int run_one(struct shm *s, struct meas *m, const struct opts *o, double *rps, uint64_t *lat)
+{
+	uint64_t n = m->latency ? (uint64_t)o->warmup + o->samples : o->records;
+	struct fs_ring_cons c;
+	if (m->q == Q_RING) {
+		if (fs_ring_format(&c, s->ring, s->ring_bytes, o->entries) != 0)
+			return -1;
+	} else {
+		if (bq_init(s->bq, o->entries) != 0)
+			return -1;
+	}
+	memset(s->ctl, 0, sizeof(*s->ctl));
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("fs-bench-ring: fork");
+		return -1;
+	}
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		producer(s, m, o, n);
+	}
+	int status = 0, reaped = 0, rc = 0;
+	uint64_t deadline = now_ns() + READY_DEADLINE_NS;
+	while (!fs_load_acquire(&s->ctl->ready)) {
+		if (check_child(pid, deadline, &status, &reaped) != 0) {
+			rc = -1;
+			goto out;
+		}
+		usleep(100);
+	}
+	deadline = now_ns() + RUN_DEADLINE_NS;
+	struct fs_rec buf[CONS_MAX];
+	uint64_t got = 0;
+	uint32_t idle = 0, last = 0, polls = 0;
+	uint64_t t0 = now_ns();
+	fs_store_release(&s->ctl->go, 1u);
+	while (got < n) {
+		if (!m->latency && (++polls & 1023) == 0 && now_ns() - t0 > o->cap_ns)
+			break; /* time cap: the rate of what arrived so far */
+		uint32_t k;
+		if (m->q == Q_RING)
+			k = ring_take(&c, buf, m->pol, &last);
+		else
+			k = bq_pop(s->bq, buf, CONS_MAX, m->pol == C_SLEEP, WAIT_NS);
+		if (k == 0) {
+			if (m->pol == C_LINES || m->pol == C_DRAIN)
+				for (uint32_t i = 0; i < POLL_PAUSES; i++)
+					cpu_relax();
+			else
+				cpu_relax();
+			/* Now and then (every poll when sleeping): is the child alive? */
+			idle += m->pol == C_SLEEP ? 0x10000u : 1u;
+			if ((idle & 0xffffu) == 0 && check_child(pid, deadline, &status, &reaped) != 0) {
+				rc = -1;
+				goto out;
+			}
+			continue;
+		}
+		if (m->latency) {
+			uint64_t t = now_ns();
+			for (uint32_t j = 0; j < k; j++) {
+				if (buf[j].type != FS_REC_WIN_BEGIN) {
+					fprintf(stderr, "fs-bench-ring: %s %s: bad record\n", m->queue,
+						m->mode);
+					rc = -1;
+					goto out;
+				}
+				if (got + j >= o->warmup)
+					lat[got + j - o->warmup] = t - rec_u64(&buf[j]);
+			}
+		} else {
+			for (uint32_t j = 0; j < k; j++) {
+				if (rec_u64(&buf[j]) != got + j) {
+					fprintf(stderr,
+						"fs-bench-ring: %s %s: record %" PRIu64 " out of order\n",
+						m->queue, m->mode, got + j);
+					rc = -1;
+					goto out;
+				}
+			}
+		}
+		got += k;
+	}
+	uint64_t t1 = now_ns();
+	*rps = (double)got * 1e9 / (double)(t1 - t0);
+	fs_store_relaxed(&s->ctl->stop, 1u);
+	if (m->q == Q_BQ) { /* a producer waiting for room: let it see stop */
+		pthread_mutex_lock(&s->bq->mu);
+		pthread_cond_broadcast(&s->bq->not_full);
+		pthread_mutex_unlock(&s->bq->mu);
+	}
+out:
+	if (rc != 0)
+		fs_store_relaxed(&s->ctl->abort, 1u);
+	if (!reaped && waitpid(pid, &status, 0) != pid)
+		rc = -1;
+	if (rc == 0 && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
+		fprintf(stderr, "fs-bench-ring: producer exited with status 0x%x\n", status);
+		rc = -1;
+	}
+	if (m->q == Q_BQ)
+		bq_destroy(s->bq);
+	return rc;
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+enum {
+	R_RING_ONE_SPIN,
+	R_RING_ONE_LINES,
+	R_RING_ONE_KICK32,
+	R_RING_BATCH,
+	R_RING_BATCH_POLL,
+	R_RING_ONE_SLEEP,
+	R_BQ_ONE_WAIT,
+	R_BQ_ONE_POLL,
+	R_BQ_BATCH,
+	R_BQ_BATCH_POLL,
+	R_RING_LAT_SPIN,
+	R_RING_LAT_SLEEP,
+	R_BQ_LAT_POLL,
+	R_BQ_LAT_WAIT,
+	R_COUNT
+};
+
+static int best_of(const struct meas *ms, int a, int b)
+{
+	return ms[b].best_rps > ms[a].best_rps ? b : a;
+}
+
+static double loadavg1(void)
+{
+	double l = -1;
+	FILE *f = fopen("/proc/loadavg", "r");
+	if (f) {
+		if (fscanf(f, "%lf", &l) != 1)
+			l = -1;
+		fclose(f);
+	}
+	return l;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	if (parse_opts(argc, argv, &o) != 0)
+		return 2;
+	struct shm s;
+	if (shm_create(&s, o.entries) != 0)
+		return 1;
+	choose_cpus();
+	pin_to(cpu_cons);
+
+	/* clang-format off */
+	struct meas ms[R_COUNT] = {
+		[R_RING_ONE_SPIN]    = {"ring", "one-at-a-time, consumer spins", Q_RING, .batch = 1, .pol = C_SPIN},
+		[R_RING_ONE_LINES]   = {"ring", "one-at-a-time, consumer polls lines", Q_RING, .batch = 1, .pol = C_LINES},
+		[R_RING_ONE_KICK32]  = {"ring", "EXPERIMENT one-at-a-time, kick per 32", Q_RING, .batch = 1, .pol = C_LINES,
+					.kick_every = 32},
+		[R_RING_BATCH]       = {"ring", "batch of 32, consumer spins", Q_RING, .batch = BATCH, .pol = C_SPIN},
+		[R_RING_BATCH_POLL]  = {"ring", "batch of 32, consumer polls", Q_RING, .batch = BATCH, .pol = C_DRAIN},
+		[R_RING_ONE_SLEEP]   = {"ring", "one-at-a-time, consumer sleeps", Q_RING, .batch = 1, .pol = C_SLEEP},
+		[R_BQ_ONE_WAIT]      = {"baseline", "one-at-a-time, consumer waits", Q_BQ, .batch = 1, .pol = C_SLEEP},
+		[R_BQ_ONE_POLL]      = {"baseline", "one-at-a-time, consumer polls", Q_BQ, .batch = 1, .pol = C_DRAIN},
+		[R_BQ_BATCH]         = {"baseline", "batch of 32, consumer waits", Q_BQ, .batch = BATCH, .pol = C_SLEEP},
+		[R_BQ_BATCH_POLL]    = {"baseline", "batch of 32, consumer polls", Q_BQ, .batch = BATCH, .pol = C_DRAIN},
+		[R_RING_LAT_SPIN]    = {"ring", "latency, consumer spins", Q_RING, .batch = 1, .pol = C_SPIN, .latency = 1},
+		[R_RING_LAT_SLEEP]   = {"ring", "latency, consumer sleeps", Q_RING, .batch = 1, .pol = C_SLEEP, .latency = 1},
+		[R_BQ_LAT_POLL]      = {"baseline", "latency, consumer polls", Q_BQ, .batch = 1, .pol = C_SPIN, .latency = 1},
+		[R_BQ_LAT_WAIT]      = {"baseline", "latency, consumer waits", Q_BQ, .batch = 1, .pol = C_SLEEP, .latency = 1},
+	};
+	/* clang-format on */
+
+	printf("fs-bench-ring: fs_ring vs a pthread mutex+condvar queue (PTHREAD_PROCESS_SHARED), %u entries x "
+	       "%zu B each; producer = forked child process, consumer = this process, memfd MAP_SHARED\n",
+	       o.entries, sizeof(struct fs_rec));
+	if (cpu_cons >= 0)
+		printf("pinning: consumer on CPU %d, producer on CPU %d (sched_setaffinity)\n", cpu_cons,
+		       cpu_prod);
+	else
+		printf("pinning: none (fewer than 2 CPUs available)\n");
+	printf("load average (1 min) at start: %.2f on %ld online CPUs\n", loadavg1(),
+	       sysconf(_SC_NPROCESSORS_ONLN));
+	printf("throughput: each run moves %" PRIu64
+	       " records or stops after %.1f s, best of %u runs (interleaved); "
+	       "latency: %u samples per row after %u warm-up, one post every %" PRIu64 " ns\n",
+	       o.records, (double)o.cap_ns / 1e9, o.reps, o.samples, o.warmup, o.pace_ns);
+	fflush(stdout);
+
+	uint64_t *lat = calloc(o.samples, sizeof(*lat));
+	if (!lat)
+		return 1;
+	int failed = 0;
+	for (uint32_t rep = 0; rep < o.reps; rep++) {
+		for (size_t i = 0; i < R_COUNT; i++) {
+			if (ms[i].latency)
+				continue;
+			double rps = 0;
+			if (run_one(&s, &ms[i], &o, &rps, NULL) != 0) {
+				fprintf(stderr, "fs-bench-ring: %s %s: FAILED\n", ms[i].queue, ms[i].mode);
+				failed = 1;
+				continue;
+			}
+			if (rps > ms[i].best_rps)
+				ms[i].best_rps = rps;
+			ms[i].done = 1;
+		}
+	}
+	for (size_t i = 0; i < R_COUNT; i++) {
+		if (!ms[i].latency)
+			continue;
+		double rps;
+		if (run_one(&s, &ms[i], &o, &rps, lat) != 0) {
+			fprintf(stderr, "fs-bench-ring: %s %s: FAILED\n", ms[i].queue, ms[i].mode);
+			failed = 1;
+			continue;
+		}
+		qsort(lat, o.samples, sizeof(*lat), cmp_u64);
+		ms[i].p50 = lat[(size_t)o.samples * 50 / 100];
+		ms[i].p99 = lat[(size_t)o.samples * 99 / 100];
+		ms[i].p999 = lat[(size_t)o.samples * 999 / 1000];
+		ms[i].max = lat[o.samples - 1];
+		ms[i].done = 1;
+	}
+	free(lat);
+
+	printf("\n%-9s %-37s %14s %9s %9s %9s %9s\n", "queue", "mode", "records/s", "p50 ns", "p99 ns",
+	       "p99.9 ns", "max ns");
+	for (size_t i = 0; i < R_COUNT; i++) {
+		const struct meas *m = &ms[i];
+		char a[32] = "-", b[4][24] = {"-", "-", "-", "-"};
+		if (!m->done) {
+			snprintf(a, sizeof(a), "FAILED");
+		} else if (m->latency) {
+			snprintf(b[0], sizeof(b[0]), "%" PRIu64, m->p50);
+			snprintf(b[1], sizeof(b[1]), "%" PRIu64, m->p99);
+			snprintf(b[2], sizeof(b[2]), "%" PRIu64, m->p999);
+			snprintf(b[3], sizeof(b[3]), "%" PRIu64, m->max);
+		} else {
+			snprintf(a, sizeof(a), "%.0f", m->best_rps);
+		}
+		printf("%-9s %-37s %14s %9s %9s %9s %9s\n", m->queue, m->mode, a, b[0], b[1], b[2], b[3]);
+	}
+	/* Each figure: the queue with the better of its consumers (all of them
+	 * measured in this run, side by side). */
+	int rone = best_of(ms, R_RING_ONE_SPIN, R_RING_ONE_LINES);
+	int rbat = best_of(ms, R_RING_BATCH, R_RING_BATCH_POLL);
+	int bone = best_of(ms, R_BQ_ONE_WAIT, R_BQ_ONE_POLL);
+	int bbat = best_of(ms, R_BQ_BATCH, R_BQ_BATCH_POLL);
+	printf("\none-at-a-time: ring \"%s\" vs baseline \"%s\"\n", ms[rone].mode, ms[bone].mode);
+	printf("batch of 32:   ring \"%s\" vs baseline \"%s\"\n", ms[rbat].mode, ms[bbat].mode);
+	printf("ring batch records/s: %.0f (baseline %.0f)\n", ms[rbat].best_rps, ms[bbat].best_rps);
+	printf("ring records/s: %.0f\n", ms[rone].best_rps);
+	if (ms[bone].best_rps > 0)
+		printf("ring/baseline throughput ratio: %.2f\n", ms[rone].best_rps / ms[bone].best_rps);
+	else
+		printf("ring/baseline throughput ratio: n/a\n");
+	fflush(stdout);
+	return failed ? 1 : 0;
+}
