@@ -91,16 +91,15 @@ static int map_daemon(struct fs_client *c, struct fs_att *a)
 	const struct fs_daemon_hdr *h = a->dshm.base;
 	uint64_t sz = a->dshm.bytes;
 	if (h->magic != FS_DAEMON_MAGIC || h->version != FS_PROTO_VERSION) {
-		fs_set_error(c, "daemon region: bad magic or layout version %u (this library: %u)", h->version,
-			     FS_PROTO_VERSION);
+		fs_set_error(c, "daemon region: bad magic or layout version %u (this library: %u)",
+			     h->version, FS_PROTO_VERSION);
 		return -EPROTO;
 	}
 	if (h->cards == 0 || h->cards > FS_MAX_CARDS || h->layers == 0 || h->layers > FS_MAX_LAYERS ||
 	    h->experts == 0 || h->experts > FS_MAX_EXPERTS || h->epoch_bufs == 0 ||
 	    h->epoch_bufs > FS_MAX_EPOCH_BUFS || h->region_bytes > sz ||
 	    !part_ok(h->off_cards, (uint64_t)h->cards * sizeof(struct fs_card_desc), sz) ||
-	    h->epoch_buf_bytes < sizeof(struct fs_epoch_buf_hdr) +
-					 8ull * h->cards * h->layers * h->experts ||
+	    h->epoch_buf_bytes < sizeof(struct fs_epoch_buf_hdr) + 8ull * h->cards * h->layers * h->experts ||
 	    !part_ok(h->off_epochs, h->epoch_buf_bytes * h->epoch_bufs, sz)) {
 		fs_set_error(c, "daemon region: inconsistent header");
 		return -EBADMSG;
@@ -137,8 +136,8 @@ static int map_arena(struct fs_client *c, struct fs_att *a, int fd)
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	for (struct fs_arena_map *m = c->arenas; m; m = m->next) {
-		if (m->dev == (uint64_t)st.st_dev && m->ino == (uint64_t)st.st_ino && m->layers == a->layers &&
-		    m->experts == a->experts) {
+		if (m->dev == (uint64_t)st.st_dev && m->ino == (uint64_t)st.st_ino &&
+		    m->layers == a->layers && m->experts == a->experts) {
 			close(fd); /* the same memfd, handed over across a restart */
 			a->arena = m;
 			return 0;
@@ -260,7 +259,8 @@ int fs_att_create(struct fs_client *c, struct fs_att **out)
 	a->client_id = (uint32_t)id->valuedouble;
 	unsigned ncards = (unsigned)cJSON_GetArraySize(cards), nhost = 0;
 	for (unsigned i = 0; i < ncards; i++) {
-		const cJSON *b = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cards, (int)i), "backend");
+		const cJSON *b = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cards, (int)i),
+								  "backend");
 		nhost += !(cJSON_IsString(b) && strcmp(b->valuestring, "cuda") == 0);
 	}
 	int fds[3 + FS_MAX_CARDS];
@@ -315,8 +315,8 @@ int fs_att_create(struct fs_client *c, struct fs_att **out)
 			}
 			continue;
 		}
-		if ((r = fs_shm_map_fd(&a->pool[i], a->pool[i].fd, (size_t)(a->slots[i] * a->slot_bytes[i]), 0)) <
-		    0) {
+		if ((r = fs_shm_map_fd(&a->pool[i], a->pool[i].fd, (size_t)(a->slots[i] * a->slot_bytes[i]),
+				       0)) < 0) {
 			fs_set_error(c, "mapping the pool of card %u failed: %s", i, strerror(-r));
 			goto fail;
 		}

@@ -73,13 +73,13 @@ struct fs_client {
 	int req_open;
 	pthread_mutex_t ctl_lock; /* the REQ socket: open/close vs. background */
 
-	struct fs_att *att;     /* current attachment or NULL (atomic pointer) */
-	struct fs_att *retired; /* background thread only */
+	struct fs_att *att;             /* current attachment or NULL (atomic pointer) */
+	struct fs_att *retired;         /* background thread only */
 	struct fs_arena_map *arenas;    /* every arena mapped, newest first */
 	struct fs_arena_map *arena_cur; /* the one fs_arena_expert reads (atomic) */
-	uint64_t qs;            /* engine quiescent-state counter (atomic) */
-	uint64_t attach_count;  /* atomic */
-	uint64_t dropped;       /* atomic */
+	uint64_t qs;                    /* engine quiescent-state counter (atomic) */
+	uint64_t attach_count;          /* atomic */
+	uint64_t dropped;               /* atomic */
 
 	struct fs_model_info model_info;
 

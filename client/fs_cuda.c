@@ -54,7 +54,8 @@ static int load_runtime(char *err, size_t len)
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !rt.h; i++)
 		rt.h = dlopen(names[i], RTLD_NOW | RTLD_GLOBAL);
 	if (!rt.h) {
-		snprintf(err, len, "the daemon serves CUDA cards but no CUDA runtime (libcudart.so) could be loaded");
+		snprintf(err, len,
+			 "the daemon serves CUDA cards but no CUDA runtime (libcudart.so) could be loaded");
 		rt_state = -1;
 		return -ENOSYS;
 	}
@@ -105,7 +106,8 @@ int fs_cuda_open_pool(const char *ipc_hex, const char *pci, void **dev_ptr, int 
 	/* The daemon's card, as this process numbers its devices. */
 	int d, prev = 0, e;
 	if ((e = rt.DeviceGetByPCIBusId(&d, pci)) != 0) {
-		snprintf(err, len, "CUDA card %s is not visible in this process: %s", pci, rt.GetErrorString(e));
+		snprintf(err, len, "CUDA card %s is not visible in this process: %s", pci,
+			 rt.GetErrorString(e));
 		r = -ENODEV;
 		goto out;
 	}

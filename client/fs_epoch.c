@@ -119,8 +119,8 @@ int fs_lookup(const fs_client *c, const struct fs_view *v, uint32_t card, uint32
 	return slot_from_entry(a, card, layer, expert, e, out);
 }
 
-int fs_lookup_live(const fs_client *c, const struct fs_view *v, uint32_t card, uint32_t layer, uint32_t expert,
-		   struct fs_slot *out)
+int fs_lookup_live(const fs_client *c, const struct fs_view *v, uint32_t card, uint32_t layer,
+		   uint32_t expert, struct fs_slot *out)
 {
 	if (fs_lookup(c, v, card, layer, expert, out))
 		return 1;
@@ -137,7 +137,8 @@ int fs_lookup_live(const fs_client *c, const struct fs_view *v, uint32_t card, u
 	uint64_t ep = fs_load_acquire(&bh->epoch);
 	if (ep != FS_CUR_EPOCH(cur) || ep < v->epoch)
 		return 0;
-	uint64_t e = fs_load_relaxed(&buf_entries(a, buf)[((uint64_t)card * a->layers + layer) * a->experts + expert]);
+	uint64_t e = fs_load_relaxed(
+		&buf_entries(a, buf)[((uint64_t)card * a->layers + layer) * a->experts + expert]);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (fs_load_relaxed(&bh->epoch) != ep)
 		return 0; /* rewritten under us: treat as a miss */
@@ -157,7 +158,8 @@ uint64_t fs_slot_issued_ns(const fs_client *c, const struct fs_slot *s)
 	const struct fs_att *a = fs_load_acquire(&c->att);
 	if (!a || s->card >= a->cards || s->slot >= a->slots[s->card])
 		return 0;
-	const uint64_t *issued = (const uint64_t *)((const char *)a->ready[s->card] + FS_ISSUED_OFFSET(a->slots[s->card]));
+	const uint64_t *issued = (const uint64_t *)((const char *)a->ready[s->card] +
+						    FS_ISSUED_OFFSET(a->slots[s->card]));
 	return fs_load_relaxed(&issued[s->slot]);
 }
 

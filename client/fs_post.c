@@ -23,8 +23,8 @@ static int post(fs_client *c, const struct fs_rec *r)
 	return 0;
 }
 
-int fs_post_predict(fs_client *c, uint32_t window, uint32_t layer, uint32_t expert, uint32_t card, float score,
-		    unsigned horizon, enum fs_source src)
+int fs_post_predict(fs_client *c, uint32_t window, uint32_t layer, uint32_t expert, uint32_t card,
+		    float score, unsigned horizon, enum fs_source src)
 {
 	if (layer > 0xffff || expert > 0xffff || (card > 0xffff) || horizon < 1 ||
 	    horizon > FS_PRED_HORIZON_MAX || (unsigned)src > FS_SRC_MAX || !(score >= 0.0f))

@@ -42,8 +42,8 @@ long fs_fd_recv(int sock, void *buf, size_t len, int *fds, unsigned max, unsigne
 		struct cmsghdr align;
 	} ctl;
 	struct iovec iov = {.iov_base = buf, .iov_len = len};
-	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.raw,
-			     .msg_controllen = sizeof(ctl.raw)};
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.raw, .msg_controllen = sizeof(ctl.raw)};
 	*n = 0;
 	ssize_t r;
 	do

@@ -60,7 +60,8 @@ int fs_futex_waitv(uint32_t *const *words, const uint32_t *expect, unsigned n, u
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		uint64_t ns = (uint64_t)now.tv_nsec + timeout_ns % 1000000000u;
 		struct timespec dl = {
-			.tv_sec = now.tv_sec + (time_t)(timeout_ns / 1000000000u) + (time_t)(ns / 1000000000u),
+			.tv_sec = now.tv_sec + (time_t)(timeout_ns / 1000000000u) +
+				  (time_t)(ns / 1000000000u),
 			.tv_nsec = (long)(ns % 1000000000u),
 		};
 		long r = syscall(SYS_futex_waitv, w, n, 0, &dl, CLOCK_MONOTONIC);

@@ -39,8 +39,8 @@ int fsd_arena_synth_create(struct fsd *d)
 	uint64_t n = (uint64_t)c->layers * c->experts;
 	uint64_t blob = (c->expert_bytes + FS_ARENA_ALIGN - 1) / FS_ARENA_ALIGN * FS_ARENA_ALIGN;
 	uint64_t off_index = sizeof(struct fs_arena_hdr);
-	uint64_t off_data = (off_index + n * sizeof(struct fs_arena_entry) + FS_ARENA_ALIGN - 1) / FS_ARENA_ALIGN *
-			    FS_ARENA_ALIGN;
+	uint64_t off_data = (off_index + n * sizeof(struct fs_arena_entry) + FS_ARENA_ALIGN - 1) /
+			    FS_ARENA_ALIGN * FS_ARENA_ALIGN;
 	uint64_t total = off_data + n * blob;
 	int r = fs_shm_create(&d->arena_shm, "foresight-arena", total);
 	if (r < 0)
@@ -73,13 +73,14 @@ int fsd_arena_synth_create(struct fsd *d)
 	d->slot_bytes = blob;
 	/* The arena is what engines compute misses from: keep it in RAM. */
 	if (mlock(d->arena_shm.base, d->arena_shm.bytes) < 0)
-		fsd_log(FSD_WARN, "arena: mlock of %zu bytes failed (%s): raise LimitMEMLOCK or grant CAP_IPC_LOCK; "
-				  "continuing unlocked",
+		fsd_log(FSD_WARN,
+			"arena: mlock of %zu bytes failed (%s): raise LimitMEMLOCK or grant CAP_IPC_LOCK; "
+			"continuing unlocked",
 			d->arena_shm.bytes, strerror(errno));
 	d->arena_ro_fd = fs_shm_ro_fd(&d->arena_shm);
 	if (d->arena_ro_fd < 0)
 		return d->arena_ro_fd;
-	fsd_log(FSD_INFO, "arena: synthetic, %u layers x %u experts x %llu bytes = %.1f MiB", c->layers, c->experts,
-		(unsigned long long)c->expert_bytes, (double)d->arena_shm.bytes / 1048576.0);
+	fsd_log(FSD_INFO, "arena: synthetic, %u layers x %u experts x %llu bytes = %.1f MiB", c->layers,
+		c->experts, (unsigned long long)c->expert_bytes, (double)d->arena_shm.bytes / 1048576.0);
 	return 0;
 }

@@ -106,7 +106,8 @@ static int cuda_probe(struct fsd *d)
 	int n = 0;
 	cudaError_t e = cudaGetDeviceCount(&n);
 	if (e != cudaSuccess || n == 0) {
-		fsd_log(FSD_ERR, "cuda backend: no CUDA device (%s); use --backend host on machines without a GPU",
+		fsd_log(FSD_ERR,
+			"cuda backend: no CUDA device (%s); use --backend host on machines without a GPU",
 			e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
 		return -ENODEV;
 	}
@@ -121,11 +122,13 @@ static int cuda_probe(struct fsd *d)
 		uint64_t min_slots = UINT64_MAX;
 		for (int i = 0; i < n; i++) {
 			size_t fr, tot;
-			if (cerr(cudaSetDevice(i), "cudaSetDevice") || cerr(cudaMemGetInfo(&fr, &tot), "cudaMemGetInfo"))
+			if (cerr(cudaSetDevice(i), "cudaSetDevice") ||
+			    cerr(cudaMemGetInfo(&fr, &tot), "cudaMemGetInfo"))
 				return -EIO;
-			uint64_t bytes = d->cfg.pool_mib ? (uint64_t)d->cfg.pool_mib << 20
-				       : fr > ((uint64_t)d->cfg.leave_free_mib << 20) ? fr - ((uint64_t)d->cfg.leave_free_mib << 20)
-										  : 0;
+			uint64_t bytes = d->cfg.pool_mib ? (uint64_t)d->cfg.pool_mib << 20 :
+					 fr > ((uint64_t)d->cfg.leave_free_mib << 20) ?
+							   fr - ((uint64_t)d->cfg.leave_free_mib << 20) :
+							   0;
 			uint64_t s = bytes / d->slot_bytes;
 			if (s < min_slots)
 				min_slots = s;
@@ -185,7 +188,8 @@ static int cuda_start(struct fsd *d)
 		if (c->nstreams > CUDA_MAX_STREAMS)
 			c->nstreams = CUDA_MAX_STREAMS;
 		for (unsigned s = 0; s < c->nstreams; s++)
-			if (cerr(cudaStreamCreateWithFlags(&c->streams[s], cudaStreamNonBlocking), "cudaStreamCreate"))
+			if (cerr(cudaStreamCreateWithFlags(&c->streams[s], cudaStreamNonBlocking),
+				 "cudaStreamCreate"))
 				return -EIO;
 		void *dptr;
 		if (cerr(cudaHostGetDevicePointer(&dptr, fsd_ready(d, i), 0), "cudaHostGetDevicePointer"))
@@ -205,13 +209,16 @@ static int cuda_start(struct fsd *d)
 		cudaSetDevice(c->dev);
 		CUresult r = cp->write_value32((CUstream)c->streams[0], c->ready_dev, 0x5a5a5a5au, 0);
 		cudaError_t e = cudaStreamSynchronize(c->streams[0]);
-		cp->use_memops = r == CUDA_SUCCESS && e == cudaSuccess && fs_load_acquire(&w[0]) == 0x5a5a5a5au;
+		cp->use_memops = r == CUDA_SUCCESS && e == cudaSuccess &&
+				 fs_load_acquire(&w[0]) == 0x5a5a5a5au;
 		fs_store_release(&w[0], 0u);
 	}
 	if (!cp->use_memops)
-		fsd_log(FSD_WARN, "cuda backend: cuStreamWriteValue32 unavailable: ready words written by a host "
-				  "function on the stream (higher latency)");
-	fsd_log(FSD_INFO, "backend cuda: %u cards x %u slots x %llu bytes, %u streams each, ready words by %s",
+		fsd_log(FSD_WARN,
+			"cuda backend: cuStreamWriteValue32 unavailable: ready words written by a host "
+			"function on the stream (higher latency)");
+	fsd_log(FSD_INFO,
+		"backend cuda: %u cards x %u slots x %llu bytes, %u streams each, ready words by %s",
 		d->cfg.cards, d->cfg.slots, (unsigned long long)d->slot_bytes, cp->cards[0].nstreams,
 		cp->use_memops ? "cuStreamWriteValue32" : "host function");
 	return 0;
@@ -233,14 +240,16 @@ static void cuda_submit(struct fsd *d, const struct fsr_copy *cpy)
 	cudaStream_t s = c->streams[c->next++ % c->nstreams];
 	cudaSetDevice(c->dev);
 	cudaError_t err = cudaMemcpyAsync((char *)c->pool + (uint64_t)cpy->slot * d->slot_bytes,
-					  (const char *)d->arena + e->offset, bytes, cudaMemcpyHostToDevice, s);
+					  (const char *)d->arena + e->offset, bytes, cudaMemcpyHostToDevice,
+					  s);
 	if (err != cudaSuccess) {
 		fsd_log(FSD_ERR, "cuda: cudaMemcpyAsync card %u slot %u: %s", cpy->card, cpy->slot,
 			cudaGetErrorString(err));
 		abort(); /* a broken copy path cannot be reported as landed */
 	}
 	if (cp->use_memops) {
-		cp->write_value32((CUstream)s, c->ready_dev + (CUdeviceptr)cpy->slot * sizeof(uint32_t), cpy->gen, 0);
+		cp->write_value32((CUstream)s, c->ready_dev + (CUdeviceptr)cpy->slot * sizeof(uint32_t),
+				  cpy->gen, 0);
 	} else {
 		struct hostfn_arg *a = malloc(sizeof(*a));
 		if (!a)
@@ -271,8 +280,11 @@ static unsigned cuda_poll(struct fsd *d, struct fsd_done *out, unsigned max)
 			}
 			if (!now)
 				now = fs_now_ns();
-			out[n++] = (struct fsd_done){.card = i, .slot = f->slot, .gen = f->gen,
-						     .busy_ns = now - f->issued_ns, .bytes = f->bytes};
+			out[n++] = (struct fsd_done){.card = i,
+						     .slot = f->slot,
+						     .gen = f->gen,
+						     .busy_ns = now - f->issued_ns,
+						     .bytes = f->bytes};
 			c->inflight[k] = c->inflight[--c->ninflight];
 		}
 	}

@@ -42,7 +42,8 @@ static void sleep_until(uint64_t t)
 			return;
 		if (t - now > 60000) {
 			uint64_t ns = t - now - 50000;
-			struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u)};
+			struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
+					      .tv_nsec = (long)(ns % 1000000000u)};
 			nanosleep(&ts, NULL);
 		}
 	}
@@ -54,8 +55,8 @@ static void *copy_thread(void *arg)
 	struct fsd *d = hc->d;
 	uint32_t *ready = fsd_ready(d, hc->card);
 	uint8_t *pool = d->pool_shm[hc->card].base;
-	const struct fs_arena_entry *idx =
-		(const struct fs_arena_entry *)((const char *)d->arena + d->arena->off_index);
+	const struct fs_arena_entry *idx = (const struct fs_arena_entry *)((const char *)d->arena +
+									   d->arena->off_index);
 	double ns_per_byte = 1.0 / d->cfg.bus_gbps; /* GB/s = bytes per ns */
 
 	for (;;) {
@@ -77,12 +78,16 @@ static void *copy_thread(void *arg)
 			start = hc->bus_free_at;
 		fs_store_release(&ready[cp.slot], FS_GEN_NONE);
 		fsd_issued(d, cp.card, cp.slot, fs_now_ns());
-		memcpy(pool + (uint64_t)cp.slot * d->slot_bytes, (const uint8_t *)d->arena + e->offset, bytes);
+		memcpy(pool + (uint64_t)cp.slot * d->slot_bytes, (const uint8_t *)d->arena + e->offset,
+		       bytes);
 		uint64_t done_at = start + (uint64_t)((double)bytes * ns_per_byte);
 		sleep_until(done_at); /* the emulated bus is the limit */
 		hc->bus_free_at = done_at;
 		fs_store_release(&ready[cp.slot], cp.gen);
-		struct fsd_done dn = {.card = cp.card, .slot = cp.slot, .gen = cp.gen, .busy_ns = done_at - start,
+		struct fsd_done dn = {.card = cp.card,
+				      .slot = cp.slot,
+				      .gen = cp.gen,
+				      .busy_ns = done_at - start,
 				      .bytes = bytes};
 		fsd_copy_landed(d, &dn);
 	}
@@ -95,7 +100,8 @@ static int host_start(struct fsd *d)
 		return -ENOMEM;
 	d->backend_priv = hp;
 	for (uint32_t i = 0; i < d->cfg.cards; i++) {
-		int r = fs_shm_create(&d->pool_shm[i], "foresight-pool", (size_t)(d->cfg.slots * d->slot_bytes));
+		int r = fs_shm_create(&d->pool_shm[i], "foresight-pool",
+				      (size_t)(d->cfg.slots * d->slot_bytes));
 		if (r < 0)
 			return r;
 		d->pool_ro_fd[i] = fs_shm_ro_fd(&d->pool_shm[i]);

@@ -188,7 +188,8 @@ int fsd_client_attach(struct fsd *d, pid_t pid, uid_t uid, gid_t gid, const char
 		uv_poll_start(&c->pidfd_poll, UV_READABLE, on_pidfd);
 		c->pidfd_polling = 1;
 	} else {
-		fsd_log(FSD_WARN, "pidfd_open(%d): %s: this client's death will be seen by its heartbeat only",
+		fsd_log(FSD_WARN,
+			"pidfd_open(%d): %s: this client's death will be seen by its heartbeat only",
 			(int)pid, strerror(errno));
 	}
 	counters_row_reset(d, row, c);
@@ -202,7 +203,8 @@ int fsd_client_activate(struct fsd *d, struct fsd_client *c)
 {
 	c->phase = FSD_CL_ACTIVE;
 	fsd_count(&d->counters_daemon[FS_C_attaches], 1);
-	fsd_log(FSD_INFO, "client %u (%s, pid %d, uid %d) attached", c->row, c->name, (int)c->pid, (int)c->uid);
+	fsd_log(FSD_INFO, "client %u (%s, pid %d, uid %d) attached", c->row, c->name, (int)c->pid,
+		(int)c->uid);
 	return fsd_hot_cmd(d, FSD_CMD_ADD, c->row, 0);
 }
 
@@ -216,8 +218,8 @@ void fsd_client_detach(struct fsd *d, struct fsd_client *c, uint32_t reason)
 		return;
 	}
 	if (c->phase == FSD_CL_PENDING) {
-		fsd_log(FSD_INFO, "client %u (%s, pid %d): %s before its fd handshake", c->row, c->name, (int)c->pid,
-			reason_name(reason));
+		fsd_log(FSD_INFO, "client %u (%s, pid %d): %s before its fd handshake", c->row, c->name,
+			(int)c->pid, reason_name(reason));
 		row_release(d, c);
 	}
 }
@@ -247,8 +249,8 @@ void fsd_clients_expire_pending(struct fsd *d, uint64_t now)
 	for (uint32_t row = 0; row < d->cfg.max_clients; row++) {
 		struct fsd_client *c = &d->clients[row];
 		if (c->phase == FSD_CL_PENDING && now > c->pending_deadline_ns) {
-			fsd_log(FSD_WARN, "client %u (%s, pid %d): no fd handshake within 5 s, dropped", row, c->name,
-				(int)c->pid);
+			fsd_log(FSD_WARN, "client %u (%s, pid %d): no fd handshake within 5 s, dropped", row,
+				c->name, (int)c->pid);
 			row_release(d, c);
 		}
 	}

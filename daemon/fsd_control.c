@@ -119,7 +119,8 @@ static int peer_allowed(struct fsd *d, const struct peer *pe, char *why, size_t 
 			 (unsigned long long)pe->uid, d->cfg.group);
 		return 0;
 	}
-	snprintf(why, len, "uid %llu is not root and not foresightd's user (uid %d), and no group is configured",
+	snprintf(why, len,
+		 "uid %llu is not root and not foresightd's user (uid %d), and no group is configured",
 		 (unsigned long long)pe->uid, (int)geteuid());
 	return 0;
 }
@@ -157,14 +158,16 @@ static cJSON *layout_json(struct fsd *d, const struct fsd_client *c)
 	cJSON_AddNumberToObject(l, "daemon_bytes", (double)d->daemon_shm.bytes);
 	cJSON_AddNumberToObject(l, "client_bytes", (double)c->region.bytes);
 	cJSON_AddNumberToObject(l, "arena_bytes", (double)d->arena_shm.bytes);
-	cJSON_AddNumberToObject(l, "ring_entries", c->hdr ? c->hdr->ring_entries
-							  : ((struct fs_client_hdr *)c->region.base)->ring_entries);
+	cJSON_AddNumberToObject(l, "ring_entries",
+				c->hdr ? c->hdr->ring_entries :
+					 ((struct fs_client_hdr *)c->region.base)->ring_entries);
 	cJSON *fds = cJSON_AddArrayToObject(l, "fds");
 	cJSON_AddItemToArray(fds, cJSON_CreateString("daemon"));
 	cJSON_AddItemToArray(fds, cJSON_CreateString("client"));
 	cJSON_AddItemToArray(fds, cJSON_CreateString("arena"));
 	cJSON *cards = cJSON_AddArrayToObject(l, "cards");
-	const struct fs_card_desc *desc = (const struct fs_card_desc *)((const char *)d->dh + d->dh->off_cards);
+	const struct fs_card_desc *desc = (const struct fs_card_desc *)((const char *)d->dh +
+									d->dh->off_cards);
 	for (uint32_t i = 0; i < d->cfg.cards; i++) {
 		cJSON *cd = cJSON_CreateObject();
 		cJSON_AddNumberToObject(cd, "id", i);
@@ -244,8 +247,8 @@ static cJSON *do_detach(struct fsd *d, const cJSON *req, const struct peer *pe)
 		return reply_err(ENOENT, "detach: no client %d", (int)id->valuedouble);
 	int owner = cJSON_IsString(tok) && unhex16(tok->valuestring, t) == 0 && memcmp(t, c->token, 16) == 0;
 	if (!owner && !peer_admin(pe))
-		return reply_err(EACCES, "detach: client %u belongs to pid %d; give its token or be an admin", c->row,
-				 (int)c->pid);
+		return reply_err(EACCES, "detach: client %u belongs to pid %d; give its token or be an admin",
+				 c->row, (int)c->pid);
 	fsd_client_detach(d, c, FS_DETACH_REQUESTED);
 	return reply_ok();
 }
@@ -272,8 +275,10 @@ static cJSON *handle(struct fsd *d, const char *body, size_t len, const struct p
 		char theirs[32] = "(not a number)";
 		if (cJSON_IsNumber(proto))
 			snprintf(theirs, sizeof(theirs), "%g", proto->valuedouble);
-		rep = reply_err(EPROTO, "protocol mismatch: client speaks version %s, foresightd %s speaks version %u",
-				theirs, FSD_VERSION, FS_PROTO_VERSION);
+		rep = reply_err(
+			EPROTO,
+			"protocol mismatch: client speaks version %s, foresightd %s speaks version %u",
+			theirs, FSD_VERSION, FS_PROTO_VERSION);
 		goto out;
 	}
 	if (strcmp(v, "hello") == 0 || strcmp(v, "ping") == 0) {
@@ -296,7 +301,8 @@ static cJSON *handle(struct fsd *d, const char *body, size_t len, const struct p
 	char why[256];
 	if (!peer_allowed(d, pe, why, sizeof(why))) {
 		fsd_count(&d->counters_daemon[FS_C_refused], 1);
-		fsd_log(FSD_WARN, "control: refused '%.32s' from pid %llu: %s", v, (unsigned long long)pe->pid, why);
+		fsd_log(FSD_WARN, "control: refused '%.32s' from pid %llu: %s", v,
+			(unsigned long long)pe->pid, why);
 		rep = reply_err(EACCES, "refused: %s", why);
 		goto out;
 	}
@@ -313,14 +319,16 @@ static cJSON *handle(struct fsd *d, const char *body, size_t len, const struct p
 			fsd_count(&d->counters_daemon[FS_C_refused], 1);
 			rep = reply_err(EACCES, "shutdown: only root or foresightd's own user may stop it");
 		} else {
-			fsd_log(FSD_INFO, "control: shutdown requested by pid %llu", (unsigned long long)pe->pid);
+			fsd_log(FSD_INFO, "control: shutdown requested by pid %llu",
+				(unsigned long long)pe->pid);
 			fsd_request_stop(d, "shutdown requested");
 			rep = reply_ok();
 		}
 	} else {
 		fsd_count(&d->counters_daemon[FS_C_bad_requests], 1);
-		rep = reply_err(ENOSYS, "unknown verb '%.32s' (verbs: hello ping attach detach stats clients shutdown)",
-				v);
+		rep = reply_err(
+			ENOSYS,
+			"unknown verb '%.32s' (verbs: hello ping attach detach stats clients shutdown)", v);
 	}
 out:
 	cJSON_Delete(req);
@@ -346,7 +354,8 @@ static void on_rep(uv_poll_t *h, int status, int events)
 		char *txt = cJSON_PrintUnformatted(rep);
 		cJSON_Delete(rep);
 		nng_msg_clear(m);
-		if (txt && nng_msg_append(m, txt, strlen(txt)) == 0 && nng_sendmsg(d->rep, m, NNG_FLAG_NONBLOCK) == 0)
+		if (txt && nng_msg_append(m, txt, strlen(txt)) == 0 &&
+		    nng_sendmsg(d->rep, m, NNG_FLAG_NONBLOCK) == 0)
 			m = NULL;
 		if (m)
 			nng_msg_free(m);
@@ -371,7 +380,8 @@ int fsd_control_start(struct fsd *d)
 	if (nng_req0_open(&probe) == 0) {
 		if (nng_dial(probe, url, NULL, 0) == 0) {
 			nng_close(probe);
-			fsd_log(FSD_ERR, "control: another foresightd is already listening on %s", d->cfg.socket_path);
+			fsd_log(FSD_ERR, "control: another foresightd is already listening on %s",
+				d->cfg.socket_path);
 			return -EADDRINUSE;
 		}
 		nng_close(probe);

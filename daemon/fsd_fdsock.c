@@ -68,8 +68,9 @@ static void handle_request(struct fsd *d, int fd)
 	struct fsd_client *c = fsd_client_by_row(d, req.client_id);
 	if (!c || c->phase != FSD_CL_PENDING || c->pid != cred.pid ||
 	    memcmp(c->token, req.token, sizeof(req.token)) != 0) {
-		fsd_log(FSD_WARN, "fd socket: refused pid %d uid %d for client %u (no such pending attach, wrong pid "
-				  "or token)",
+		fsd_log(FSD_WARN,
+			"fd socket: refused pid %d uid %d for client %u (no such pending attach, wrong pid "
+			"or token)",
 			(int)cred.pid, (int)cred.uid, req.client_id);
 		fsd_count(&d->counters_daemon[FS_C_refused], 1);
 		reply_status(fd, -EACCES);

@@ -14,7 +14,8 @@ static uint64_t line_round(uint64_t x)
 
 struct fs_epoch_buf_hdr *fsd_epoch_buf(struct fsd *d, uint32_t buf)
 {
-	return (struct fs_epoch_buf_hdr *)((char *)d->dh + d->dh->off_epochs + (uint64_t)buf * d->dh->epoch_buf_bytes);
+	return (struct fs_epoch_buf_hdr *)((char *)d->dh + d->dh->off_epochs +
+					   (uint64_t)buf * d->dh->epoch_buf_bytes);
 }
 
 uint64_t *fsd_epoch_entries(struct fsd *d, uint32_t buf)

@@ -77,14 +77,14 @@ enum fs_daemon_state {
 #define FS_ISSUED_OFFSET(slots) (((uint64_t)(slots)*4u + FS_CACHELINE - 1u) / FS_CACHELINE * FS_CACHELINE)
 
 struct fs_card_desc {
-	uint32_t id;        /* daemon's card id (not assumed a local index) */
-	uint32_t slots;     /* slots in this card's pool */
-	uint64_t slot_bytes;/* bytes per slot (>= largest expert) */
-	uint64_t pool_bytes;/* slots * slot_bytes, rounded to pages */
-	uint32_t fd_index;  /* index of its pool fd in the attach fd list;
+	uint32_t id;         /* daemon's card id (not assumed a local index) */
+	uint32_t slots;      /* slots in this card's pool */
+	uint64_t slot_bytes; /* bytes per slot (>= largest expert) */
+	uint64_t pool_bytes; /* slots * slot_bytes, rounded to pages */
+	uint32_t fd_index;   /* index of its pool fd in the attach fd list;
 			       UINT32_MAX for CUDA cards (IPC handle instead) */
-	uint32_t kind;      /* 0 host backend, 1 CUDA */
-	char name[40];      /* "host0", "NVIDIA H200 (0000:1b:00.0)" */
+	uint32_t kind;       /* 0 host backend, 1 CUDA */
+	char name[40];       /* "host0", "NVIDIA H200 (0000:1b:00.0)" */
 };
 _Static_assert(sizeof(struct fs_card_desc) == 72, "fs_card_desc");
 
@@ -98,9 +98,9 @@ _Static_assert(sizeof(struct fs_epoch_buf_hdr) == FS_CACHELINE, "epoch buf hdr i
 struct fs_daemon_hdr {
 	/* line 0-3: immutable after the daemon sets state RUNNING */
 	uint32_t magic;
-	uint32_t version;       /* FS_PROTO_VERSION */
-	uint64_t region_bytes;  /* size of the whole region */
-	uint64_t instance;      /* random per daemon start: a restart changes it */
+	uint32_t version;      /* FS_PROTO_VERSION */
+	uint64_t region_bytes; /* size of the whole region */
+	uint64_t instance;     /* random per daemon start: a restart changes it */
 	uint32_t cards;
 	uint32_t layers;
 	uint32_t experts;
@@ -112,12 +112,12 @@ struct fs_daemon_hdr {
 				     uint64_t issued_ns[slots] (FS_ISSUED_OFFSET),
 				     each card's part on a cache line */
 	uint64_t off_ready_card[FS_MAX_CARDS];
-	uint64_t off_counters;    /* struct fs_counters_hdr + arrays (fs_counters.h) */
+	uint64_t off_counters; /* struct fs_counters_hdr + arrays (fs_counters.h) */
 	uint64_t counters_bytes;
 	uint32_t max_clients;
 	uint32_t pad0[9];
 	/* line 4: dynamic, written by the daemon */
-	uint32_t state;        /* enum fs_daemon_state */
+	uint32_t state; /* enum fs_daemon_state */
 	uint32_t pad1;
 	uint64_t heartbeat_ns; /* CLOCK_MONOTONIC, refreshed every heartbeat_ms */
 	uint64_t current;      /* FS_CUR(epoch, buf) */
@@ -141,13 +141,13 @@ struct fs_client_hdr {
 	uint64_t region_bytes;
 	uint32_t client_id;
 	uint32_t ring_entries;
-	uint64_t off_ring;    /* struct fs_ring_hdr + records */
+	uint64_t off_ring; /* struct fs_ring_hdr + records */
 	uint64_t ring_bytes;
-	uint64_t instance;    /* the daemon instance this region belongs to */
+	uint64_t instance; /* the daemon instance this region belongs to */
 	uint32_t pad0[4];
 	/* line 1: daemon-written state (the client may scribble on it: harmless) */
-	uint32_t state; /* enum fs_client_state */
-	uint32_t reason;/* why detached: enum fs_detach_reason */
+	uint32_t state;  /* enum fs_client_state */
+	uint32_t reason; /* why detached: enum fs_detach_reason */
 	uint32_t pad1[14];
 	/* line 2: client-written liveness */
 	uint64_t heartbeat_ns; /* CLOCK_MONOTONIC, refreshed on every acquire */
@@ -162,11 +162,11 @@ _Static_assert(offsetof(struct fs_client_hdr, holds) == 3 * FS_CACHELINE, "holds
 
 enum fs_detach_reason {
 	FS_DETACH_NONE = 0,
-	FS_DETACH_REQUESTED = 1, /* the client asked */
-	FS_DETACH_DEAD = 2,      /* its process exited */
-	FS_DETACH_STALE = 3,     /* heartbeat older than the liveness timeout */
+	FS_DETACH_REQUESTED = 1,    /* the client asked */
+	FS_DETACH_DEAD = 2,         /* its process exited */
+	FS_DETACH_STALE = 3,        /* heartbeat older than the liveness timeout */
 	FS_DETACH_HOLD_TIMEOUT = 4, /* an epoch held longer than hold_timeout */
-	FS_DETACH_SHUTDOWN = 5,  /* the daemon is stopping */
+	FS_DETACH_SHUTDOWN = 5,     /* the daemon is stopping */
 };
 
 #endif /* FS_REGIONS_H */

@@ -13,9 +13,9 @@
 
 struct fsh_daemon {
 	pid_t pid;
-	char dir[64];    /* private temp dir */
-	char sock[128];  /* control socket */
-	char log[128];   /* its stderr */
+	char dir[64];   /* private temp dir */
+	char sock[128]; /* control socket */
+	char log[128];  /* its stderr */
 };
 
 /* Start foresightd with extra args (NULL-terminated), wait until it answers

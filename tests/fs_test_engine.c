@@ -95,6 +95,7 @@ int main(int argc, char **argv)
 		printf("%s\n", buf);
 		return 0;
 	}
-	fprintf(stderr, "usage: fs-test-engine hold SOCKET | run SOCKET WINDOWS [WINDOW_US] | request SOCKET JSON\n");
+	fprintf(stderr,
+		"usage: fs-test-engine hold SOCKET | run SOCKET WINDOWS [WINDOW_US] | request SOCKET JSON\n");
 	return 2;
 }

@@ -55,9 +55,9 @@ static int parse_engine(const char *out, struct engine_result *r)
 {
 	const char *p = strstr(out, "hits ");
 	return p && sscanf(p, "hits %lu misses %lu verified %lu mismatches %lu attaches %lu", &r->hits,
-			   &r->misses, &r->verified, &r->mismatches, &r->attaches) == 5
-		       ? 0
-		       : -1;
+			   &r->misses, &r->verified, &r->mismatches, &r->attaches) == 5 ?
+		       0 :
+		       -1;
 }
 
 Test(integration, two_engines_share_one_tier_and_stats_agree, .timeout = 60)
@@ -125,7 +125,11 @@ Test(integration, malformed_requests_are_refused_not_fatal, .timeout = 30)
 	struct fsh_daemon d;
 	cr_assert_eq(fsh_daemon_start(&d, NULL), 0);
 	char buf[1024];
-	const char *bad[] = {"", "{", "[1,2]", "{\"verb\":7}", "{\"verb\":\"nope\",\"proto\":1}",
+	const char *bad[] = {"",
+			     "{",
+			     "[1,2]",
+			     "{\"verb\":7}",
+			     "{\"verb\":\"nope\",\"proto\":1}",
 			     "{\"verb\":\"detach\",\"proto\":1,\"client_id\":-5}",
 			     "{\"verb\":\"attach\",\"proto\":1,\"ring_entries\":3}",
 			     "{\"verb\":\"attach\",\"proto\":1,\"model\":\"other\"}"};
@@ -153,10 +157,11 @@ Test(integration, a_foreign_user_is_refused_with_a_reason, .timeout = 30)
 	pid_t p = fork();
 	if (p == 0) {
 		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-		if (fd < 0 || dup2(fd, 1) < 0 || setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+		if (fd < 0 || dup2(fd, 1) < 0 || setgroups(0, NULL) < 0 || setgid(65534) < 0 ||
+		    setuid(65534) < 0)
 			_exit(3);
-		execl(FS_TEST_ENGINE_BIN, FS_TEST_ENGINE_BIN, "request", d.sock, "{\"verb\":\"attach\",\"proto\":1}",
-		      (char *)NULL);
+		execl(FS_TEST_ENGINE_BIN, FS_TEST_ENGINE_BIN, "request", d.sock,
+		      "{\"verb\":\"attach\",\"proto\":1}", (char *)NULL);
 		_exit(127);
 	}
 	cr_assert_eq(fsh_wait(p, 10000), 0, "the foreign child could not talk to the daemon");

@@ -44,13 +44,13 @@ static uint64_t rnd(void)
 	return z ^ (z >> 31);
 }
 
-#define CK(x)                                                                                          \
-	do {                                                                                           \
-		cudaError_t e_ = (x);                                                                  \
-		if (e_ != cudaSuccess) {                                                               \
-			fprintf(stderr, "fs-gpu-check: %s: %s\n", #x, cudaGetErrorString(e_));         \
-			exit(3);                                                                       \
-		}                                                                                      \
+#define CK(x)                                                                                  \
+	do {                                                                                   \
+		cudaError_t e_ = (x);                                                          \
+		if (e_ != cudaSuccess) {                                                       \
+			fprintf(stderr, "fs-gpu-check: %s: %s\n", #x, cudaGetErrorString(e_)); \
+			exit(3);                                                               \
+		}                                                                              \
 	} while (0)
 
 static fs_client *open_client(const char *sock, const char *name)
@@ -86,7 +86,8 @@ static int integrity(const char *sock, unsigned long want, double max_s)
 		const uint32_t *rw = fs_card_ready_words(c, card);
 		size_t len = ((size_t)ci.slots * 4 + 4095) & ~(size_t)4095;
 		const uint32_t *page = (const uint32_t *)((uintptr_t)rw & ~(uintptr_t)4095);
-		CK(cudaHostRegister((void *)page, len + 4096, cudaHostRegisterMapped | cudaHostRegisterReadOnly));
+		CK(cudaHostRegister((void *)page, len + 4096,
+				    cudaHostRegisterMapped | cudaHostRegisterReadOnly));
 		void *dp;
 		CK(cudaHostGetDevicePointer(&dp, (void *)rw, 0));
 		ready_dev[card] = dp;
@@ -125,7 +126,8 @@ static int integrity(const char *sock, unsigned long want, double max_s)
 				/* The engine's-kernel path: the device reads the ready word and
 				 * the slot's bytes; the host sums the arena blob the same way. */
 				uint64_t dsum = 0;
-				int ok = fs_gpu_sum_if_ready(s.device, s.bytes, ready_dev[s.card], s.slot, s.gen, &dsum);
+				int ok = fs_gpu_sum_if_ready(s.device, s.bytes, ready_dev[s.card], s.slot,
+							     s.gen, &dsum);
 				if (ok >= 0) {
 					kchecks++;
 					kbad += ok == 0 || dsum != fs_gpu_sum_host(b.data, b.bytes);
@@ -135,8 +137,8 @@ static int integrity(const char *sock, unsigned long want, double max_s)
 		fs_window_end(c, w);
 		fs_release(c, &v);
 	}
-	printf("landings %lu mismatches %lu kernel_checks %lu kernel_mismatches %lu dropped %llu\n", checks, bad,
-	       kchecks, kbad, (unsigned long long)fs_client_dropped(c));
+	printf("landings %lu mismatches %lu kernel_checks %lu kernel_mismatches %lu dropped %llu\n", checks,
+	       bad, kchecks, kbad, (unsigned long long)fs_client_dropped(c));
 	fs_client_close(c);
 	free(hbuf);
 	return bad || kbad ? 1 : 0;
@@ -280,8 +282,8 @@ static int bandwidth(const char *sock, unsigned rounds)
 				uint64_t x = (first + i + (uint64_t)card * k) % total;
 				struct fs_expert_blob b;
 				fs_arena_expert(c, (uint32_t)(x / m.experts), (uint32_t)(x % m.experts), &b);
-				CK(cudaMemcpyAsync((char *)dbuf[card] + (uint64_t)i * ci.slot_bytes, b.data, b.bytes,
-						   cudaMemcpyHostToDevice, st[card][i & 1]));
+				CK(cudaMemcpyAsync((char *)dbuf[card] + (uint64_t)i * ci.slot_bytes, b.data,
+						   b.bytes, cudaMemcpyHostToDevice, st[card][i & 1]));
 				bytes += b.bytes;
 			}
 		}
@@ -308,6 +310,7 @@ int main(int argc, char **argv)
 		return latency(argv[2], (unsigned)atoi(argv[3]), argc > 4 ? (unsigned)atoi(argv[4]) : 100);
 	if (argc >= 4 && strcmp(argv[1], "bandwidth") == 0)
 		return bandwidth(argv[2], (unsigned)atoi(argv[3]));
-	fprintf(stderr, "usage: fs-gpu-check integrity SOCKET N [MAX_S] | latency SOCKET N [GAP_US] | bandwidth SOCKET ROUNDS\n");
+	fprintf(stderr,
+		"usage: fs-gpu-check integrity SOCKET N [MAX_S] | latency SOCKET N [GAP_US] | bandwidth SOCKET ROUNDS\n");
 	return 2;
 }

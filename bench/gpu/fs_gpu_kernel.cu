@@ -5,8 +5,8 @@
 #include "fs_gpu_kernel.h"
 #include "fs_ready.cuh"
 
-__global__ void sum_if_ready(const uint64_t *p, uint64_t words, const uint32_t *ready, uint32_t slot, uint32_t gen,
-			     unsigned long long *out, int *seen)
+__global__ void sum_if_ready(const uint64_t *p, uint64_t words, const uint32_t *ready, uint32_t slot,
+			     uint32_t gen, unsigned long long *out, int *seen)
 {
 	__shared__ int ok;
 	if (threadIdx.x == 0)
@@ -17,13 +17,14 @@ __global__ void sum_if_ready(const uint64_t *p, uint64_t words, const uint32_t *
 	if (blockIdx.x == 0 && threadIdx.x == 0)
 		*seen = 1;
 	unsigned long long acc = 0;
-	for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < words; i += (uint64_t)gridDim.x * blockDim.x)
+	for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < words;
+	     i += (uint64_t)gridDim.x * blockDim.x)
 		acc += p[i];
 	atomicAdd(out, acc);
 }
 
-extern "C" int fs_gpu_sum_if_ready(const void *slot_dev, uint64_t bytes, const uint32_t *ready_dev, uint32_t slot,
-				   uint32_t gen, uint64_t *sum)
+extern "C" int fs_gpu_sum_if_ready(const void *slot_dev, uint64_t bytes, const uint32_t *ready_dev,
+				   uint32_t slot, uint32_t gen, uint64_t *sum)
 {
 	unsigned long long *d_out;
 	int *d_seen;

@@ -20,12 +20,14 @@ static void need_gpu(void)
 	cudaError_t e = cudaGetDeviceCount(&n);
 	if (e != cudaSuccess || n == 0) {
 		fprintf(stderr, "SKIP: no CUDA device: GPU test skipped\n");
-		cr_skip("no CUDA device (%s): GPU test skipped", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+		cr_skip("no CUDA device (%s): GPU test skipped",
+			e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
 	}
 }
 
-static const char *const small_pool[] = {"--backend", "cuda", "--slots", "96", "--layers", "8", "--experts", "64",
-					 "--expert-bytes", "65536", "--publish-us", "0", NULL};
+static const char *const small_pool[] = {"--backend", "cuda", "--slots",        "96",    "--layers",     "8",
+					 "--experts", "64",   "--expert-bytes", "65536", "--publish-us", "0",
+					 NULL};
 
 static int landings(const char *path, unsigned long *n, unsigned long *bad)
 {
@@ -34,10 +36,13 @@ static int landings(const char *path, unsigned long *n, unsigned long *bad)
 		return -1;
 	const char *p = strstr(txt, "landings ");
 	unsigned long kc = 0, kb = 0;
-	return p && sscanf(p, "landings %lu mismatches %lu kernel_checks %lu kernel_mismatches %lu", n, bad, &kc,
-			   &kb) == 4 && kb == 0
-		       ? 0
-		       : -1;
+	return p &&
+			       sscanf(p,
+				      "landings %lu mismatches %lu kernel_checks %lu kernel_mismatches %lu",
+				      n, bad, &kc, &kb) == 4 &&
+			       kb == 0 ?
+		       0 :
+		       -1;
 }
 
 Test(gpu, two_engines_check_landings_under_churn, .timeout = 240)
@@ -48,8 +53,10 @@ Test(gpu, two_engines_check_landings_under_churn, .timeout = 240)
 	char o1[256], o2[256];
 	snprintf(o1, sizeof(o1), "%s/a.out", d.dir);
 	snprintf(o2, sizeof(o2), "%s/b.out", d.dir);
-	char *a1[] = {(char *)FS_GPU_CHECK_BIN, (char *)"integrity", d.sock, (char *)"50000", (char *)"120", NULL};
-	char *a2[] = {(char *)FS_GPU_CHECK_BIN, (char *)"integrity", d.sock, (char *)"50000", (char *)"120", NULL};
+	char *a1[] = {(char *)FS_GPU_CHECK_BIN, (char *)"integrity", d.sock,
+		      (char *)"50000",          (char *)"120",       NULL};
+	char *a2[] = {(char *)FS_GPU_CHECK_BIN, (char *)"integrity", d.sock,
+		      (char *)"50000",          (char *)"120",       NULL};
 	pid_t p1 = fsh_spawn(a1, o1), p2 = fsh_spawn(a2, o2);
 	cr_expect_eq(fsh_wait(p1, 200000), 0);
 	cr_expect_eq(fsh_wait(p2, 200000), 0);
@@ -70,8 +77,10 @@ Test(gpu, engine_killed_mid_run_and_daemon_stop_under_engines, .timeout = 120)
 	char o1[256], o2[256];
 	snprintf(o1, sizeof(o1), "%s/a.out", d.dir);
 	snprintf(o2, sizeof(o2), "%s/b.out", d.dir);
-	char *a1[] = {(char *)FS_GPU_CHECK_BIN, (char *)"integrity", d.sock, (char *)"100000000", (char *)"30", NULL};
-	char *a2[] = {(char *)FS_GPU_CHECK_BIN, (char *)"integrity", d.sock, (char *)"100000000", (char *)"4", NULL};
+	char *a1[] = {(char *)FS_GPU_CHECK_BIN, (char *)"integrity", d.sock,
+		      (char *)"100000000",      (char *)"30",        NULL};
+	char *a2[] = {(char *)FS_GPU_CHECK_BIN, (char *)"integrity", d.sock,
+		      (char *)"100000000",      (char *)"4",         NULL};
 	pid_t victim = fsh_spawn(a1, o1), survivor = fsh_spawn(a2, o2);
 	usleep(1000000);
 	kill(victim, SIGKILL);

@@ -92,9 +92,10 @@ FS_API uint64_t fs_client_attach_count(const fs_client *c);
 #define FS_ANY_CARD 0xffffu
 enum fs_source { FS_SOURCE_ROUTER_AHEAD = 0, FS_SOURCE_HOST = 1, FS_SOURCE_KERNEL = 2 };
 FS_API int fs_post_predict(fs_client *c, uint32_t window, uint32_t layer, uint32_t expert, uint32_t card,
-		    float score, unsigned horizon, enum fs_source src);
+			   float score, unsigned horizon, enum fs_source src);
 /* Usage: the layer used `expert`; hit = 1 if served from a slot. */
-FS_API int fs_post_usage(fs_client *c, uint32_t window, uint32_t layer, uint32_t expert, uint32_t card, int hit);
+FS_API int fs_post_usage(fs_client *c, uint32_t window, uint32_t layer, uint32_t expert, uint32_t card,
+			 int hit);
 FS_API int fs_window_begin(fs_client *c, uint32_t window, uint32_t tokens);
 FS_API int fs_window_end(fs_client *c, uint32_t window);
 /* Posts that failed because the ring was full or the daemon was gone. */
@@ -104,7 +105,7 @@ FS_API uint64_t fs_client_dropped(const fs_client *c);
 
 /* A held residency epoch.  Treat the fields as private. */
 struct fs_view {
-	uint64_t epoch;       /* 0: no table (daemon gone): every lookup misses */
+	uint64_t epoch; /* 0: no table (daemon gone): every lookup misses */
 	const void *att_;
 	const uint64_t *tab_;
 	int hold_;
@@ -115,9 +116,9 @@ struct fs_slot {
 	uint32_t card;
 	uint32_t slot;
 	uint32_t gen;
-	const void *host;  /* host backend: the slot's bytes in this process */
-	void *device;      /* CUDA backend: device pointer in this process */
-	uint64_t bytes;    /* the expert's size */
+	const void *host; /* host backend: the slot's bytes in this process */
+	void *device;     /* CUDA backend: device pointer in this process */
+	uint64_t bytes;   /* the expert's size */
 };
 
 /* Hold the newest epoch for one window (an engine pipelining windows holds
@@ -127,12 +128,12 @@ FS_API int fs_acquire(fs_client *c, struct fs_view *v);
 FS_API void fs_release(fs_client *c, struct fs_view *v);
 /* 1 and *out filled when the held epoch maps (card, layer, expert) to a
  * slot whose bytes have landed; 0 otherwise (compute it from the arena). */
-FS_API int fs_lookup(const fs_client *c, const struct fs_view *v, uint32_t card, uint32_t layer, uint32_t expert,
-	      struct fs_slot *out);
+FS_API int fs_lookup(const fs_client *c, const struct fs_view *v, uint32_t card, uint32_t layer,
+		     uint32_t expert, struct fs_slot *out);
 /* Like fs_lookup, but also finds copies that landed after the view was
  * acquired (residency only grows within a window). */
-FS_API int fs_lookup_live(const fs_client *c, const struct fs_view *v, uint32_t card, uint32_t layer, uint32_t expert,
-		   struct fs_slot *out);
+FS_API int fs_lookup_live(const fs_client *c, const struct fs_view *v, uint32_t card, uint32_t layer,
+			  uint32_t expert, struct fs_slot *out);
 /* Nonzero when the slot still carries gen (bytes unchanged). */
 FS_API int fs_slot_ready(const fs_client *c, const struct fs_slot *s);
 /* Telemetry: CLOCK_MONOTONIC ns at which the daemon issued the latest copy
