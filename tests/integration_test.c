@@ -187,12 +187,17 @@ Test(integration, sigkill_holding_engine_drops_holds_at_once, .timeout = 60)
 	sscanf(strstr(txt, "holding epoch"), "holding epoch %llu", &held);
 	cr_assert_gt(held, 0, "the holder should hold a real epoch");
 	pid_t b = fsh_spawn(argvv(FS_TEST_ENGINE_BIN, "run", d.sock, "400", "1000", NULL), outb);
-	usleep(100000);
-
-	cJSON *s = stats(&d);
-	cr_assert_not_null(s);
-	cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(s, "clients")), 2);
-	cJSON_Delete(s);
+	/* Wait until both are attached (slow under sanitizers). */
+	cJSON *s = NULL;
+	int attached = 0;
+	for (int i = 0; i < 1000 && attached != 2; i++) {
+		s = stats(&d);
+		attached = s ? cJSON_GetArraySize(cJSON_GetObjectItem(s, "clients")) : 0;
+		cJSON_Delete(s);
+		if (attached != 2)
+			usleep(10000);
+	}
+	cr_assert_eq(attached, 2, "both engines should be attached");
 
 	uint64_t t0 = fsh_now_ms();
 	kill(h, SIGKILL);
