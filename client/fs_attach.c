@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,7 +36,7 @@ static int unhex16(const char *s, uint8_t *b)
 }
 
 static int fetch_fds(struct fs_client *c, const char *path, uint32_t id, const uint8_t *token, int *fds,
-		     unsigned max, unsigned *n)
+		     unsigned max, unsigned *n, pid_t *daemon_pid)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (strlen(path) >= sizeof(sa.sun_path)) {
@@ -64,6 +65,12 @@ static int fetch_fds(struct fs_client *c, const char *path, uint32_t id, const u
 	}
 	struct fs_fd_reply rp;
 	long r = fs_fd_recv(s, &rp, sizeof(rp), fds, max, n);
+	/* The daemon's pid as this process's namespace numbers it: the
+	 * background thread watches it through a pidfd to see the daemon die. */
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	if (daemon_pid)
+		*daemon_pid = getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 ? cred.pid : 0;
 	close(s);
 	if (r < 0) {
 		fs_set_error(c, "fd socket: receive failed: %s", strerror((int)-r));
@@ -219,6 +226,7 @@ int fs_att_create(struct fs_client *c, struct fs_att **out)
 	if (!a)
 		return -ENOMEM;
 	a->dshm.fd = a->cshm.fd = -1;
+	a->daemon_pidfd = -1;
 	int arena_fd = -1;
 	for (unsigned i = 0; i < FS_MAX_CARDS; i++)
 		a->pool[i].fd = -1;
@@ -265,7 +273,8 @@ int fs_att_create(struct fs_client *c, struct fs_att **out)
 	}
 	int fds[3 + FS_MAX_CARDS];
 	unsigned nfds = 0;
-	r = fetch_fds(c, fdp->valuestring, a->client_id, a->token, fds, 3 + nhost, &nfds);
+	pid_t dpid = 0;
+	r = fetch_fds(c, fdp->valuestring, a->client_id, a->token, fds, 3 + nhost, &nfds, &dpid);
 	if (r < 0)
 		goto fail;
 	if (nfds != 3 + nhost) {
@@ -322,6 +331,7 @@ int fs_att_create(struct fs_client *c, struct fs_att **out)
 		}
 		a->pool_base[i] = a->pool[i].base;
 	}
+	a->daemon_pidfd = dpid > 0 ? (int)syscall(SYS_pidfd_open, dpid, 0) : -1;
 	/* Only now: the daemon activates us when we look for ATTACHED. */
 	if ((r = map_client(c, a)) < 0)
 		goto fail;
@@ -352,6 +362,8 @@ void fs_att_destroy(struct fs_client *c, struct fs_att *a, int detach)
 		cJSON_Delete(req);
 		cJSON_Delete(rep);
 	}
+	if (a->daemon_pidfd >= 0)
+		close(a->daemon_pidfd);
 	fs_shm_close(&a->dshm);
 	fs_shm_close(&a->cshm);
 	for (unsigned i = 0; i < FS_MAX_CARDS; i++) {

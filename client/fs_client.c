@@ -5,6 +5,7 @@
  * again when it returns.  Nothing here runs on an engine's per-layer path.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +55,10 @@ const char *fs_strerror(int err)
 	}
 }
 
-/* Is the daemon behind this attachment still there and still ours? */
+/* Is the daemon behind this attachment still there and still ours?  Death
+ * is seen at once through a pidfd; the heartbeat only catches a daemon that
+ * hangs, so it gets a generous 50 periods (5 s by default): a loaded machine
+ * must not make engines give up a live daemon. */
 static int att_alive(const struct fs_att *a, uint64_t now)
 {
 	uint32_t st = fs_load_acquire(&a->dh->state);
@@ -62,9 +66,14 @@ static int att_alive(const struct fs_att *a, uint64_t now)
 		return 0;
 	if (fs_load_acquire(&a->ch->state) != FS_CLIENT_ATTACHED)
 		return 0;
+	if (a->daemon_pidfd >= 0) {
+		struct pollfd p = {.fd = a->daemon_pidfd, .events = POLLIN};
+		if (poll(&p, 1, 0) > 0)
+			return 0;
+	}
 	uint64_t hb = fs_load_acquire(&a->dh->heartbeat_ns);
 	uint64_t period = (uint64_t)a->dh->heartbeat_ms * 1000000ull;
-	return hb <= now && now - hb <= 10 * period;
+	return hb <= now + period && (hb > now || now - hb <= 50 * period);
 }
 
 static void retire(struct fs_client *c, struct fs_att *a)

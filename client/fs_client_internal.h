@@ -55,6 +55,7 @@ struct fs_att {
 	struct fs_ring_prod prod;
 	uint32_t client_id;
 	uint8_t token[16];
+	int daemon_pidfd;    /* readable once the daemon process exits (-1: none) */
 	uint32_t hold_used;  /* bitmap of ch->holds[] in use (engine thread) */
 	int views;           /* views referencing this attachment (atomic) */
 	int dead;            /* the daemon left or dropped us (atomic) */

@@ -129,8 +129,8 @@ Test(demo, counts_match_fsctl_stats, .timeout = 120)
 		usleep(10000);
 	}
 	cr_expect_eq(jnum(s, "totals", "hits"), (double)r.hits);
-	cr_expect_eq(jnum(s, "totals", "misses"), (double)r.misses);
-	cr_expect_eq(jnum(s, "totals", "windows"), 100.0);
+	cr_expect_eq(jnum(s, "totals", "misses"), (double)r.misses, "engine: %s", g_out);
+	cr_expect_eq(jnum(s, "totals", "windows"), 100.0, "engine: %s", g_out);
 	cr_expect_eq(jnum(s, "daemon", "bad_records"), 0.0);
 	cJSON_Delete(s);
 	/* and the text view renders a real reply */
