@@ -38,36 +38,48 @@
 struct fsd_config {
 	char socket_path[108];
 	char fd_socket_path[112];
-	char backend[16];       /* "host" */
-	char group[64];         /* group whose members may attach ("" = none) */
-	unsigned socket_mode;   /* permissions of both sockets */
-	uint32_t cards;         /* host backend: stand-in cards; cuda: at most this many */
-	int cards_set;          /* --cards given (cuda: limit, else all devices) */
-	uint32_t slots;         /* slots per card */
-	uint32_t pool_mib;      /* cuda: pool size per card instead of --slots */
-	uint32_t leave_free_mib;/* cuda: size the pool to leave this much free */
-	uint32_t streams;       /* cuda: prefetch streams per card */
-	double bus_gbps;        /* host backend: emulated bus, GB/s (1e9 B/s) */
+	char backend[16];                       /* "host" */
+	char group[64];                         /* group whose members may attach ("" = none) */
+	unsigned socket_mode;                   /* permissions of both sockets */
+	uint32_t cards;                         /* host backend: stand-in cards; cuda: at most this many */
+	int cards_set;                          /* --cards given (cuda: limit, else all devices) */
+	uint32_t slots;                         /* slots per card */
+	uint32_t pool_mib;                      /* cuda: pool size per card instead of --slots */
+	uint32_t leave_free_mib;                /* cuda: size the pool to leave this much free */
+	uint32_t streams;                       /* cuda: prefetch streams per card */
+	double bus_gbps;                        /* host backend: emulated bus, GB/s (1e9 B/s) */
 	uint32_t layers, experts, experts_used; /* synthetic arena */
 	uint64_t expert_bytes;
 	uint64_t seed;
 	uint32_t max_clients;
 	uint32_t ring_entries;
 	uint32_t epoch_bufs;
-	uint32_t heartbeat_ms;  /* daemon heartbeat period */
-	uint32_t liveness_ms;   /* a client heartbeat older than this: dead */
+	uint32_t heartbeat_ms;    /* daemon heartbeat period */
+	uint32_t liveness_ms;     /* a client heartbeat older than this: dead */
 	uint32_t hold_timeout_ms; /* one epoch held longer than this: revoked */
-	uint32_t publish_us;    /* at most one publish per this interval */
-	uint32_t spin_us;       /* hot thread: spin this long idle before sleeping */
-	uint32_t max_inflight;  /* copies in flight per card */
-	int log_level;          /* 3 err .. 7 debug */
-	char model[64];
+	uint32_t publish_us;      /* at most one publish per this interval */
+	uint32_t spin_us;         /* hot thread: spin this long idle before sleeping */
+	uint32_t max_inflight;    /* copies in flight per card */
+	int log_level;            /* 3 err .. 7 debug */
+	char model[64];           /* the served model's name (--model-name) */
+	char model_path[4096];    /* --model: a GGUF file; "" = synthetic arena */
+	uint32_t describe;        /* --describe: print the model's arena plan as JSON, exit */
+	uint32_t allow_unlocked;  /* --allow-unlocked: serve even when mlock fails */
+	/* residency tiers and copy scheduler (daemon/residency/fsr_tier*.c, fsr_sched.c) */
+	uint32_t tiers;         /* 1: tiers; 0: the untiered policy */
+	int recency_slots;      /* per layer, -1 = auto */
+	int predicted_slots;    /* per layer, -1 = auto */
+	int spare_slots;        /* per card, -1 = auto */
+	uint32_t bus_share_pct; /* share of the bus the copy scheduler plans with */
+	double freq_decay;      /* static tier: decay of use counts per window */
 };
 
 void fsd_config_defaults(struct fsd_config *c);
 /* Parse argv over the defaults; exits on --help/--version.  0 or -1 (message
  * printed). */
 int fsd_config_parse(struct fsd_config *c, int argc, char **argv);
+/* The residency core's tier and scheduler settings from the options. */
+void fsd_config_residency(const struct fsd_config *c, struct fsr_config *rc);
 
 /* ---- logging (sd-daemon priority prefixes, for journald) ------------- */
 extern int fsd_log_level;
@@ -108,7 +120,6 @@ struct fsd_client {
 	struct fs_client_hdr *hdr;
 	struct fs_ring_cons ring;
 	uint64_t hold_seen[FS_MAX_HOLDS]; /* last values read */
-	uint64_t hold_since[FS_MAX_HOLDS];
 	uint32_t newest_window;
 };
 
@@ -172,9 +183,12 @@ struct fsd {
 	struct fs_shm pool_shm[FS_MAX_CARDS];
 	int pool_ro_fd[FS_MAX_CARDS];
 	uint64_t slot_bytes;
+	struct fsd_gguf *gguf;  /* --model: the parsed file and its plan */
+	uint64_t *expert_bytes; /* --model: [layers * experts] blob sizes (residency core) */
 
 	/* epoch buffers (daemon's own record of what each holds) */
 	uint64_t buf_epoch[FS_MAX_EPOCH_BUFS];
+	uint64_t buf_superseded_ns[FS_MAX_EPOCH_BUFS]; /* when its epoch stopped being current */
 	uint32_t cur_buf;
 
 	/* residency core (hot thread only) */
@@ -224,6 +238,17 @@ uint64_t *fsd_epoch_entries(struct fsd *d, uint32_t buf);
 struct fs_epoch_buf_hdr *fsd_epoch_buf(struct fsd *d, uint32_t buf);
 uint32_t *fsd_ready(struct fsd *d, uint32_t card);
 uint64_t *fsd_issued_ns(struct fsd *d, uint32_t card);
+
+/* fsd_arena_gguf.c: the arena from a GGUF model file (--model).  open:
+ * parse and plan (sets the model's layers, experts, top-k, slot_bytes);
+ * load (after the daemon region exists, for the progress counters): fill
+ * and lock the arena. */
+int fsd_arena_gguf_open(struct fsd *d);
+int fsd_arena_gguf_load(struct fsd *d);
+void fsd_arena_gguf_close(struct fsd *d);
+/* --describe: the plan of `path` as JSON on stdout; 0, or 1 with the error
+ * on stderr. */
+int fsd_arena_gguf_describe(const char *path);
 
 /* fsd_arena_synth.c */
 int fsd_arena_synth_create(struct fsd *d);

@@ -112,6 +112,8 @@ static int peer_allowed(struct fsd *d, const struct peer *pe, char *why, size_t 
 	if (pe->uid == 0 || pe->uid == (uint64_t)geteuid())
 		return 1;
 	if (d->cfg.group[0]) {
+		/* Only the loop thread looks groups up: getgrnam's static buffer is safe. */
+		// cppcheck-suppress getgrnamCalled
 		struct group *g = getgrnam(d->cfg.group);
 		if (g && (pe->gid == (uint64_t)g->gr_gid || pid_in_group(pe->pid, g->gr_gid)))
 			return 1;
@@ -394,6 +396,8 @@ int fsd_control_start(struct fsd *d)
 		return -EIO;
 	}
 	if (d->cfg.group[0]) {
+		/* Only the loop thread looks groups up: getgrnam's static buffer is safe. */
+		// cppcheck-suppress getgrnamCalled
 		struct group *g = getgrnam(d->cfg.group);
 		if (!g) {
 			fsd_log(FSD_ERR, "control: group '%s' does not exist", d->cfg.group);

@@ -96,11 +96,8 @@ static void hot_apply_cmds(struct fsd *d)
 	for (uint32_t i = 0; i < n; i++) {
 		struct fsd_client *c = &d->clients[cmds[i].row];
 		if (cmds[i].type == FSD_CMD_ADD) {
-			uint64_t now = fs_now_ns();
 			c->hdr = c->region.base;
 			memset(c->hold_seen, 0, sizeof(c->hold_seen));
-			for (unsigned k = 0; k < FS_MAX_HOLDS; k++)
-				c->hold_since[k] = now;
 			c->newest_window = 0;
 			if (fsr_client_add(d->core, c->row) == 0) {
 				c->hot_active = 1;
@@ -187,7 +184,8 @@ static uint32_t hot_completions(struct fsd *d, uint64_t now)
 	pthread_mutex_unlock(&d->done_lock);
 	for (uint32_t i = 0; i < n; i++) {
 		fsr_copy_done(d->core, local[i].card, local[i].slot, local[i].gen, now);
-		fsd_count(&d->counters_card[(uint64_t)local[i].card * FS_N_CARD + FS_CC_bus_busy_ns], local[i].busy_ns);
+		fsd_count(&d->counters_card[(uint64_t)local[i].card * FS_N_CARD + FS_CC_bus_busy_ns],
+			  local[i].busy_ns);
 	}
 	return n;
 }
@@ -228,6 +226,8 @@ static int hot_publish(struct fsd *d, int *deferred)
 	uint64_t e = fsr_publish(d->core);
 	fs_store_release(&bh->epoch, e);
 	d->buf_epoch[b] = e;
+	d->buf_superseded_ns[d->cur_buf] = fs_now_ns();
+	d->buf_superseded_ns[b] = 0;
 	d->cur_buf = b;
 	fs_store_release(&d->dh->current, FS_CUR(e, b));
 	fsd_count(&d->counters_daemon[FS_C_epochs], 1);
@@ -235,7 +235,7 @@ static int hot_publish(struct fsd *d, int *deferred)
 }
 
 /* After a publish (and a full fence): read every hold, free what no one holds. */
-static uint32_t hot_holds(struct fsd *d, uint64_t now)
+static uint32_t hot_holds(struct fsd *d)
 {
 	fs_smp_mb(); /* the current store above, before these hold loads */
 	for (uint32_t row = 0; row < d->cfg.max_clients; row++) {
@@ -245,15 +245,23 @@ static uint32_t hot_holds(struct fsd *d, uint64_t now)
 		uint64_t holds[FS_MAX_HOLDS];
 		for (unsigned k = 0; k < FS_MAX_HOLDS; k++) {
 			holds[k] = fs_load_acquire(&c->hdr->holds[k]);
-			if (holds[k] != c->hold_seen[k]) {
-				c->hold_seen[k] = holds[k];
-				c->hold_since[k] = now;
-			}
+			c->hold_seen[k] = holds[k];
 		}
 		/* The core counts bad ones (bad_holds) and keeps the holds gauge. */
 		fsr_client_holds(d->core, row, holds);
 	}
 	return fsr_reclaim(d->core);
+}
+
+/* When the epoch `e` stopped being current, or 0 (current, or unknown). */
+static uint64_t hold_superseded(const struct fsd *d, uint64_t e)
+{
+	if (e == 0)
+		return 0;
+	for (uint32_t b = 0; b < d->cfg.epoch_bufs; b++)
+		if (d->buf_epoch[b] == e)
+			return b == d->cur_buf ? 0 : d->buf_superseded_ns[b];
+	return 0;
 }
 
 static void hot_liveness(struct fsd *d, uint64_t now)
@@ -267,15 +275,21 @@ static void hot_liveness(struct fsd *d, uint64_t now)
 		uint64_t hb = fs_load_relaxed(&c->hdr->heartbeat_ns);
 		if (hb > now || now - hb > live_ns) {
 			/* a heartbeat from the future is as dead as an old one */
-			fsd_log(FSD_WARN, "client %u (%s, pid %d): heartbeat stale, dropping its holds", row, c->name,
-				(int)c->pid);
+			fsd_log(FSD_WARN, "client %u (%s, pid %d): heartbeat stale, dropping its holds", row,
+				c->name, (int)c->pid);
 			fsd_count(&d->counters_daemon[FS_C_stale], 1);
 			hot_finish(d, c, FS_DETACH_STALE);
 			continue;
 		}
+		/* A hold is too old when the epoch it names was superseded more
+		 * than hold_timeout ago: a window that long is a hung or hostile
+		 * engine.  (Re-acquiring an epoch that is still current, window
+		 * after window, is normal and never times out.) */
 		for (unsigned k = 0; k < FS_MAX_HOLDS; k++) {
-			if (c->hold_seen[k] != 0 && now - c->hold_since[k] > hold_ns) {
-				fsd_log(FSD_WARN, "client %u (%s, pid %d): epoch %llu held over %u ms, revoking", row,
+			uint64_t since = hold_superseded(d, c->hold_seen[k]);
+			if (since && now > since && now - since > hold_ns) { /* since may be after `now` */
+				fsd_log(FSD_WARN,
+					"client %u (%s, pid %d): epoch %llu held over %u ms, revoking", row,
 					c->name, (int)c->pid, (unsigned long long)c->hold_seen[k],
 					d->cfg.hold_timeout_ms);
 				fsd_count(&d->counters_daemon[FS_C_stale], 1);
@@ -311,7 +325,7 @@ static void hot_sleep(struct fsd *d, uint64_t timeout_ns)
 		expect[n++] = seq;
 	}
 	/* A release that raced with the flags above: its slots are free now. */
-	if (!pending && hot_holds(d, fs_now_ns()) > 0)
+	if (!pending && hot_holds(d) > 0)
 		pending = 1;
 	if (!pending && !fs_load_relaxed(&d->hot_stop)) {
 		fs_futex_waitv(words, expect, n, timeout_ns);
@@ -357,9 +371,9 @@ static void *hot_main(void *arg)
 		}
 		/* Holds change without a record (a release), so read them on every
 		 * pass: eight loads per client. */
-		work += hot_holds(d, now);
+		work += hot_holds(d);
 		if (now - last_check >= HOT_CHECK_NS) {
-			hot_holds(d, now);
+			hot_holds(d);
 			hot_liveness(d, now);
 			last_check = now;
 		}

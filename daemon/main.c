@@ -18,7 +18,8 @@ static void on_signal(uv_signal_t *h, int sig)
 {
 	struct fsd *d = h->loop->data;
 	if (sig == SIGHUP) {
-		fsd_log(FSD_INFO, "SIGHUP: nothing is reloadable in this version; restart to change settings");
+		fsd_log(FSD_INFO,
+			"SIGHUP: nothing is reloadable in this version; restart to change settings");
 		return;
 	}
 	fsd_request_stop(d, sig == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -55,7 +56,12 @@ static void close_walk(uv_handle_t *h, void *arg)
 static int start(struct fsd *d)
 {
 	int r;
-	if ((r = fsd_arena_synth_create(d)) < 0) {
+	if (d->cfg.model_path[0]) {
+		/* The model's dimensions first; its bytes once the daemon region
+		 * (and with it the arena_load_* counters) exists. */
+		if ((r = fsd_arena_gguf_open(d)) < 0)
+			return r;
+	} else if ((r = fsd_arena_synth_create(d)) < 0) {
 		fsd_log(FSD_ERR, "arena: %s", strerror(-r));
 		return r;
 	}
@@ -70,6 +76,8 @@ static int start(struct fsd *d)
 		fsd_log(FSD_ERR, "daemon region: %s", strerror(-r));
 		return r;
 	}
+	if (d->gguf && (r = fsd_arena_gguf_load(d)) < 0)
+		return r;
 	struct fsr_config rc = {0};
 	rc.cards = d->cfg.cards;
 	for (uint32_t i = 0; i < rc.cards; i++)
@@ -79,8 +87,10 @@ static int start(struct fsd *d)
 	rc.max_clients = d->cfg.max_clients;
 	rc.max_inflight = d->cfg.max_inflight;
 	rc.uniform_bytes = d->cfg.expert_bytes;
+	rc.expert_bytes = d->expert_bytes; /* GGUF: per-layer blob sizes; synthetic: NULL */
 	rc.counters = (struct fsr_counters){d->counters_daemon, d->counters_card, d->counters_layer,
 					    d->counters_client};
+	fsd_config_residency(&d->cfg, &rc);
 	fsr_config_defaults(&rc);
 	d->core = fsr_create(&rc);
 	if (!d->core) {
@@ -108,6 +118,8 @@ int main(int argc, char **argv)
 	fsd_config_defaults(&d.cfg);
 	if (fsd_config_parse(&d.cfg, argc, argv) < 0)
 		return 2;
+	if (d.cfg.describe)
+		return fsd_arena_gguf_describe(d.cfg.model_path);
 	signal(SIGPIPE, SIG_IGN);
 	d.start_ns = fs_now_ns();
 	if (getrandom(&d.instance, sizeof(d.instance), 0) != (ssize_t)sizeof(d.instance))
@@ -145,7 +157,8 @@ int main(int argc, char **argv)
 	fs_store_release(&d.dh->heartbeat_ns, fs_now_ns());
 	fs_store_release(&d.dh->state, (uint32_t)FS_DAEMON_RUNNING);
 	fsd_log(FSD_INFO, "ready: pid %d, backend %s, model %s (%u layers x %u experts), %u cards x %u slots",
-		(int)getpid(), d.backend->name, d.cfg.model, d.cfg.layers, d.cfg.experts, d.cfg.cards, d.cfg.slots);
+		(int)getpid(), d.backend->name, d.cfg.model, d.cfg.layers, d.cfg.experts, d.cfg.cards,
+		d.cfg.slots);
 	uv_run(d.loop, UV_RUN_DEFAULT);
 
 out:
@@ -168,6 +181,7 @@ out:
 	if (d.arena_ro_fd >= 0)
 		close(d.arena_ro_fd);
 	fs_shm_close(&d.arena_shm);
+	fsd_arena_gguf_close(&d);
 	free(d.doneq);
 	fsd_log(FSD_INFO, "stopped");
 	return rc;

@@ -16,55 +16,65 @@
 #include "fs_proto.h"
 
 /* Whole daemon. */
-#define FS_COUNTERS_DAEMON(X)                                                          \
-	X(epochs, "residency epochs published")                                        \
-	X(publish_deferred, "publishes put off: every epoch buffer held")              \
-	X(attaches, "clients attached")                                                \
-	X(detaches, "clients detached (any reason)")                                   \
-	X(deaths, "clients found dead (process exited)")                               \
-	X(stale, "clients dropped for a stale heartbeat or an overlong hold")          \
-	X(refused, "control requests refused (credentials, version, limits)")          \
-	X(bad_requests, "malformed control requests")                                  \
-	X(windows, "decode windows ended (all clients)")                               \
-	X(records, "ring records consumed")                                            \
-	X(bad_records, "ring records rejected (type, fields, bounds)")                 \
-	X(bad_index, "impossible ring head/tail seen")                                 \
-	X(bad_holds, "held epoch numbers that cannot exist")                           \
-	X(hot_wakeups, "times the hot thread woke from sleep")
+#define FS_COUNTERS_DAEMON(X)                                                         \
+	X(epochs, "residency epochs published")                                       \
+	X(publish_deferred, "publishes put off: every epoch buffer held")             \
+	X(attaches, "clients attached")                                               \
+	X(detaches, "clients detached (any reason)")                                  \
+	X(deaths, "clients found dead (process exited)")                              \
+	X(stale, "clients dropped for a stale heartbeat or an overlong hold")         \
+	X(refused, "control requests refused (credentials, version, limits)")         \
+	X(bad_requests, "malformed control requests")                                 \
+	X(windows, "decode windows ended (all clients)")                              \
+	X(records, "ring records consumed")                                           \
+	X(bad_records, "ring records rejected (type, fields, bounds)")                \
+	X(bad_index, "impossible ring head/tail seen")                                \
+	X(bad_holds, "held epoch numbers that cannot exist")                          \
+	X(hot_wakeups, "times the hot thread woke from sleep")                        \
+	X(arena_load_done, "arena bytes read from the model file so far")             \
+	X(arena_load_total, "arena bytes to read from the model file (0: synthetic)") \
+	X(arena_load_ns, "nanoseconds spent loading the arena")
 
 /* Per card. */
-#define FS_COUNTERS_CARD(X)                                                            \
-	X(hits, "expert uses served from this card's slots")                           \
-	X(misses, "expert uses on this card served by the CPU path")                   \
-	X(predicted, "predictions received for this card")                            \
-	X(copied, "copies landed in this card's slots")                                \
-	X(late, "uses that missed while the expert's copy was in flight")              \
-	X(dropped, "predictions dropped (duplicate, no slot, stale)")                  \
-	X(evicted, "slots evicted")                                                     \
-	X(bytes, "bytes copied into this card's slots")                                \
-	X(bus_busy_ns, "nanoseconds the copy path was busy")                           \
-	X(resident, "slots holding a landed expert (gauge)")                           \
-	X(loading, "slots with a copy in flight (gauge)")
+#define FS_COUNTERS_CARD(X)                                                         \
+	X(hits, "expert uses served from this card's slots")                        \
+	X(misses, "expert uses on this card served by the CPU path")                \
+	X(predicted, "predictions received for this card")                          \
+	X(copied, "copies landed in this card's slots")                             \
+	X(late, "uses that missed while the expert's copy was in flight")           \
+	X(dropped, "predictions dropped (duplicate, no slot, stale)")               \
+	X(evicted, "slots evicted")                                                 \
+	X(bytes, "bytes copied into this card's slots")                             \
+	X(bus_busy_ns, "nanoseconds the copy path was busy")                        \
+	X(resident, "slots holding a landed expert (gauge)")                        \
+	X(loading, "slots with a copy in flight (gauge)")                           \
+	X(tier_static, "slots of the static tier, landed or loading (gauge)")       \
+	X(tier_recency, "slots of the recency tier, landed or loading (gauge)")     \
+	X(tier_predicted, "slots of the predicted tier, landed or loading (gauge)") \
+	X(landed_late, "copies that landed after their deadline")                   \
+	X(too_late, "wants not copied: the bus could not land them in time")        \
+	X(promoted, "experts moved into the static tier by measured use")
 
 /* Per layer (all cards). */
-#define FS_COUNTERS_LAYER(X)                                                           \
-	X(hits, "expert uses of this layer served from slots")                         \
-	X(misses, "expert uses of this layer served by the CPU path")                  \
-	X(predicted, "predictions for this layer")                                     \
-	X(copied, "copies landed for this layer")                                      \
-	X(late, "uses that missed while the copy was in flight")
+#define FS_COUNTERS_LAYER(X)                                          \
+	X(hits, "expert uses of this layer served from slots")        \
+	X(misses, "expert uses of this layer served by the CPU path") \
+	X(predicted, "predictions for this layer")                    \
+	X(copied, "copies landed for this layer")                     \
+	X(late, "uses that missed while the copy was in flight")      \
+	X(landed_late, "copies for this layer that landed after their deadline")
 
 /* Per attached client (indexed by its slot in the daemon's client table). */
-#define FS_COUNTERS_CLIENT(X)                                                          \
-	X(pid, "process id (gauge)")                                                   \
-	X(uid, "user id (gauge)")                                                      \
-	X(records, "records consumed from its ring")                                   \
-	X(bad_records, "records rejected")                                             \
-	X(windows, "windows ended")                                                    \
-	X(hits, "expert uses served from slots")                                       \
-	X(misses, "expert uses served by the CPU path")                                \
-	X(predicted, "predictions posted")                                             \
-	X(ring_full, "posts its ring refused (client's own count)")                    \
+#define FS_COUNTERS_CLIENT(X)                                       \
+	X(pid, "process id (gauge)")                                \
+	X(uid, "user id (gauge)")                                   \
+	X(records, "records consumed from its ring")                \
+	X(bad_records, "records rejected")                          \
+	X(windows, "windows ended")                                 \
+	X(hits, "expert uses served from slots")                    \
+	X(misses, "expert uses served by the CPU path")             \
+	X(predicted, "predictions posted")                          \
+	X(ring_full, "posts its ring refused (client's own count)") \
 	X(holds, "epochs held now (gauge)")
 
 #define FS_X_ENUM(name, help) FS_C_##name,

@@ -82,10 +82,10 @@ Test(gpu, engine_killed_mid_run_and_daemon_stop_under_engines, .timeout = 120)
 	char *a2[] = {(char *)FS_GPU_CHECK_BIN, (char *)"integrity", d.sock,
 		      (char *)"100000000",      (char *)"4",         NULL};
 	pid_t victim = fsh_spawn(a1, o1), survivor = fsh_spawn(a2, o2);
-	usleep(1000000);
+	sleep(1);
 	kill(victim, SIGKILL);
 	waitpid(victim, NULL, 0);
-	usleep(1000000);
+	sleep(1);
 	/* Stop the daemon while the survivor holds IPC handles and epochs: it
 	 * must fall back to the CPU path and finish without a mismatch. */
 	kill(d.pid, SIGTERM);

@@ -18,6 +18,15 @@
  * RETIRING slot left the table in epoch `retire` (the first published epoch
  * that does not map it) and is rewritten only after reclaim.
  *
+ * Policy: with fsr_config.tiers = 0, one LRU pool per card fed by a FIFO of
+ * wants (the first, simple policy, fsr_policy.c).  With tiers, each card's
+ * slots are split into reserved sizes for a static tier (hot experts by
+ * decayed use, seeded by a profile), a recency tier (experts that just
+ * missed) and a predicted tier (router-ahead candidates), and a copy
+ * scheduler hands out copies by deadline and score within what the bus
+ * can land in time (fsr_tiers.c, fsr_tier_*.c, fsr_sched.c).  Times come
+ * from the caller: the daemon's clock or fs-replay's virtual one.
+ *
  * Inputs are trusted to be in bounds: the daemon validates every record
  * (layer < layers, expert < experts, card < cards or FS_CARD_NONE) before it
  * calls fsr_record().  Hold values are NOT trusted (they come from client
@@ -44,17 +53,45 @@ struct fsr_counters {
 	uint64_t *client; /* [max_clients][FS_N_CLIENT] */
 };
 
+/* Tier sizes: a number of slots per layer, or one of these. */
+#define FSR_AUTO UINT32_MAX       /* the documented default for the layer's share */
+#define FSR_ALL (UINT32_MAX - 1u) /* recency only: the layer's whole share (per-layer LRU) */
+
 struct fsr_config {
-	uint32_t cards;                /* 1..FS_MAX_CARDS */
-	uint32_t slots[FS_MAX_CARDS];  /* slots per card, >= 1 */
-	uint32_t layers;               /* 1..FS_MAX_LAYERS */
-	uint32_t experts;              /* 1..FS_MAX_EXPERTS */
-	uint32_t max_clients;          /* 1..64 */
-	uint32_t max_inflight;         /* copies in flight per card (default 32) */
-	uint32_t want_max_age;         /* windows a wanted expert stays wanted (default 2) */
-	const uint64_t *expert_bytes;  /* [layers * experts], or NULL: uniform_bytes */
+	uint32_t cards;               /* 1..FS_MAX_CARDS */
+	uint32_t slots[FS_MAX_CARDS]; /* slots per card, >= 1 */
+	uint32_t layers;              /* 1..FS_MAX_LAYERS */
+	uint32_t experts;             /* 1..FS_MAX_EXPERTS */
+	uint32_t max_clients;         /* 1..64 */
+	uint32_t max_inflight;        /* copies in flight per card (default 32) */
+	uint32_t want_max_age;        /* windows a wanted expert stays wanted (default 2) */
+	const uint64_t *expert_bytes; /* [layers * experts], or NULL: uniform_bytes */
 	uint64_t uniform_bytes;
 	struct fsr_counters counters;
+
+	/*
+	 * Tiers (fsr_tiers.c and fsr_tier_*.c).  tiers = 0 keeps the untiered
+	 * policy (one LRU pool, FIFO wants); the fields below are then unused.
+	 * With tiers, each card's slots less `spare_slots` are shared out over
+	 * the layers that run on it; each layer's share reserves recency_slots
+	 * and predicted_slots for that layer, and the rest of every share is
+	 * the static tier's, one size for the card.  fsr_config_tiers() sets
+	 * the documented defaults.
+	 */
+	uint32_t tiers;           /* 0: untiered; 1: tiers and the copy scheduler */
+	uint32_t recency_slots;   /* per layer, 0, a number, FSR_AUTO or FSR_ALL */
+	uint32_t predicted_slots; /* per layer, 0, a number or FSR_AUTO */
+	uint32_t spare_slots;     /* per card, outside every tier; FSR_AUTO */
+	uint32_t adapt;           /* 1: the static tier follows measured use */
+	uint32_t cand_per_layer;  /* copy candidates kept per (card, layer), 1..255 */
+	float freq_decay;         /* decayed use counts: factor per token, (0, 1] */
+	float pred_min_score;     /* predictions scored lower are not copied */
+
+	/* The copy scheduler's model of the bus (fsr_sched.c).  Times come
+	 * from the caller: the core has no clock. */
+	double bus_gbps;        /* one card's link, 1e9 B/s; 0: no limit known */
+	uint32_t bus_share_pct; /* share of the link the scheduler plans with, 1..100 */
+	uint64_t layer_ns;      /* per-layer time assumed until measured */
 };
 
 /* One copy for the backend to perform: arena blob (layer, expert) -> slot. */
@@ -65,16 +102,22 @@ struct fsr_copy {
 	uint32_t layer;
 	uint32_t expert;
 	uint64_t bytes;
+	uint32_t tier;        /* enum fsr_tier the slot joins */
+	uint32_t window;      /* window of the record that wanted it */
+	uint64_t deadline_ns; /* when it is needed (tiers); UINT64_MAX: no deadline */
 };
 
 /* Fill in defaults for fields left 0; then fsr_create() validates. */
 void fsr_config_defaults(struct fsr_config *cfg);
+/* Turn the tiers on with their documented defaults (fsr_core.c says why
+ * each is what it is); the caller may then override any of them. */
+void fsr_config_tiers(struct fsr_config *cfg);
 /* NULL with errno EINVAL (bad config) or ENOMEM. */
 struct fsr *fsr_create(const struct fsr_config *cfg);
 void fsr_destroy(struct fsr *r);
 
 /* Clients are rows 0..max_clients-1 (the daemon's client table index). */
-int fsr_client_add(struct fsr *r, uint32_t client);    /* 0, -EINVAL, -EEXIST */
+int fsr_client_add(struct fsr *r, uint32_t client);     /* 0, -EINVAL, -EEXIST */
 void fsr_client_remove(struct fsr *r, uint32_t client); /* drops its holds */
 /* The client's holds as read from its region after the latest publish.
  * Zero entries are free; values above the published epoch are ignored and
@@ -85,10 +128,12 @@ unsigned fsr_client_holds(struct fsr *r, uint32_t client, const uint64_t holds[F
 void fsr_record(struct fsr *r, uint32_t client, const struct fs_rec *rec, uint64_t now_ns);
 
 /* Up to max copies for `card`; their slots become LOADING with a new gen.
- * The backend must store ready word 0 before the copy and gen after it. */
-unsigned fsr_take_copies(struct fsr *r, uint32_t card, struct fsr_copy *out, unsigned max,
-			 uint64_t now_ns);
-/* The copy into (card, slot) with gen has landed: LOADING -> RESIDENT. */
+ * The backend must store ready word 0 before the copy and gen after it.
+ * With tiers, the copy scheduler (fsr_sched.c) picks them by deadline and
+ * score and hands over only what the bus can land before it is needed. */
+unsigned fsr_take_copies(struct fsr *r, uint32_t card, struct fsr_copy *out, unsigned max, uint64_t now_ns);
+/* The copy into (card, slot) with gen has landed: LOADING -> RESIDENT.
+ * A landing after the copy's deadline counts `landed_late`. */
 void fsr_copy_done(struct fsr *r, uint32_t card, uint32_t slot, uint32_t gen, uint64_t now_ns);
 
 /* Epochs. */
@@ -112,6 +157,41 @@ int fsr_epoch_held(const struct fsr *r, uint64_t epoch);
  * since it was added, keeps it RETIRING. */
 unsigned fsr_reclaim(struct fsr *r);
 
+/* ---- tiers ------------------------------------------------------------ */
+
+/* The tier a LOADING or RESIDENT slot belongs to.  Untiered cores put every
+ * slot in FSR_TIER_POOL. */
+enum fsr_tier {
+	FSR_TIER_POOL = 0,  /* untiered: one LRU pool per card */
+	FSR_TIER_STATIC,    /* the profile: hottest experts by (decayed) use */
+	FSR_TIER_RECENCY,   /* experts that just missed */
+	FSR_TIER_PREDICTED, /* router-ahead candidates within a window */
+	FSR_NTIERS
+};
+const char *fsr_tier_name(enum fsr_tier t);
+
+/* A static profile: use counts per (layer, expert), counts[layer * experts
+ * + expert] (a saved profile, a warm-up, prefill).  Seeds the decayed use
+ * scores and queues background copies that fill each layer's tiers with its
+ * hottest experts, hottest first (ties: lower expert id).  Tiers only:
+ * -EINVAL otherwise. */
+int fsr_profile_load(struct fsr *r, const uint32_t *counts);
+/* The decayed use scores now, rounded, in the same layout (what `fsctl
+ * profile save` writes and fsr_profile_load() reads back). */
+void fsr_profile_save(const struct fsr *r, uint32_t *counts);
+
+/* Recency and predicted: reserved size and use at this (card, layer).  The
+ * static tier has one size per card, shared by its layers: both fields are
+ * then the card's. */
+struct fsr_tier_info {
+	uint32_t quota;
+	uint32_t used; /* LOADING + RESIDENT slots of the tier */
+};
+int fsr_tier_info(const struct fsr *r, uint32_t card, uint32_t layer, enum fsr_tier t,
+		  struct fsr_tier_info *out);
+/* Measured (or, before any measurement, configured) per-layer time. */
+uint64_t fsr_layer_ns(const struct fsr *r);
+
 /* Introspection for telemetry and tests. */
 enum fsr_slot_state { FSR_FREE = 0, FSR_LOADING, FSR_RESIDENT, FSR_RETIRING };
 struct fsr_slot_info {
@@ -119,6 +199,7 @@ struct fsr_slot_info {
 	uint32_t gen;
 	uint32_t layer, expert; /* valid unless FREE */
 	uint64_t retire;        /* RETIRING: first epoch without it */
+	enum fsr_tier tier;     /* LOADING, RESIDENT */
 };
 int fsr_slot_info(const struct fsr *r, uint32_t card, uint32_t slot, struct fsr_slot_info *out);
 /* Slot of (layer, expert) on card in the working table, or FSR_NONE. */

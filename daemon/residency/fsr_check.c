@@ -8,6 +8,60 @@
 			return -__LINE__; \
 	} while (0)
 
+/* Tiers: every LOADING or RESIDENT slot is in the list of its (layer,
+ * tier) and nowhere else; lists count right; no tier is above its reserved
+ * size (unless a layer moved here and the trim is pending); candidates are
+ * distinct, in bounds and marked in `wanted`. */
+static int check_tiers(const struct fsr *r, const struct fsr_card *cd)
+{
+	uint32_t ns = cd->nslots, inlists = 0, per_tier[FSR_NTIERS] = {0}, ncands = 0;
+	uint64_t reserved = 0;
+	for (uint32_t l = 0; l < r->layers; l++) {
+		for (unsigned t = 0; t < FSR_NTIERS; t++) {
+			const struct fsr_tlist *tl = &cd->tl[l * FSR_NTIERS + t];
+			uint32_t n = 0, prev = FSR_NONE;
+			for (uint32_t s = tl->old; s != FSR_NONE; prev = s, s = cd->slot[s].tnext, n++) {
+				CHECK(s < ns && n < ns);
+				const struct fsr_slot *sl = &cd->slot[s];
+				CHECK(sl->state == FSR_LOADING || sl->state == FSR_RESIDENT);
+				CHECK(sl->layer == l && sl->tier == t && sl->tprev == prev);
+			}
+			CHECK(n == tl->n && tl->young == prev);
+			CHECK(t != FSR_TIER_POOL || n == 0);
+			CHECK(t == FSR_TIER_STATIC || n <= cd->quota[l * FSR_NTIERS + t] || cd->retrim);
+			CHECK(cd->quota[l * FSR_NTIERS + FSR_TIER_POOL] == 0 &&
+			      cd->quota[l * FSR_NTIERS + FSR_TIER_STATIC] == 0);
+			inlists += n;
+			per_tier[t] += n;
+			reserved += cd->quota[l * FSR_NTIERS + t];
+		}
+		if (cd->cold_ok[l] && cd->cold[l] != FSR_NONE) {
+			const struct fsr_slot *cs = &cd->slot[cd->cold[l]];
+			CHECK(cs->state == FSR_RESIDENT && cs->tier == FSR_TIER_STATIC && cs->layer == l);
+		}
+		const struct fsr_cand *v = fsr_cands(r, cd, l);
+		CHECK(cd->ncand[l] <= r->cand_per_layer);
+		for (uint32_t i = 0; i < cd->ncand[l]; i++) {
+			CHECK(v[i].expert < r->experts);
+			CHECK(v[i].tier > FSR_TIER_POOL && v[i].tier < FSR_NTIERS);
+			CHECK(cd->wanted[fsr_idx(r, l, v[i].expert)] & FSR_W_CAND);
+			for (uint32_t j = 0; j < i; j++)
+				CHECK(v[j].expert != v[i].expert);
+		}
+		ncands += cd->ncand[l];
+	}
+	CHECK(cd->ntier[FSR_TIER_STATIC] <= cd->static_quota || cd->retrim);
+	CHECK(reserved + cd->static_quota == cd->quota_total && cd->quota_total <= ns);
+	CHECK(inlists == cd->nloading + cd->nresident);
+	CHECK(ncands == cd->cands);
+	for (unsigned t = 0; t < FSR_NTIERS; t++)
+		CHECK(per_tier[t] == cd->ntier[t]);
+	CHECK(fs_load_relaxed(&cd->ctr[FS_CC_tier_static]) == cd->ntier[FSR_TIER_STATIC]);
+	CHECK(fs_load_relaxed(&cd->ctr[FS_CC_tier_recency]) == cd->ntier[FSR_TIER_RECENCY]);
+	CHECK(fs_load_relaxed(&cd->ctr[FS_CC_tier_predicted]) == cd->ntier[FSR_TIER_PREDICTED]);
+	return 0;
+}
+
 static int check_card(const struct fsr *r, const struct fsr_card *cd)
 {
 	uint32_t ns = cd->nslots, n, s, prev;
@@ -50,7 +104,7 @@ static int check_card(const struct fsr *r, const struct fsr_card *cd)
 	}
 	CHECK(n == cd->nretiring && cd->ret_tail == prev);
 
-	size_t total = (size_t)r->layers * r->experts, mapped = 0, wanted = 0;
+	size_t total = (size_t)r->layers * r->experts, mapped = 0, wanted = 0, cands = 0;
 	for (size_t i = 0; i < total; i++) {
 		s = cd->slot_of[i];
 		if (s != FSR_NONE) {
@@ -58,8 +112,10 @@ static int check_card(const struct fsr *r, const struct fsr_card *cd)
 			CHECK(fsr_idx(r, cd->slot[s].layer, cd->slot[s].expert) == i);
 			mapped++;
 		}
-		CHECK(cd->wanted[i] <= 1);
-		wanted += cd->wanted[i];
+		CHECK((cd->wanted[i] & ~(FSR_W_QUEUED | FSR_W_CAND)) == 0);
+		CHECK(r->tiers || (cd->wanted[i] & FSR_W_CAND) == 0);
+		wanted += cd->wanted[i] & FSR_W_QUEUED;
+		cands += (cd->wanted[i] & FSR_W_CAND) != 0;
 	}
 	CHECK(mapped == (size_t)cd->nloading + cd->nresident);
 
@@ -67,12 +123,20 @@ static int check_card(const struct fsr *r, const struct fsr_card *cd)
 	CHECK(wanted == cd->wq_len);
 	for (n = 0; n < cd->wq_len; n++) {
 		uint32_t at = (cd->wq_head + n) % cd->wq_cap;
-		CHECK(cd->wq[at].idx < total && cd->wanted[cd->wq[at].idx]);
+		CHECK(cd->wq[at].idx < total && (cd->wanted[cd->wq[at].idx] & FSR_W_QUEUED));
+		CHECK(cd->wq[at].tier < FSR_NTIERS);
 	}
 
 	CHECK(fs_load_relaxed(&cd->ctr[FS_CC_resident]) == cd->nresident);
 	CHECK(fs_load_relaxed(&cd->ctr[FS_CC_loading]) == cd->nloading);
-	return 0;
+	if (!r->tiers) {
+		for (s = 0; s < ns; s++)
+			CHECK(cd->slot[s].state == FSR_FREE || cd->slot[s].state == FSR_RETIRING ||
+			      cd->slot[s].tier == FSR_TIER_POOL);
+		return 0;
+	}
+	CHECK(cands == cd->cands);
+	return check_tiers(r, cd);
 }
 
 int fsr_check(const struct fsr *r)

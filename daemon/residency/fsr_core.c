@@ -1,17 +1,98 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fsr_core.c: configuration, create/destroy, introspection. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fsr_internal.h"
 
+/*
+ * Defaults of the fields where 0 means nothing useful, and why:
+ *  - cand_per_layer 16: a layer gets ~1-3 misses and a few predictions
+ *    per window; 16 holds two windows of them.
+ *  - freq_decay 0.95 per token (the decay clock counts the tokens of the
+ *    windows that ended, WIN_BEGIN's value; 1 when unknown): a use weighs
+ *    half after ~14 tokens, so the static tier follows a topic change
+ *    within a few dozen tokens yet keeps experts used every few windows.
+ *    Per token, because a window's length varies with speculative
+ *    decoding; 0.95 is 0.9 per window of the discussion's ~2 tokens.  The
+ *    replay's sensitivity rows show 0.9 and 0.98 (docs/results/replay.md).
+ *  - bus_share_pct 80: the scheduler plans with 4/5 of the link and leaves
+ *    the rest to the engine's own demand copies; the discussion measured
+ *    that an engine pushing more of its misses over PCIe got slower.
+ *  - layer_ns 270833: the discussion's zero-miss window, 13.0 ms over 48
+ *    layers; replaced by measurement once usage records arrive.
+ */
 void fsr_config_defaults(struct fsr_config *cfg)
 {
 	if (cfg->max_inflight == 0)
 		cfg->max_inflight = 32;
 	if (cfg->want_max_age == 0)
 		cfg->want_max_age = 2;
+	if (cfg->cand_per_layer == 0)
+		cfg->cand_per_layer = 16;
+	if (cfg->freq_decay == 0.0f)
+		cfg->freq_decay = 0.95f;
+	if (cfg->bus_share_pct == 0)
+		cfg->bus_share_pct = 80;
+	if (cfg->layer_ns == 0)
+		cfg->layer_ns = 270833;
+}
+
+/*
+ * The tiers' sizes default to FSR_AUTO, worked out per layer from its share
+ * of the card's slots (fsr_tiers.c):
+ *  - recency: a 16th of the share, at least 1.  The discussion reserved 16
+ *    of a 266-slot share (12,779 slots over 48 layers); on 128-expert
+ *    models at 25-50 % that is 2-4 slots, and the replay found that bigger
+ *    rings there take slots from the adaptive static tier, which keeps the
+ *    experts that come back better than a ring does.
+ *  - predicted: a 16th of the share, 1..4.  A x8 link moves one or two
+ *    experts per layer time and predictions look 1-3 layers ahead, so a
+ *    layer seldom gets more than a few predicted copies per window.
+ *  - spare: one slot per layer of the card, at most 1 % of its slots.  A
+ *    slot evicted mid-window is free again only once the window's epoch
+ *    is released (the grace period); spare slots let copies wanted
+ *    mid-window start at once.  Each costs a slot of capacity, which on a
+ *    small card is worth more than an early start (the replay: 48 spare
+ *    slots of 960 cost gemma 2 % more misses at 25 %).
+ *  - adapt: on.  A profile from a short prefill or warm-up is noisy; the
+ *    static tier then follows decayed use (promotions without copies,
+ *    copies for experts that became hotter than its coldest member).
+ */
+void fsr_config_tiers(struct fsr_config *cfg)
+{
+	cfg->tiers = 1;
+	cfg->recency_slots = FSR_AUTO;
+	cfg->predicted_slots = FSR_AUTO;
+	cfg->spare_slots = FSR_AUTO;
+	cfg->adapt = 1;
+	fsr_config_defaults(cfg);
+}
+
+const char *fsr_tier_name(enum fsr_tier t)
+{
+	static const char *const names[FSR_NTIERS] = {"pool", "static", "recency", "predicted"};
+	return (unsigned)t < FSR_NTIERS ? names[t] : "?";
+}
+
+static int tiers_valid(const struct fsr_config *cfg)
+{
+	if (!cfg->tiers)
+		return 1;
+	if (cfg->cand_per_layer < 1 || cfg->cand_per_layer > 255)
+		return 0;
+	if (!(cfg->freq_decay > 0.0f && cfg->freq_decay <= 1.0f))
+		return 0;
+	if (cfg->bus_share_pct < 1 || cfg->bus_share_pct > 100)
+		return 0;
+	if (!(cfg->bus_gbps >= 0.0 && cfg->bus_gbps < 1e6)) /* also NaN */
+		return 0;
+	if (!(cfg->pred_min_score >= 0.0f && isfinite(cfg->pred_min_score)))
+		return 0;
+	/* Candidates name their client in a byte. */
+	return cfg->max_clients < FSR_CAND_NOCLIENT && cfg->layer_ns > 0;
 }
 
 static int config_valid(const struct fsr_config *cfg)
@@ -36,7 +117,7 @@ static int config_valid(const struct fsr_config *cfg)
 	/* Window ages are compared as signed 32-bit differences. */
 	if (cfg->want_max_age > (uint32_t)INT32_MAX)
 		return 0;
-	return 1;
+	return tiers_valid(cfg);
 }
 
 static int card_init(struct fsr *r, uint32_t c, uint32_t nslots)
@@ -68,7 +149,27 @@ static int card_init(struct fsr *r, uint32_t c, uint32_t nslots)
 	cd->ret_head = cd->ret_tail = FSR_NONE;
 	cd->ctr = r->c_card + (uint64_t)c * FS_N_CARD;
 	fsr_gauges(cd);
-	return 0;
+	return r->tiers ? fsr_tiers_init(r, c) : 0;
+}
+
+static int tiers_create(struct fsr *r, const struct fsr_config *cfg)
+{
+	size_t n = (size_t)r->layers * r->experts;
+	r->tiers = 1;
+	r->adapt = cfg->adapt != 0;
+	r->cfg_recency = cfg->recency_slots;
+	r->cfg_predicted = cfg->predicted_slots;
+	r->cfg_spare = cfg->spare_slots;
+	r->cand_per_layer = cfg->cand_per_layer;
+	r->pred_min_score = cfg->pred_min_score;
+	r->bus_bytes_per_ns = cfg->bus_gbps * cfg->bus_share_pct / 100.0;
+	r->layer_ns = cfg->layer_ns;
+	r->decay = cfg->freq_decay;
+	for (uint32_t i = 0; i < FSR_DECAY_STEPS; i++)
+		r->decay_pow[i] = powf(cfg->freq_decay, (float)i);
+	r->score = calloc(n, sizeof(*r->score));
+	r->score_tick = calloc(n, sizeof(*r->score_tick));
+	return r->score && r->score_tick ? 0 : -ENOMEM;
 }
 
 struct fsr *fsr_create(const struct fsr_config *cfg)
@@ -132,6 +233,8 @@ struct fsr *fsr_create(const struct fsr_config *cfg)
 
 	for (uint32_t l = 0; l < r->layers; l++)
 		r->home[l] = (uint16_t)((uint64_t)l * r->cards / r->layers);
+	if (cfg->tiers && tiers_create(r, cfg) != 0)
+		goto nomem;
 	for (uint32_t c = 0; c < r->cards; c++)
 		if (card_init(r, c, cfg->slots[c]) != 0)
 			goto nomem;
@@ -151,7 +254,15 @@ void fsr_destroy(struct fsr *r)
 		free(r->card[c].slot_of);
 		free(r->card[c].wanted);
 		free(r->card[c].wq);
+		free(r->card[c].tl);
+		free(r->card[c].quota);
+		free(r->card[c].cand);
+		free(r->card[c].ncand);
+		free(r->card[c].cold);
+		free(r->card[c].cold_ok);
 	}
+	free(r->score);
+	free(r->score_tick);
 	free(r->home);
 	free(r->expert_bytes);
 	free(r->c_priv);
@@ -169,8 +280,31 @@ int fsr_slot_info(const struct fsr *r, uint32_t card, uint32_t slot, struct fsr_
 		.layer = sl->state == FSR_FREE ? 0 : sl->layer,
 		.expert = sl->state == FSR_FREE ? 0 : sl->expert,
 		.retire = sl->state == FSR_RETIRING ? sl->retire : 0,
+		.tier = (enum fsr_tier)sl->tier,
 	};
 	return 0;
+}
+
+int fsr_tier_info(const struct fsr *r, uint32_t card, uint32_t layer, enum fsr_tier t,
+		  struct fsr_tier_info *out)
+{
+	if (card >= r->cards || layer >= r->layers || (unsigned)t >= FSR_NTIERS || out == NULL)
+		return -EINVAL;
+	if (!r->tiers) {
+		*out = (struct fsr_tier_info){0};
+		return 0;
+	}
+	const struct fsr_card *cd = &r->card[card];
+	*out = (struct fsr_tier_info){
+		.quota = t == FSR_TIER_POOL ? 0 : fsr_quota(cd, layer, t),
+		.used = t == FSR_TIER_POOL ? 0 : fsr_used(cd, layer, t),
+	};
+	return 0;
+}
+
+uint64_t fsr_layer_ns(const struct fsr *r)
+{
+	return r->layer_ns;
 }
 
 uint32_t fsr_lookup(const struct fsr *r, uint32_t card, uint32_t layer, uint32_t expert)

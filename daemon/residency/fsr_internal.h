@@ -15,6 +15,16 @@
  *              table, LOADING and RESIDENT slots only
  *   wants      bounded FIFO ring of experts to copy in, with a `wanted`
  *              byte per (layer, expert) so an expert is queued once
+ *              (untiered: every want; tiers: the profile's background fill)
+ *
+ * With tiers, per card and layer as well:
+ *   tl[]       one list per tier of its LOADING and RESIDENT slots, linked
+ *              through slot.tprev/tnext, least recently used first
+ *   quota[]    the tier's reserved size there
+ *   cand[]     up to cand_per_layer copy candidates (recency, static,
+ *              predicted), the scheduler's queue (fsr_cands.c)
+ * and per core: decayed use scores per (layer, expert) (fsr_tier_static.c),
+ * and per client where it runs now (fsr_clock.c).
  */
 #ifndef FSR_INTERNAL_H
 #define FSR_INTERNAL_H
@@ -33,23 +43,49 @@
 /* take_copies looks at most this many LRU entries past the ones it needs
  * for an unprotected victim before it evicts protected ones. */
 #define FSR_EVICT_SCAN_EXTRA 64u
+/* Decay factors are tabulated this far; older scores take powf(). */
+#define FSR_DECAY_STEPS 256u
+/* A victim search passes over at most this many protected slots. */
+#define FSR_VICTIM_SCAN 32u
 
 struct fsr_slot {
-	uint64_t retire; /* RETIRING: first epoch that does not map it */
-	uint32_t gen;    /* bumped on every load, never FS_GEN_NONE */
-	uint32_t layer;  /* valid unless FREE */
+	uint64_t retire;   /* RETIRING: first epoch that does not map it */
+	uint64_t deadline; /* LOADING: when its copy is needed (tiers) */
+	uint32_t gen;      /* bumped on every load, never FS_GEN_NONE */
+	uint32_t layer;    /* valid unless FREE */
 	uint32_t expert;
-	uint32_t prev;        /* RESIDENT: LRU neighbours (FSR_NONE at the ends) */
-	uint32_t next;        /* RESIDENT: LRU; FREE, RETIRING: next in its list */
+	uint32_t prev;  /* RESIDENT: LRU neighbours (FSR_NONE at the ends) */
+	uint32_t next;  /* RESIDENT: LRU; FREE, RETIRING: next in its list */
+	uint32_t tprev; /* LOADING, RESIDENT with tiers: its tier list */
+	uint32_t tnext;
 	uint32_t prot_window; /* the window of prot_client when last loaded/touched */
 	uint32_t prot_client; /* FSR_NONE: not protected */
 	uint8_t state;        /* enum fsr_slot_state */
+	uint8_t tier;         /* enum fsr_tier (LOADING, RESIDENT) */
 };
+
+/* A tier's slots at one (card, layer), least recently used at `old`. */
+struct fsr_tlist {
+	uint32_t old, young, n;
+};
+
+/* A copy the scheduler may issue (fsr_cands.c).  Its deadline is worked
+ * out when the scheduler looks, from where its client runs then. */
+struct fsr_cand {
+	float score;     /* predicted: the prediction's; else the decayed use score */
+	uint32_t window; /* its client's window when wanted */
+	uint32_t mark;   /* take_serial of the last take_copies that passed it over */
+	uint16_t expert;
+	uint8_t tier;   /* enum fsr_tier the copy would join */
+	uint8_t client; /* client row, FSR_CAND_NOCLIENT when none */
+};
+#define FSR_CAND_NOCLIENT 0xffu
 
 struct fsr_want {
 	uint32_t idx;    /* layer * experts + expert */
 	uint32_t window; /* the window of the record that wanted it */
 	uint32_t client; /* its client row, FSR_NONE when none */
+	uint8_t tier;    /* the tier it is for (untiered: FSR_TIER_POOL) */
 };
 
 struct fsr_card {
@@ -64,7 +100,25 @@ struct fsr_card {
 	uint32_t ret_head, ret_tail, nretiring;
 	uint32_t nloading;
 	uint64_t *ctr; /* this card's row of card counters */
+
+	/* tiers */
+	struct fsr_tlist *tl;  /* [layers][FSR_NTIERS] */
+	uint32_t *quota;       /* [layers][FSR_NTIERS]: recency, predicted (static: 0) */
+	uint32_t static_quota; /* the static tier's size: one per card, shared by its layers */
+	uint32_t quota_total;  /* every reserved size: the card's slots less the spare ones */
+	uint32_t *cold;        /* [layers]: the layer's coldest static slot, cached */
+	uint8_t *cold_ok;      /* [layers]: cold[] is up to date */
+	uint32_t ntier[FSR_NTIERS];
+	struct fsr_cand *cand; /* [layers][cand_per_layer] */
+	uint8_t *ncand;        /* [layers] */
+	uint32_t cands;        /* sum of ncand */
+	uint64_t bus_free;     /* when the copies handed out will have landed (estimate) */
+	int retrim;            /* reserved sizes shrank: trim before copying */
 };
+
+/* wanted[] bits: an expert is in the want FIFO, or a copy candidate. */
+#define FSR_W_QUEUED 1u
+#define FSR_W_CAND 2u
 
 struct fsr_client {
 	uint64_t holds[FS_MAX_HOLDS]; /* accepted holds, 0 = free */
@@ -72,6 +126,12 @@ struct fsr_client {
 	uint32_t newest_window;       /* newest window seen (serial arithmetic) */
 	uint8_t live;
 	uint8_t window_seen;
+	/* Where it runs (fsr_clock.c): the layer of its newest usage, in
+	 * window pos_window, entered at layer_t; its window began at win_t. */
+	uint8_t pos_valid;
+	uint32_t win_tokens; /* tokens of its current window (WIN_BEGIN), 0 unknown */
+	uint32_t pos_layer, pos_window;
+	uint64_t layer_t, win_t;
 };
 
 struct fsr {
@@ -89,6 +149,25 @@ struct fsr {
 	uint64_t *c_layer;  /* [layers][FS_N_LAYER] */
 	uint64_t *c_client; /* [max_clients][FS_N_CLIENT] */
 	uint64_t *c_priv;   /* backing store for the rows the caller left NULL */
+
+	/* tiers (zero when untiered) */
+	int tiers;
+	int adapt;
+	uint32_t cfg_recency, cfg_predicted, cfg_spare; /* as configured, FSR_AUTO/ALL kept */
+	uint32_t cand_per_layer;
+	float pred_min_score;
+	float *score; /* [layers * experts]: decayed use count as of score_tick */
+	uint32_t *score_tick;
+	uint32_t tick;                    /* tokens of the windows ended (any client): the decay clock */
+	float decay;                      /* freq_decay */
+	float decay_pow[FSR_DECAY_STEPS]; /* freq_decay^n */
+
+	/* the scheduler's clock and bus (fsr_clock.c, fsr_sched.c) */
+	double bus_bytes_per_ns; /* planned rate: link x share; 0 = no limit */
+	uint64_t layer_ns;       /* per-layer time (EWMA of measurements) */
+	uint64_t window_ns;      /* window period (EWMA), 0 until measured */
+	int layer_measured;      /* layer_ns is a measurement, not the configured guess */
+	uint32_t take_serial;    /* counts fsr_take_copies() calls */
 };
 
 /* Counters: one writer (the core), readers anywhere, so a relaxed load and
@@ -124,9 +203,86 @@ FSR_INTERNAL void fsr_gauges(struct fsr_card *cd);
 FSR_INTERNAL void fsr_lru_touch(struct fsr_card *cd, uint32_t s);
 FSR_INTERNAL void fsr_slot_protect(struct fsr *r, struct fsr_slot *sl, uint32_t client);
 FSR_INTERNAL int fsr_slot_protected(const struct fsr *r, const struct fsr_slot *sl);
-FSR_INTERNAL uint32_t fsr_slot_load(struct fsr *r, uint32_t card, uint32_t idx, uint32_t client);
+FSR_INTERNAL uint32_t fsr_slot_load(struct fsr *r, uint32_t card, uint32_t idx, uint32_t client,
+				    unsigned tier);
 FSR_INTERNAL void fsr_slot_evict(struct fsr *r, uint32_t card, uint32_t s);
 FSR_INTERNAL unsigned fsr_slots_reclaim(struct fsr *r, uint32_t card, uint64_t upto);
+
+static inline uint64_t fsr_bytes(const struct fsr *r, uint32_t idx)
+{
+	return r->expert_bytes ? r->expert_bytes[idx] : r->uniform_bytes;
+}
+
+static inline struct fsr_tlist *fsr_tl(struct fsr_card *cd, uint32_t layer, unsigned tier)
+{
+	return &cd->tl[layer * FSR_NTIERS + tier];
+}
+
+/* A tier's reserved size at a layer; the static tier's is the card's. */
+static inline uint32_t fsr_quota(const struct fsr_card *cd, uint32_t layer, unsigned tier)
+{
+	return tier == FSR_TIER_STATIC ? cd->static_quota : cd->quota[layer * FSR_NTIERS + tier];
+}
+
+/* Slots the tier holds against that size. */
+static inline uint32_t fsr_used(const struct fsr_card *cd, uint32_t layer, unsigned tier)
+{
+	return tier == FSR_TIER_STATIC ? cd->ntier[FSR_TIER_STATIC] : cd->tl[layer * FSR_NTIERS + tier].n;
+}
+
+static inline int fsr_tier_has_room(const struct fsr_card *cd, uint32_t layer, unsigned tier)
+{
+	return fsr_used(cd, layer, tier) < fsr_quota(cd, layer, tier);
+}
+
+/* fsr_tiers.c: tier lists, reserved sizes, the order slots leave tiers in. */
+FSR_INTERNAL int fsr_tiers_init(struct fsr *r, uint32_t card);
+FSR_INTERNAL void fsr_tiers_quotas(struct fsr *r, uint32_t card);
+FSR_INTERNAL void fsr_tier_link(struct fsr *r, uint32_t card, uint32_t s);
+FSR_INTERNAL void fsr_tier_unlink(struct fsr *r, uint32_t card, uint32_t s);
+FSR_INTERNAL void fsr_tier_touch(struct fsr_card *cd, uint32_t s);
+FSR_INTERNAL void fsr_tier_retag(struct fsr *r, uint32_t card, uint32_t s, unsigned tier, int young);
+FSR_INTERNAL uint32_t fsr_tier_victim(struct fsr *r, uint32_t card, uint32_t layer, unsigned tier);
+FSR_INTERNAL int fsr_tier_room(struct fsr *r, uint32_t card, uint32_t layer, unsigned tier, uint32_t need);
+FSR_INTERNAL void fsr_tier_gauges(struct fsr *r, uint32_t card);
+
+/* fsr_tier_static.c: decayed use scores, the profile, promotions. */
+FSR_INTERNAL float fsr_score(const struct fsr *r, uint32_t idx);
+FSR_INTERNAL void fsr_score_bump(struct fsr *r, uint32_t idx);
+FSR_INTERNAL uint32_t fsr_static_coldest(struct fsr *r, uint32_t card, float *score);
+FSR_INTERNAL void fsr_static_changed(struct fsr_card *cd, uint32_t layer);
+FSR_INTERNAL void fsr_static_displace(struct fsr *r, uint32_t card, uint32_t z);
+FSR_INTERNAL void fsr_static_used(struct fsr *r, uint32_t card, uint32_t s);
+FSR_INTERNAL int fsr_static_wants(struct fsr *r, uint32_t card, uint32_t idx);
+
+/* fsr_tier_recency.c, fsr_tier_predicted.c: what a record means to a tier. */
+FSR_INTERNAL void fsr_recency_missed(struct fsr *r, uint32_t card, uint32_t client, const struct fs_rec *rec);
+FSR_INTERNAL void fsr_recency_hit(struct fsr *r, uint32_t card, uint32_t s);
+FSR_INTERNAL void fsr_predicted_hit(struct fsr *r, uint32_t card, uint32_t s);
+FSR_INTERNAL void fsr_predicted_recycle(struct fsr *r, uint32_t client, uint32_t window);
+FSR_INTERNAL void fsr_predicted_want(struct fsr *r, uint32_t card, uint32_t client, const struct fs_rec *rec);
+
+/* fsr_cands.c: per (card, layer) copy candidates. */
+FSR_INTERNAL void fsr_cand_put(struct fsr *r, uint32_t card, uint32_t layer, const struct fsr_cand *c);
+FSR_INTERNAL void fsr_cand_del(struct fsr *r, uint32_t card, uint32_t layer, uint32_t i);
+static inline struct fsr_cand *fsr_cands(const struct fsr *r, const struct fsr_card *cd, uint32_t layer)
+{
+	return cd->cand + (size_t)layer * r->cand_per_layer;
+}
+
+/* fsr_clock.c: where clients run, how long a layer takes, deadlines. */
+FSR_INTERNAL void fsr_clock_record(struct fsr *r, uint32_t client, const struct fs_rec *rec, uint64_t now);
+FSR_INTERNAL uint64_t fsr_clock_deadline(const struct fsr *r, uint32_t client, uint32_t layer, uint64_t now);
+FSR_INTERNAL int fsr_clock_passed(const struct fsr *r, uint32_t client, uint32_t layer, uint32_t window);
+FSR_INTERNAL uint64_t fsr_clock_period(const struct fsr *r);
+
+/* fsr_sched.c: the copy scheduler (tiers). */
+FSR_INTERNAL unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsigned max,
+				     uint64_t now);
+FSR_INTERNAL void fsr_sched_landed(struct fsr *r, uint32_t card, const struct fsr_slot *sl, uint64_t now);
+
+/* fsr_policy.c: the untiered policy's take_copies. */
+FSR_INTERNAL unsigned fsr_pool_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsigned max);
 
 /* fsr_wants.c: the per-card want queue. */
 FSR_INTERNAL void fsr_want_push(struct fsr *r, uint32_t card, const struct fsr_want *w);

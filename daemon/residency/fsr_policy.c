@@ -1,6 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * fsr_policy.c: the first, simple policy.
+ * fsr_policy.c: records in, and the untiered policy.
+ *
+ * With tiers (fsr_config.tiers), a record goes to the tiers instead:
+ * PREDICT to the predicted tier, a USAGE miss to the static or recency
+ * tier, a USAGE hit promotes (fsr_tier_*.c), and take_copies is the copy
+ * scheduler (fsr_sched.c).  Without, the first, simple policy below runs
+ * as it always did:
  *
  *  - PREDICT: the predicted expert is wanted on the record's card (or, for
  *    FS_CARD_NONE, on the layer's home card: the card that last reported a
@@ -64,16 +70,57 @@ static void count3(struct fsr *r, uint32_t card, uint32_t client, uint32_t layer
 		fsr_ctr_add(&c[ccl], 1);
 }
 
+/* The layer runs on rec->card now.  With tiers, both cards' reserved
+ * sizes follow (a layer's share moves with it). */
+static void set_home(struct fsr *r, const struct fs_rec *rec)
+{
+	if (rec->card >= r->cards || r->home[rec->layer] == rec->card)
+		return;
+	uint32_t was = r->home[rec->layer];
+	r->home[rec->layer] = rec->card;
+	if (!r->tiers)
+		return;
+	fsr_tiers_quotas(r, was);
+	fsr_tiers_quotas(r, rec->card);
+	r->card[was].retrim = r->card[rec->card].retrim = 1;
+}
+
+/* A use with tiers: its score goes up; a hit may promote its slot, a miss
+ * becomes a copy candidate of the static or recency tier. */
+static void usage_tiered(struct fsr *r, uint32_t card, uint32_t client, const struct fs_rec *rec)
+{
+	struct fsr_card *cd = &r->card[card];
+	uint32_t idx = fsr_idx(r, rec->layer, rec->expert);
+	uint32_t s = cd->slot_of[idx];
+	fsr_score_bump(r, idx);
+	if (rec->aux != FS_USE_HIT) {
+		fsr_recency_missed(r, card, client, rec);
+		return;
+	}
+	if (s == FSR_NONE || cd->slot[s].state != FSR_RESIDENT)
+		return;
+	fsr_lru_touch(cd, s);
+	fsr_tier_touch(cd, s);
+	fsr_slot_protect(r, &cd->slot[s], client);
+	if (cd->slot[s].tier == FSR_TIER_STATIC && cd->cold[rec->layer] == s)
+		fsr_static_changed(cd, rec->layer); /* its score rose: maybe no longer the coldest */
+	if (cd->slot[s].tier == FSR_TIER_PREDICTED)
+		fsr_predicted_hit(r, card, s);
+	else if (cd->slot[s].tier == FSR_TIER_RECENCY)
+		fsr_recency_hit(r, card, s);
+}
+
 static void usage(struct fsr *r, uint32_t client, const struct fs_rec *rec)
 {
-	if (rec->card < r->cards)
-		r->home[rec->layer] = rec->card;
+	set_home(r, rec);
 	uint32_t card = rec_card(r, rec);
 	struct fsr_card *cd = &r->card[card];
 	uint32_t s = cd->slot_of[fsr_idx(r, rec->layer, rec->expert)];
 	if (rec->aux == FS_USE_HIT) {
 		count3(r, card, client, rec->layer, FS_CC_hits, FS_CL_hits, FS_CCL_hits);
-		if (s != FSR_NONE && cd->slot[s].state == FSR_RESIDENT) {
+		if (r->tiers)
+			usage_tiered(r, card, client, rec);
+		else if (s != FSR_NONE && cd->slot[s].state == FSR_RESIDENT) {
 			fsr_lru_touch(cd, s);
 			fsr_slot_protect(r, &cd->slot[s], client);
 		}
@@ -84,12 +131,14 @@ static void usage(struct fsr *r, uint32_t client, const struct fs_rec *rec)
 		fsr_ctr_add(&cd->ctr[FS_CC_late], 1);
 		fsr_ctr_add(&fsr_layer_ctr(r, rec->layer)[FS_CL_late], 1);
 	}
-	want(r, card, client, rec, 0);
+	if (r->tiers)
+		usage_tiered(r, card, client, rec);
+	else
+		want(r, card, client, rec, 0);
 }
 
 void fsr_record(struct fsr *r, uint32_t client, const struct fs_rec *rec, uint64_t now_ns)
 {
-	(void)now_ns;
 	if (rec == NULL)
 		return;
 	/* The daemon validated the record; this check only keeps a daemon bug
@@ -98,11 +147,16 @@ void fsr_record(struct fsr *r, uint32_t client, const struct fs_rec *rec, uint64
 	    (rec->layer >= r->layers || rec->expert >= r->experts))
 		return;
 	note_window(r, client, rec->window);
+	if (r->tiers)
+		fsr_clock_record(r, client, rec, now_ns);
 	switch (rec->type) {
 	case FS_REC_PREDICT: {
 		uint32_t card = rec_card(r, rec);
 		count3(r, card, client, rec->layer, FS_CC_predicted, FS_CL_predicted, FS_CCL_predicted);
-		want(r, card, client, rec, 1);
+		if (r->tiers)
+			fsr_predicted_want(r, card, client, rec);
+		else
+			want(r, card, client, rec, 1);
 		break;
 	}
 	case FS_REC_USAGE:
@@ -112,6 +166,13 @@ void fsr_record(struct fsr *r, uint32_t client, const struct fs_rec *rec, uint64
 		uint64_t *c = fsr_client_ctr(r, client);
 		if (c)
 			fsr_ctr_add(&c[FS_CCL_windows], 1);
+		if (r->tiers) {
+			/* The decay clock of the use scores counts tokens: a window's
+			 * length varies (speculative decoding), a token's work not. */
+			uint32_t tokens = client < r->max_clients ? r->client[client].win_tokens : 0;
+			r->tick += tokens ? tokens : 1;
+			fsr_predicted_recycle(r, client, rec->window);
+		}
 		break;
 	}
 	default:
@@ -145,9 +206,13 @@ static uint32_t evict_lru(struct fsr *r, uint32_t card, uint32_t n)
 
 unsigned fsr_take_copies(struct fsr *r, uint32_t card, struct fsr_copy *out, unsigned max, uint64_t now_ns)
 {
-	(void)now_ns;
 	if (card >= r->cards || out == NULL)
 		return 0;
+	return r->tiers ? fsr_sched_take(r, card, out, max, now_ns) : fsr_pool_take(r, card, out, max);
+}
+
+unsigned fsr_pool_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsigned max)
+{
 	struct fsr_card *cd = &r->card[card];
 	unsigned n = 0;
 	struct fsr_want w;
@@ -172,7 +237,7 @@ unsigned fsr_take_copies(struct fsr *r, uint32_t card, struct fsr_copy *out, uns
 			break;
 		}
 		cd->wanted[w.idx] = 0;
-		uint32_t s = fsr_slot_load(r, card, w.idx, w.client);
+		uint32_t s = fsr_slot_load(r, card, w.idx, w.client, FSR_TIER_POOL);
 		const struct fsr_slot *sl = &cd->slot[s];
 		out[n++] = (struct fsr_copy){
 			.card = card,
@@ -180,7 +245,10 @@ unsigned fsr_take_copies(struct fsr *r, uint32_t card, struct fsr_copy *out, uns
 			.gen = sl->gen,
 			.layer = sl->layer,
 			.expert = sl->expert,
-			.bytes = r->expert_bytes ? r->expert_bytes[w.idx] : r->uniform_bytes,
+			.bytes = fsr_bytes(r, w.idx),
+			.tier = FSR_TIER_POOL,
+			.window = w.window,
+			.deadline_ns = UINT64_MAX,
 		};
 	}
 	return n;

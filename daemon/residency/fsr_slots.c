@@ -62,7 +62,7 @@ int fsr_slot_protected(const struct fsr *r, const struct fsr_slot *sl)
 	return cl->live && cl->window_seen && cl->newest_window == sl->prot_window;
 }
 
-uint32_t fsr_slot_load(struct fsr *r, uint32_t card, uint32_t idx, uint32_t client)
+uint32_t fsr_slot_load(struct fsr *r, uint32_t card, uint32_t idx, uint32_t client, unsigned tier)
 {
 	struct fsr_card *cd = &r->card[card];
 	uint32_t s = cd->free_head;
@@ -78,17 +78,20 @@ uint32_t fsr_slot_load(struct fsr *r, uint32_t card, uint32_t idx, uint32_t clie
 	sl->layer = idx / r->experts;
 	sl->expert = idx % r->experts;
 	sl->retire = 0;
+	sl->deadline = UINT64_MAX;
+	sl->tier = (uint8_t)tier;
 	fsr_slot_protect(r, sl, client);
 	cd->slot_of[idx] = s;
 	cd->nloading++;
 	r->dirty = 1;
 	fsr_gauges(cd);
+	if (r->tiers)
+		fsr_tier_link(r, card, s);
 	return s;
 }
 
 void fsr_copy_done(struct fsr *r, uint32_t card, uint32_t slot, uint32_t gen, uint64_t now_ns)
 {
-	(void)now_ns;
 	if (card >= r->cards)
 		return;
 	struct fsr_card *cd = &r->card[card];
@@ -101,12 +104,16 @@ void fsr_copy_done(struct fsr *r, uint32_t card, uint32_t slot, uint32_t gen, ui
 	cd->nloading--;
 	cd->nresident++;
 	lru_push_new(cd, slot);
-	uint32_t idx = fsr_idx(r, sl->layer, sl->expert);
-	uint64_t bytes = r->expert_bytes ? r->expert_bytes[idx] : r->uniform_bytes;
+	uint64_t bytes = fsr_bytes(r, fsr_idx(r, sl->layer, sl->expert));
 	fsr_ctr_add(&cd->ctr[FS_CC_copied], 1);
 	fsr_ctr_add(&cd->ctr[FS_CC_bytes], bytes);
 	fsr_ctr_add(&fsr_layer_ctr(r, sl->layer)[FS_CL_copied], 1);
 	fsr_gauges(cd);
+	if (r->tiers) {
+		if (sl->tier == FSR_TIER_STATIC)
+			fsr_static_changed(cd, sl->layer); /* it can be the coldest now */
+		fsr_sched_landed(r, card, sl, now_ns);
+	}
 }
 
 /* Unmark first, copy after: the slot leaves the table now and is rewritten
@@ -115,6 +122,8 @@ void fsr_slot_evict(struct fsr *r, uint32_t card, uint32_t s)
 {
 	struct fsr_card *cd = &r->card[card];
 	struct fsr_slot *sl = &cd->slot[s];
+	if (r->tiers)
+		fsr_tier_unlink(r, card, s);
 	lru_unlink(cd, s);
 	cd->nresident--;
 	cd->slot_of[fsr_idx(r, sl->layer, sl->expert)] = FSR_NONE;

@@ -19,6 +19,7 @@ struct ctrs {
 };
 
 static struct ctrs K;
+static uint64_t g_now; /* the time records, takes and landings carry (0 in the untiered tests) */
 
 static struct fsr_config mkcfg(uint32_t cards, uint32_t slots, uint32_t layers, uint32_t experts)
 {
@@ -59,7 +60,7 @@ static void rec(struct fsr *r, uint32_t client, uint8_t type, uint8_t aux, uint3
 		.card = (uint16_t)card,
 		.window = window,
 	};
-	fsr_record(r, client, &x, 0);
+	fsr_record(r, client, &x, g_now);
 }
 
 static void predict(struct fsr *r, uint32_t card, uint32_t layer, uint32_t expert, uint32_t window)
@@ -849,6 +850,7 @@ struct model {
 	unsigned nout;
 	uint32_t last_gen[AC][8];
 	uint64_t copies, evictions_seen, reclaimed, acquired, failed_rechecks, bogus;
+	uint64_t tier_slots[FSR_NTIERS], promoted, too_late;
 };
 
 static const uint64_t *table_of(const struct model *m, uint64_t epoch)
@@ -978,7 +980,7 @@ static void a_take(struct model *m, uint64_t *rs, uint64_t seed, unsigned step)
 	uint32_t card = rnd(rs, AC);
 	struct fsr_copy cp[8];
 	unsigned max = 1 + rnd(rs, 5);
-	unsigned n = fsr_take_copies(m->r, card, cp, max, 0);
+	unsigned n = fsr_take_copies(m->r, card, cp, max, g_now);
 	MUST((n) <= (max));
 	for (unsigned i = 0; i < n; i++) {
 		MUST((cp[i].card) == (card));
@@ -1012,12 +1014,12 @@ static void a_land(struct model *m, uint64_t *rs)
 		if (slot < aslots[cp.card] && fsr_slot_info(m->r, cp.card, slot, &si) == 0 &&
 		    si.state == FSR_LOADING && si.gen == gen)
 			gen++;
-		fsr_copy_done(m->r, cp.card, slot, gen, 0);
+		fsr_copy_done(m->r, cp.card, slot, gen, g_now);
 		for (uint32_t s = 0; s < aslots[cp.card]; s++)
 			fsr_slot_info(m->r, cp.card, s, &b[s]);
 		MUST(memcmp(a, b, aslots[cp.card] * sizeof(a[0])) == 0);
 	}
-	fsr_copy_done(m->r, cp.card, cp.slot, cp.gen, 0);
+	fsr_copy_done(m->r, cp.card, cp.slot, cp.gen, g_now);
 	MUST((fsr_lookup(m->r, cp.card, cp.layer, cp.expert)) == (cp.slot));
 	m->out[i] = m->out[--m->nout];
 }
@@ -1084,9 +1086,21 @@ static void a_record(struct model *m, uint64_t *rs, unsigned c)
 	switch (rnd(rs, 8)) {
 	case 0:
 	case 1:
-	case 2:
-		rec(m->r, c, FS_REC_PREDICT, FS_PRED_AUX(1, FS_SRC_KERNEL), card, layer, expert, cl->window);
+	case 2: {
+		/* Scores and horizons vary so the tiers' orderings matter. */
+		float score = (float)rnd(rs, 100) / 50.0f;
+		struct fs_rec x = {
+			.type = FS_REC_PREDICT,
+			.aux = FS_PRED_AUX(1 + rnd(rs, 3), FS_SRC_KERNEL),
+			.layer = (uint16_t)layer,
+			.expert = (uint16_t)expert,
+			.card = (uint16_t)card,
+			.window = cl->window,
+		};
+		memcpy(&x.value, &score, sizeof(score));
+		fsr_record(m->r, c, &x, g_now);
 		break;
+	}
 	case 3:
 	case 4:
 	case 5:
@@ -1105,7 +1119,24 @@ static void a_record(struct model *m, uint64_t *rs, unsigned c)
 	}
 }
 
-static void adversarial_seed(struct model *m, uint64_t seed)
+/* Tiered runs: sizes, bus, decay and profile vary by seed; the clock
+ * moves forward by a random step before every action. */
+static void tiered_config(struct fsr_config *cfg, uint64_t *rs)
+{
+	static const uint32_t sizes[] = {0, 1, 2, FSR_AUTO};
+	fsr_config_tiers(cfg);
+	cfg->recency_slots = rnd(rs, 5) == 0 ? FSR_ALL : sizes[rnd(rs, 4)];
+	cfg->predicted_slots = sizes[rnd(rs, 4)];
+	cfg->spare_slots = rnd(rs, 2) ? FSR_AUTO : rnd(rs, 3);
+	cfg->adapt = rnd(rs, 4) != 0;
+	cfg->cand_per_layer = 1 + rnd(rs, 6);
+	cfg->freq_decay = rnd(rs, 2) ? 0.9f : 0.5f;
+	cfg->bus_gbps = rnd(rs, 3) == 0 ? 0.0 : 0.5 + rnd(rs, 4); /* 1000-byte experts: 0.3..2 us */
+	cfg->layer_ns = 1000 + rnd(rs, 5000);
+	cfg->pred_min_score = rnd(rs, 2) ? 0.0f : 0.5f;
+}
+
+static void adversarial_seed(struct model *m, uint64_t seed, int tiered)
 {
 	uint64_t rs = seed * 0x2545f4914f6cdd1dull + 1;
 	struct fsr_config cfg = mkcfg(AC, 0, AL, AE);
@@ -1113,8 +1144,17 @@ static void adversarial_seed(struct model *m, uint64_t seed)
 	cfg.slots[1] = aslots[1];
 	cfg.max_inflight = 1 + rnd(&rs, 4);
 	cfg.want_max_age = 1 + rnd(&rs, 3);
+	if (tiered)
+		tiered_config(&cfg, &rs);
+	g_now = 0;
 	m->r = fsr_create(&cfg);
 	MUST((m->r) != NULL);
+	if (tiered && rnd(&rs, 2)) {
+		uint32_t counts[AL * AE];
+		for (unsigned i = 0; i < AL * AE; i++)
+			counts[i] = rnd(&rs, 10);
+		MUST(fsr_profile_load(m->r, counts) == 0);
+	}
 	memset(m->cl, 0, sizeof(m->cl));
 	memset(m->last_gen, 0, sizeof(m->last_gen));
 	m->nout = 0;
@@ -1127,6 +1167,8 @@ static void adversarial_seed(struct model *m, uint64_t seed)
 	g_seed = seed;
 	for (unsigned step = 0; step < ASTEPS; step++) {
 		g_step = step;
+		if (tiered)
+			g_now += rnd(&rs, 3000);
 		unsigned c = rnd(&rs, ACL);
 		struct mclient *cl = &m->cl[c];
 		unsigned a = rnd(&rs, 100);
@@ -1192,7 +1234,13 @@ static void adversarial_seed(struct model *m, uint64_t seed)
 		check_invariants(m, seed, step);
 	}
 	m->evictions_seen += K.card[0][FS_CC_evicted] + K.card[1][FS_CC_evicted];
+	for (unsigned t = FSR_TIER_STATIC; t < FSR_NTIERS; t++)
+		for (unsigned c = 0; c < AC; c++)
+			m->tier_slots[t] += K.card[c][FS_CC_tier_static + (t - FSR_TIER_STATIC)];
+	m->promoted += K.card[0][FS_CC_promoted] + K.card[1][FS_CC_promoted];
+	m->too_late += K.card[0][FS_CC_too_late] + K.card[1][FS_CC_too_late];
 	fsr_destroy(m->r);
+	g_now = 0;
 }
 
 Test(fsr, adversarial_interleaving)
@@ -1203,7 +1251,7 @@ Test(fsr, adversarial_interleaving)
 	m->tables = malloc(m->cap * AT * sizeof(uint64_t));
 	cr_assert_not_null(m->tables);
 	for (uint64_t seed = 1; seed <= ASEEDS; seed++)
-		adversarial_seed(m, seed);
+		adversarial_seed(m, seed, 0);
 	cr_log_info("adversarial: %llu copies, %llu evictions, %llu reclaimed, %llu acquires, %llu failed "
 		    "re-checks",
 		    (unsigned long long)m->copies, (unsigned long long)m->evictions_seen,
@@ -1215,6 +1263,37 @@ Test(fsr, adversarial_interleaving)
 	cr_assert_gt(m->reclaimed, 5000);
 	cr_assert_gt(m->acquired, 10000);
 	cr_assert_gt(m->failed_rechecks, 100);
+	free(m->tables);
+	free(m);
+}
+
+/* The same adversary against the tiers and the copy scheduler: reserved
+ * sizes (fsr_check: no tier above its size, lists and counts agree), and
+ * no slot that an acquired epoch maps is handed out again. */
+Test(fsr, adversarial_interleaving_tiers)
+{
+	struct model *m = calloc(1, sizeof(*m));
+	cr_assert_not_null(m);
+	m->cap = ASTEPS + 2;
+	m->tables = malloc(m->cap * AT * sizeof(uint64_t));
+	cr_assert_not_null(m->tables);
+	for (uint64_t seed = 1; seed <= ASEEDS; seed++)
+		adversarial_seed(m, 1000 + seed, 1);
+	cr_log_info(
+		"adversarial tiers: %llu copies, %llu evictions, %llu reclaimed, %llu acquires, %llu promoted, "
+		"%llu too late",
+		(unsigned long long)m->copies, (unsigned long long)m->evictions_seen,
+		(unsigned long long)m->reclaimed, (unsigned long long)m->acquired,
+		(unsigned long long)m->promoted, (unsigned long long)m->too_late);
+	cr_assert_gt(m->copies, 5000);
+	cr_assert_gt(m->evictions_seen, 2000);
+	cr_assert_gt(m->reclaimed, 2000);
+	cr_assert_gt(m->acquired, 10000);
+	cr_assert_gt(m->promoted, 100);
+	cr_assert_gt(m->too_late, 100);
+	for (unsigned t = FSR_TIER_STATIC; t < FSR_NTIERS; t++)
+		cr_assert_gt(m->tier_slots[t], 0, "tier %s never held a slot at the end of a run",
+			     fsr_tier_name(t));
 	free(m->tables);
 	free(m);
 }

@@ -10,7 +10,7 @@ void fsr_want_push(struct fsr *r, uint32_t card, const struct fsr_want *w)
 	if (cd->wq_len == cd->wq_cap) {
 		struct fsr_want old = {0};
 		fsr_want_pop(cd, &old);
-		cd->wanted[old.idx] = 0;
+		cd->wanted[old.idx] &= (uint8_t)~FSR_W_QUEUED;
 		fsr_ctr_add(&cd->ctr[FS_CC_dropped], 1);
 	}
 	uint32_t at = cd->wq_head + cd->wq_len;
@@ -18,7 +18,7 @@ void fsr_want_push(struct fsr *r, uint32_t card, const struct fsr_want *w)
 		at -= cd->wq_cap;
 	cd->wq[at] = *w;
 	cd->wq_len++;
-	cd->wanted[w->idx] = 1;
+	cd->wanted[w->idx] |= FSR_W_QUEUED;
 }
 
 /* Oldest want; the caller clears or keeps its `wanted` byte. */

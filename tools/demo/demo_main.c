@@ -253,8 +253,9 @@ int main(int argc, char **argv)
 	if (r.arena_errors)
 		printf("arena unreadable for %llu reads (counted as mismatches)\n",
 		       (unsigned long long)r.arena_errors);
-	printf("predictions posted: %llu  posts dropped: %llu  attaches: %llu\n", (unsigned long long)r.pred.posted,
-	       (unsigned long long)fs_client_dropped(r.c), (unsigned long long)fs_client_attach_count(r.c));
+	printf("predictions posted: %llu  posts dropped: %llu  attaches: %llu\n",
+	       (unsigned long long)r.pred.posted, (unsigned long long)fs_client_dropped(r.c),
+	       (unsigned long long)fs_client_attach_count(r.c));
 	printf("hits: %llu misses: %llu hit rate: %.2f%%\n", (unsigned long long)r.hits,
 	       (unsigned long long)r.misses, pct(r.hits, r.hits + r.misses));
 	printf("verified reads: %llu mismatches: %llu\n", (unsigned long long)r.verified,

@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fsr_sched.c: the copy scheduler, one per card (tiers only).
+ *
+ * It takes copy candidates (fsr_cands.c) earliest deadline first, the
+ * higher score first among equal deadlines.  A candidate's deadline is
+ * when its layer next needs its experts (fsr_clock.c): within the window
+ * for a prediction, the layer's next run for a recency or static want.
+ * The bus is modelled per card as the time the copies handed out will have
+ * landed (`bus_free`), at bus_gbps x bus_share_pct: a copy is handed out
+ * only when it lands before its deadline given what is queued, so the
+ * backend's queue never holds more than what is needed soonest.
+ *
+ *  - A prediction the bus cannot land in time, or whose layer has run, is
+ *    dropped (`too_late`): a late predicted copy is bus time taken from
+ *    copies that can still help.
+ *  - A recency or static want that cannot make its layer's next run aims
+ *    at the run after (it stays useful across windows) until it is older
+ *    than want_max_age windows.
+ *  - Demand first: predictions are copied only while the recency and
+ *    static wants still pending would all fit in the bus time of one
+ *    window after them, so a flood of predictions cannot starve the copies
+ *    for experts that actually missed.  The share of the link left unused
+ *    (bus_share_pct) is for the engine's own demand copies.
+ *  - No slot: a want whose tier is at its reserved size evicts the tier's
+ *    victim first (fsr_tiers.c); the copy starts when a FREE slot exists
+ *    (spare slots, or slots back from the grace period).  Victims are
+ *    evicted ahead only for the wants that one window of bus time can
+ *    carry, so a backlog the bus will never copy does not empty tiers.
+ *  - The profile's background fill goes only when the bus is idle.
+ *  - A copy that lands after its deadline counts `landed_late`.  Copies
+ *    already handed to the backend are not cancelled: the queue is short
+ *    by construction, and a slot is never rewritten while LOADING.
+ */
+#include <math.h>
+
+#include "fsr_internal.h"
+
+static uint64_t dur_ns(const struct fsr *r, uint64_t bytes)
+{
+	if (r->bus_bytes_per_ns <= 0.0)
+		return 0;
+	return (uint64_t)ceil((double)bytes / r->bus_bytes_per_ns);
+}
+
+static uint32_t cand_client(const struct fsr_cand *c)
+{
+	return c->client == FSR_CAND_NOCLIENT ? FSR_NONE : c->client;
+}
+
+static int cand_stale(const struct fsr *r, const struct fsr_cand *c)
+{
+	struct fsr_want w = {.window = c->window, .client = cand_client(c)};
+	return fsr_want_stale(r, &w);
+}
+
+struct pick {
+	uint32_t layer, i;
+	uint64_t deadline, land, dur;
+};
+
+/* Drop the predictions whose layer has run (they became late) and the
+ * wants older than want_max_age windows. */
+static void purge(struct fsr *r, uint32_t card)
+{
+	struct fsr_card *cd = &r->card[card];
+	for (uint32_t l = 0; l < r->layers; l++) {
+		struct fsr_cand *v = fsr_cands(r, cd, l);
+		for (uint32_t i = 0; i < cd->ncand[l];) {
+			const struct fsr_cand *c = &v[i];
+			if (c->tier == FSR_TIER_PREDICTED &&
+			    fsr_clock_passed(r, cand_client(c), l, c->window)) {
+				fsr_ctr_add(&cd->ctr[FS_CC_too_late], 1);
+				fsr_cand_del(r, card, l, i);
+			} else if (c->tier != FSR_TIER_PREDICTED && cand_stale(r, c)) {
+				fsr_ctr_add(&cd->ctr[FS_CC_dropped], 1);
+				fsr_cand_del(r, card, l, i);
+			} else {
+				i++;
+			}
+		}
+	}
+}
+
+/* The untried candidate with the earliest deadline (then the highest
+ * score).  0 when none is left. */
+static int pick(struct fsr *r, uint32_t card, uint64_t now, int skip_pred, struct pick *out)
+{
+	struct fsr_card *cd = &r->card[card];
+	uint64_t start = cd->bus_free > now ? cd->bus_free : now, per = fsr_clock_period(r);
+	int found = 0;
+	float best_score = 0.0f;
+	for (uint32_t l = 0; l < r->layers; l++) {
+		const struct fsr_cand *v = fsr_cands(r, cd, l);
+		for (uint32_t i = 0; i < cd->ncand[l]; i++) {
+			const struct fsr_cand *c = &v[i];
+			if (c->mark == r->take_serial || (skip_pred && c->tier == FSR_TIER_PREDICTED))
+				continue;
+			uint64_t dur = dur_ns(r, fsr_bytes(r, fsr_idx(r, l, c->expert)));
+			uint64_t land = start + dur, d = fsr_clock_deadline(r, cand_client(c), l, now);
+			if (c->tier != FSR_TIER_PREDICTED && land > d)
+				d += (land - d + per - 1) / per * per; /* a later run of the layer */
+			if (!found || d < out->deadline || (d == out->deadline && c->score > best_score)) {
+				*out = (struct pick){l, i, d, land, dur};
+				best_score = c->score;
+				found = 1;
+			}
+		}
+	}
+	return found;
+}
+
+/* Bus time the pending recency and static wants need. */
+static uint64_t cross_pending_ns(const struct fsr *r, const struct fsr_card *cd)
+{
+	uint64_t ns = 0;
+	for (uint32_t l = 0; l < r->layers; l++) {
+		const struct fsr_cand *v = fsr_cands(r, cd, l);
+		for (uint32_t i = 0; i < cd->ncand[l]; i++)
+			if (v[i].tier != FSR_TIER_PREDICTED)
+				ns += dur_ns(r, fsr_bytes(r, fsr_idx(r, l, v[i].expert)));
+	}
+	return ns;
+}
+
+/* A static want whose expert is no longer hotter than the tier's coldest
+ * becomes a recency want (or goes, without recency slots). */
+static int static_still_wanted(struct fsr *r, uint32_t card, uint32_t layer, struct fsr_cand *c)
+{
+	struct fsr_card *cd = &r->card[card];
+	if (fsr_tier_has_room(cd, layer, FSR_TIER_STATIC))
+		return 1;
+	float cold;
+	uint32_t z = fsr_static_coldest(r, card, &cold);
+	if (z != FSR_NONE && fsr_score(r, fsr_idx(r, layer, c->expert)) > cold)
+		return 1;
+	if (fsr_quota(cd, layer, FSR_TIER_RECENCY) > 0) {
+		c->tier = FSR_TIER_RECENCY;
+		return 0;
+	}
+	return -1;
+}
+
+static void issue(struct fsr *r, uint32_t card, const struct pick *p, struct fsr_copy *out)
+{
+	struct fsr_card *cd = &r->card[card];
+	struct fsr_cand c = fsr_cands(r, cd, p->layer)[p->i];
+	uint32_t idx = fsr_idx(r, p->layer, c.expert);
+	fsr_cand_del(r, card, p->layer, p->i);
+	uint32_t s = fsr_slot_load(r, card, idx, cand_client(&c), c.tier);
+	cd->slot[s].deadline = p->deadline;
+	cd->bus_free = p->land;
+	*out = (struct fsr_copy){
+		.card = card,
+		.slot = s,
+		.gen = cd->slot[s].gen,
+		.layer = p->layer,
+		.expert = c.expert,
+		.bytes = fsr_bytes(r, idx),
+		.tier = c.tier,
+		.window = c.window,
+		.deadline_ns = p->deadline,
+	};
+}
+
+/* Candidates headed for the same reserved size (the layer's; the card's
+ * for the static tier) that this call already set a slot aside for. */
+static uint32_t waiting_for(const struct fsr *r, const struct fsr_card *cd, uint32_t layer, unsigned tier)
+{
+	uint32_t from = tier == FSR_TIER_STATIC ? 0 : layer,
+		 to = tier == FSR_TIER_STATIC ? r->layers : layer + 1, n = 0;
+	for (uint32_t l = from; l < to; l++) {
+		const struct fsr_cand *v = fsr_cands(r, cd, l);
+		for (uint32_t i = 0; i < cd->ncand[l]; i++)
+			n += v[i].mark == r->take_serial && v[i].tier == tier;
+	}
+	return n;
+}
+
+/* May a copy for (layer, tier) take a FREE slot now?  FREE and RETIRING
+ * slots are the spare ones plus every tier's shortfall below its reserved
+ * size, so a tier below its size may take one (it is its own), and a tier
+ * at its size (it evicts its victim first) only one that no shortfall
+ * claims: a spare one.  Without this, the copies of the layers that run
+ * first in a window would take every slot the grace period gives back, and
+ * the later layers' copies would wait until they went stale. */
+static int free_slot(const struct fsr_card *cd, uint32_t layer, unsigned tier)
+{
+	if (cd->nfree == 0)
+		return 0;
+	if (fsr_tier_has_room(cd, layer, tier))
+		return 1;
+	uint32_t held = cd->nloading + cd->nresident;
+	uint32_t shortfall = cd->quota_total > held ? cd->quota_total - held : 0;
+	return cd->nfree > shortfall;
+}
+
+/* Reserved sizes shrank (a layer moved here): evict what is above them. */
+static void trim(struct fsr *r, uint32_t card)
+{
+	struct fsr_card *cd = &r->card[card];
+	int left = 0;
+	for (uint32_t l = 0; l < r->layers; l++)
+		for (unsigned t = FSR_TIER_RECENCY; t < FSR_NTIERS; t++)
+			while (fsr_used(cd, l, t) > fsr_quota(cd, l, t)) {
+				uint32_t v = fsr_tier_victim(r, card, l, t);
+				if (v == FSR_NONE) {
+					left = 1; /* still loading: next time */
+					break;
+				}
+				fsr_slot_evict(r, card, v);
+			}
+	while (cd->ntier[FSR_TIER_STATIC] > cd->static_quota) {
+		uint32_t v = fsr_tier_victim(r, card, 0, FSR_TIER_STATIC);
+		if (v == FSR_NONE) {
+			left = 1;
+			break;
+		}
+		fsr_slot_evict(r, card, v);
+	}
+	cd->retrim = left;
+}
+
+/* The profile's fill, while the bus has nothing more urgent. */
+static unsigned background(struct fsr *r, uint32_t card, struct fsr_copy *out, unsigned max, uint64_t now)
+{
+	struct fsr_card *cd = &r->card[card];
+	unsigned n = 0;
+	struct fsr_want w;
+	while (n < max && cd->nloading < r->max_inflight && cd->nfree > 0 &&
+	       (r->bus_bytes_per_ns <= 0.0 || cd->bus_free <= now) && fsr_want_pop(cd, &w)) {
+		uint32_t layer = w.idx / r->experts;
+		cd->wanted[w.idx] &= (uint8_t)~FSR_W_QUEUED;
+		if (cd->slot_of[w.idx] != FSR_NONE || !fsr_tier_has_room(cd, layer, w.tier)) {
+			fsr_ctr_add(&cd->ctr[FS_CC_dropped], 1);
+			continue;
+		}
+		uint32_t s = fsr_slot_load(r, card, w.idx, FSR_NONE, w.tier);
+		uint64_t bytes = fsr_bytes(r, w.idx), start = cd->bus_free > now ? cd->bus_free : now;
+		cd->slot[s].deadline = UINT64_MAX;
+		cd->bus_free = start + dur_ns(r, bytes);
+		out[n++] = (struct fsr_copy){
+			.card = card,
+			.slot = s,
+			.gen = cd->slot[s].gen,
+			.layer = layer,
+			.expert = w.idx % r->experts,
+			.bytes = bytes,
+			.tier = w.tier,
+			.window = w.window,
+			.deadline_ns = UINT64_MAX,
+		};
+	}
+	return n;
+}
+
+unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsigned max, uint64_t now)
+{
+	struct fsr_card *cd = &r->card[card];
+	if (cd->retrim)
+		trim(r, card);
+	r->take_serial++;
+	purge(r, card);
+	unsigned n = 0;
+	int skip_pred = 0, have_cross = 0;
+	uint64_t cross = 0, reserved = 0, per = fsr_clock_period(r);
+	struct pick p;
+	while (n < max && cd->nloading < r->max_inflight && pick(r, card, now, skip_pred, &p)) {
+		struct fsr_cand *c = &fsr_cands(r, cd, p.layer)[p.i];
+		if (cd->slot_of[fsr_idx(r, p.layer, c->expert)] != FSR_NONE) {
+			/* Copied meanwhile (the profile's fill): nothing to do. */
+			fsr_cand_del(r, card, p.layer, p.i);
+			continue;
+		}
+		if (c->tier == FSR_TIER_PREDICTED) {
+			if (p.land > p.deadline) {
+				fsr_ctr_add(&cd->ctr[FS_CC_too_late], 1);
+				fsr_cand_del(r, card, p.layer, p.i);
+				continue;
+			}
+			if (!have_cross) {
+				cross = cross_pending_ns(r, cd);
+				have_cross = 1;
+			}
+			if (p.land + cross > now + per) {
+				skip_pred = 1; /* demand first */
+				continue;
+			}
+			if (!free_slot(cd, p.layer, c->tier) ||
+			    !fsr_tier_room(r, card, p.layer, c->tier, 1)) {
+				c->mark = r->take_serial; /* no slot in time: it expires */
+				continue;
+			}
+			issue(r, card, &p, &out[n++]);
+			continue;
+		}
+		if (c->tier == FSR_TIER_STATIC) {
+			int st = static_still_wanted(r, card, p.layer, c);
+			if (st < 0) {
+				fsr_ctr_add(&cd->ctr[FS_CC_dropped], 1);
+				fsr_cand_del(r, card, p.layer, p.i);
+			}
+			if (st <= 0)
+				continue;
+		}
+		if (!free_slot(cd, p.layer, c->tier)) {
+			/* Evict ahead for what one window of bus time can copy:
+			 * the slot comes back after the grace period and is this
+			 * tier's to take (free_slot). */
+			uint32_t waiting = waiting_for(r, cd, p.layer, c->tier);
+			c->mark = r->take_serial;
+			if (reserved + p.dur <= per && fsr_tier_room(r, card, p.layer, c->tier, waiting + 1))
+				reserved += p.dur;
+			continue;
+		}
+		if (!fsr_tier_room(r, card, p.layer, c->tier, 1)) {
+			c->mark = r->take_serial;
+			continue;
+		}
+		issue(r, card, &p, &out[n++]);
+	}
+	return n + background(r, card, out + n, max - n, now);
+}
+
+void fsr_sched_landed(struct fsr *r, uint32_t card, const struct fsr_slot *sl, uint64_t now)
+{
+	struct fsr_card *cd = &r->card[card];
+	if (sl->deadline != UINT64_MAX && now > sl->deadline) {
+		fsr_ctr_add(&cd->ctr[FS_CC_landed_late], 1);
+		fsr_ctr_add(&fsr_layer_ctr(r, sl->layer)[FS_CL_landed_late], 1);
+	}
+	/* The bus ran faster than planned (bus_share_pct): catch up. */
+	if (cd->nloading == 0 && cd->bus_free > now)
+		cd->bus_free = now;
+}

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* fsr_sched_test.c: the copy scheduler's deadline logic on hand-made
+ * cases.  Model: 8 layers of 100 us, a 1 GB/s bus (1 byte/ns), 50,000-byte
+ * experts (50 us a copy); the engine enters layer 0 of window 1 at t = 0. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "fs_counters.h"
+#include "fsr.h"
+
+#define SL 8u
+#define SE 32u
+#define US 1000ull
+#define LAYER_NS (100 * US)
+#define COPY_NS (50 * US)
+
+static uint64_t cd_[FS_N_DAEMON], cc_[FS_N_CARD], cl_[SL * FS_N_LAYER], ccl_[4 * FS_N_CLIENT];
+static uint64_t bytes_[SL * SE];
+
+static struct fsr_config scfg(void)
+{
+	struct fsr_config c = {.cards = 1, .slots = {64}, .layers = SL, .experts = SE, .max_clients = 4};
+	memset(cc_, 0, sizeof(cc_));
+	memset(cl_, 0, sizeof(cl_));
+	for (uint32_t i = 0; i < SL * SE; i++)
+		bytes_[i] = 50000;
+	c.expert_bytes = bytes_;
+	c.counters = (struct fsr_counters){cd_, cc_, cl_, ccl_};
+	fsr_config_tiers(&c);
+	c.recency_slots = 2;
+	c.predicted_slots = 2;
+	c.spare_slots = 8;
+	c.adapt = 0;
+	c.bus_gbps = 1.0;
+	c.bus_share_pct = 100;
+	c.layer_ns = LAYER_NS;
+	return c;
+}
+
+static struct fsr *mk(struct fsr_config c)
+{
+	struct fsr *r = fsr_create(&c);
+	cr_assert_not_null(r);
+	cr_assert_eq(fsr_client_add(r, 0), 0);
+	return r;
+}
+
+static void rec(struct fsr *r, uint8_t type, uint8_t aux, uint32_t layer, uint32_t expert, uint32_t window,
+		float score, uint64_t now)
+{
+	struct fs_rec x = {.type = type,
+			   .aux = aux,
+			   .layer = (uint16_t)layer,
+			   .expert = (uint16_t)expert,
+			   .card = 0,
+			   .window = window};
+	memcpy(&x.value, &score, sizeof(score));
+	fsr_record(r, 0, &x, now);
+}
+
+/* The engine starts window 1 and reaches layer 0 at t = 0. */
+static void at_layer0(struct fsr *r)
+{
+	rec(r, FS_REC_WIN_BEGIN, 0, 0, 0, 1, 0, 0);
+	rec(r, FS_REC_USAGE, FS_USE_HIT, 0, 31, 1, 0, 0);
+}
+
+static void predict(struct fsr *r, uint32_t layer, uint32_t expert, float score, uint64_t now)
+{
+	unsigned h = layer > 0 ? layer : 1;
+	rec(r, FS_REC_PREDICT, FS_PRED_AUX(h > 15 ? 15 : h, FS_SRC_KERNEL), layer, expert, 1, score, now);
+}
+
+static void ok(const struct fsr *r)
+{
+	int rc = fsr_check(r);
+	cr_assert_eq(rc, 0, "fsr_check failed at fsr_check.c:%d", -rc);
+}
+
+Test(sched, copies_only_what_lands_before_the_layer_runs)
+{
+	struct fsr *r = mk(scfg());
+	at_layer0(r);
+	predict(r, 1, 1, 0.9f, 0);
+	predict(r, 1, 2, 0.8f, 0);
+	predict(r, 1, 3, 0.7f, 0); /* third 50 us copy would land at 150 us: layer 1 runs at 100 */
+	struct fsr_copy cp[8];
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 0), 2);
+	cr_assert_eq(cp[0].expert, 1); /* best score first */
+	cr_assert_eq(cp[1].expert, 2);
+	cr_assert_eq(cp[0].tier, FSR_TIER_PREDICTED);
+	cr_assert_eq(cp[0].deadline_ns, LAYER_NS);
+	cr_assert_eq(cc_[FS_CC_too_late], 1);
+	cr_assert_eq(fsr_lookup(r, 0, 1, 3), FSR_NONE);
+	ok(r);
+	fsr_destroy(r);
+}
+
+Test(sched, earliest_deadline_first)
+{
+	struct fsr *r = mk(scfg());
+	at_layer0(r);
+	predict(r, 3, 7, 0.95f, 0);
+	predict(r, 1, 8, 0.10f, 0);
+	predict(r, 2, 9, 0.50f, 0);
+	struct fsr_copy cp[8];
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 0), 3);
+	cr_assert_eq(cp[0].layer, 1);
+	cr_assert_eq(cp[1].layer, 2);
+	cr_assert_eq(cp[2].layer, 3);
+	cr_assert_eq(cp[2].deadline_ns, 3 * LAYER_NS);
+	fsr_destroy(r);
+}
+
+Test(sched, a_prediction_whose_layer_ran_is_dropped)
+{
+	struct fsr *r = mk(scfg());
+	at_layer0(r);
+	predict(r, 2, 5, 0.9f, 0);
+	rec(r, FS_REC_USAGE, FS_USE_MISS, 1, 30, 1, 0, 100 * US);
+	rec(r, FS_REC_USAGE, FS_USE_MISS, 2, 5, 1, 0, 200 * US); /* layer 2 ran: 5 missed */
+	struct fsr_copy cp[8];
+	unsigned n = fsr_take_copies(r, 0, cp, 8, 200 * US);
+	for (unsigned i = 0; i < n; i++)
+		cr_assert(cp[i].tier != FSR_TIER_PREDICTED, "a late prediction was copied");
+	cr_assert_eq(cc_[FS_CC_too_late], 1);
+	fsr_destroy(r);
+}
+
+Test(sched, a_miss_is_needed_when_its_layer_next_runs)
+{
+	struct fsr_config c = scfg();
+	bytes_[0 * SE + 9] = 1000000; /* 1 ms: cannot land before the next window's layer 0 */
+	struct fsr *r = mk(c);
+	at_layer0(r);
+	rec(r, FS_REC_USAGE, FS_USE_MISS, 0, 8, 1, 0, 0);
+	rec(r, FS_REC_USAGE, FS_USE_MISS, 0, 9, 1, 0, 0);
+	struct fsr_copy cp[8];
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 0), 2);
+	/* The window is 8 x 100 us (no period measured yet): layer 0 runs next
+	 * at 800 us.  Expert 8 makes it; expert 9 (1 ms, after 8's 50 us) aims
+	 * at the run after, 1600 us: still worth copying, not dropped. */
+	cr_assert_eq(cp[0].expert, 8);
+	cr_assert_eq(cp[0].tier, FSR_TIER_RECENCY);
+	cr_assert_eq(cp[0].deadline_ns, 8 * LAYER_NS);
+	cr_assert_eq(cp[1].expert, 9);
+	cr_assert_eq(cp[1].deadline_ns, 16 * LAYER_NS);
+	cr_assert_eq(cc_[FS_CC_too_late], 0);
+	fsr_destroy(r);
+}
+
+Test(sched, demand_copies_before_predictions)
+{
+	struct fsr *r = mk(scfg());
+	at_layer0(r);
+	/* 20 misses over layers 1..7 wait for the next window: 1 ms of bus
+	 * time, more than a window (800 us).  A prediction for layer 1 would
+	 * come first by deadline, but it would push them past it. */
+	for (uint32_t i = 0; i < 20; i++)
+		rec(r, FS_REC_USAGE, FS_USE_MISS, 1 + i % 7, 10 + i, 1, 0, 0);
+	predict(r, 1, 2, 1.0f, 0);
+	struct fsr_copy cp[64];
+	unsigned n = fsr_take_copies(r, 0, cp, 64, 0);
+	cr_assert_gt(n, 0);
+	for (unsigned i = 0; i < n; i++)
+		cr_assert(cp[i].tier != FSR_TIER_PREDICTED, "the prediction went before the misses");
+	/* With the misses copied, predictions go again (the misses told the
+	 * core the engine reached layer 7: predict for the next window). */
+	for (unsigned i = 0; i < n; i++)
+		fsr_copy_done(r, 0, cp[i].slot, cp[i].gen, COPY_NS);
+	rec(r, FS_REC_WIN_BEGIN, 0, 0, 0, 2, 0, 8 * LAYER_NS);
+	rec(r, FS_REC_USAGE, FS_USE_HIT, 0, 31, 2, 0, 8 * LAYER_NS);
+	rec(r, FS_REC_PREDICT, FS_PRED_AUX(2, FS_SRC_KERNEL), 2, 3, 2, 1.0f, 8 * LAYER_NS);
+	n = fsr_take_copies(r, 0, cp, 64, 8 * LAYER_NS);
+	int pred = 0;
+	for (unsigned i = 0; i < n; i++)
+		pred += cp[i].tier == FSR_TIER_PREDICTED;
+	cr_assert_geq(pred, 1);
+	ok(r);
+	fsr_destroy(r);
+}
+
+Test(sched, bus_share_and_landing_late)
+{
+	struct fsr_config c = scfg();
+	c.bus_share_pct = 50; /* plans 100 us a copy */
+	struct fsr *r = mk(c);
+	at_layer0(r);
+	predict(r, 1, 1, 0.9f, 0);
+	predict(r, 1, 2, 0.8f, 0);
+	struct fsr_copy cp[8];
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 0), 1);
+	cr_assert_eq(cc_[FS_CC_too_late], 1);
+	/* It lands after its deadline: counted per card and per layer. */
+	fsr_copy_done(r, 0, cp[0].slot, cp[0].gen, LAYER_NS + 1);
+	cr_assert_eq(cc_[FS_CC_landed_late], 1);
+	cr_assert_eq(cl_[1 * FS_N_LAYER + FS_CL_landed_late], 1);
+	fsr_destroy(r);
+
+	/* In time: not late; and a bus faster than planned frees the plan. */
+	memset(cc_, 0, sizeof(cc_));
+	r = mk(c);
+	at_layer0(r);
+	predict(r, 2, 1, 0.9f, 0);
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 0), 1); /* planned to land at 100 us */
+	fsr_copy_done(r, 0, cp[0].slot, cp[0].gen, COPY_NS);
+	cr_assert_eq(cc_[FS_CC_landed_late], 0);
+	predict(r, 2, 2, 0.9f, COPY_NS);
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, COPY_NS), 1, "the plan should restart from the landing");
+	fsr_destroy(r);
+}
+
+Test(sched, profile_fill_waits_for_an_idle_bus)
+{
+	struct fsr *r = mk(scfg());
+	static uint32_t counts[SL * SE];
+	for (uint32_t i = 0; i < SL * SE; i++)
+		counts[i] = i % SE < 4 ? 10 : 0;
+	cr_assert_eq(fsr_profile_load(r, counts), 0);
+	struct fsr_copy cp[8];
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 0), 1);
+	cr_assert_eq(cp[0].deadline_ns, UINT64_MAX);
+	cr_assert_eq(fsr_take_copies(r, 0, cp + 1, 7, 0), 0, "the bus is busy until 50 us");
+	cr_assert_eq(fsr_take_copies(r, 0, cp + 1, 7, COPY_NS), 1);
+	fsr_destroy(r);
+}
+
+Test(sched, measures_layer_and_window_time)
+{
+	struct fsr *r = mk(scfg());
+	cr_assert_eq(fsr_layer_ns(r), LAYER_NS); /* the configured guess */
+	rec(r, FS_REC_WIN_BEGIN, 0, 0, 0, 1, 0, 0);
+	for (uint32_t l = 0; l < SL; l++)
+		rec(r, FS_REC_USAGE, FS_USE_HIT, l, 0, 1, 0, 10 * US + l * 200 * US);
+	cr_assert_eq(fsr_layer_ns(r), 200 * US);
+	/* Window 2 starts 2 ms after window 1: a miss at layer 5 of window 2
+	 * is needed at layer 5 of window 3, ~2 ms after window 2 began. */
+	rec(r, FS_REC_WIN_END, 0, 0, 0, 1, 0, 1900 * US);
+	rec(r, FS_REC_WIN_BEGIN, 0, 0, 0, 2, 0, 2000 * US);
+	rec(r, FS_REC_USAGE, FS_USE_MISS, 5, 6, 2, 0, 3000 * US);
+	struct fsr_copy cp[8];
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 3000 * US), 1);
+	cr_assert_eq(cp[0].deadline_ns, 2000 * US + 2000 * US + 5 * 200 * US);
+	fsr_destroy(r);
+}

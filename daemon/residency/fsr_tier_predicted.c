@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fsr_tier_predicted.c: the predicted tier, slots reserved per layer for
+ * router-ahead candidates within a window.
+ *
+ * A prediction names an expert of a layer some layers ahead of where its
+ * engine runs now (horizon 1..15) with a score (the predictor's own, e.g.
+ * a probability).  It becomes a copy candidate that is worth copying only
+ * before that layer runs in that window: the scheduler drops it once the
+ * engine has passed the layer, or when the bus cannot land it in time.
+ * A predicted expert that is used moves to the recency tier (it is now an
+ * expert that was just needed); one that is not used by the end of the
+ * window leaves then (fsr_predicted_recycle): its slot is free again when
+ * the next window starts (the grace period ends with the window), so the
+ * tier starts every window with its reserved slots ready for that
+ * window's predictions instead of waiting a window for each victim.  The discussion found router-ahead and the recency ring catch
+ * mostly different misses, hence separate reserved slots.
+ */
+#include <string.h>
+
+#include "fsr_internal.h"
+
+void fsr_predicted_want(struct fsr *r, uint32_t card, uint32_t client, const struct fs_rec *rec)
+{
+	struct fsr_card *cd = &r->card[card];
+	uint32_t idx = fsr_idx(r, rec->layer, rec->expert);
+	uint32_t s = cd->slot_of[idx];
+	float score;
+	memcpy(&score, &rec->value, sizeof(score));
+	if (s != FSR_NONE || fsr_quota(cd, rec->layer, FSR_TIER_PREDICTED) == 0 ||
+	    !(score >= r->pred_min_score) || fsr_clock_passed(r, client, rec->layer, rec->window)) {
+		/* Already there (a duplicate), no predicted slots here, too
+		 * unlikely, or its layer has run: nothing to copy. */
+		if (s != FSR_NONE && cd->slot[s].state == FSR_RESIDENT) {
+			fsr_lru_touch(cd, s);
+			fsr_tier_touch(cd, s);
+			fsr_slot_protect(r, &cd->slot[s], client);
+		}
+		fsr_ctr_add(&cd->ctr[FS_CC_dropped], 1);
+		return;
+	}
+	if (cd->wanted[idx] & FSR_W_CAND)
+		fsr_ctr_add(&cd->ctr[FS_CC_dropped], 1); /* a duplicate; it may raise the score */
+	struct fsr_cand c = {
+		.score = score,
+		.window = rec->window,
+		.expert = rec->expert,
+		.tier = FSR_TIER_PREDICTED,
+		.client = client < r->max_clients ? (uint8_t)client : FSR_CAND_NOCLIENT,
+	};
+	fsr_cand_put(r, card, rec->layer, &c);
+}
+
+/* A predicted slot was used: it joins the recency tier, whose least
+ * recently used slot takes its place in the predicted tier (oldest there,
+ * so the next predicted copy replaces it). */
+void fsr_predicted_hit(struct fsr *r, uint32_t card, uint32_t s)
+{
+	struct fsr_card *cd = &r->card[card];
+	uint32_t layer = cd->slot[s].layer;
+	uint32_t q = fsr_quota(cd, layer, FSR_TIER_RECENCY);
+	if (q == 0) {
+		fsr_static_used(r, card, s);
+		return;
+	}
+	if (fsr_tl(cd, layer, FSR_TIER_RECENCY)->n >= q) {
+		uint32_t y = fsr_tier_victim(r, card, layer, FSR_TIER_RECENCY);
+		if (y == FSR_NONE)
+			return;
+		fsr_tier_retag(r, card, y, FSR_TIER_PREDICTED, 0);
+	}
+	fsr_tier_retag(r, card, s, FSR_TIER_RECENCY, 1);
+	fsr_static_used(r, card, s);
+}
+
+/* Was this predicted slot copied for `window` of `client` or earlier (or
+ * for no client)?  An engine that pipelines windows has already predicted
+ * for its next window when this one ends: those slots stay. */
+static int for_window(const struct fsr_slot *sl, uint32_t client, uint32_t window)
+{
+	if (sl->prot_client == FSR_NONE)
+		return 1;
+	return sl->prot_client == client && (int32_t)(sl->prot_window - window) <= 0;
+}
+
+/* A client's window ended: the predicted slots copied for it that nobody
+ * used leave (see above).  An evicted slot is rewritten only after every
+ * engine released the epochs that map it, as always. */
+void fsr_predicted_recycle(struct fsr *r, uint32_t client, uint32_t window)
+{
+	for (uint32_t c = 0; c < r->cards; c++) {
+		struct fsr_card *cd = &r->card[c];
+		if (cd->ntier[FSR_TIER_PREDICTED] == 0)
+			continue;
+		for (uint32_t l = 0; l < r->layers; l++) {
+			uint32_t s = fsr_tl(cd, l, FSR_TIER_PREDICTED)->old;
+			while (s != FSR_NONE) {
+				uint32_t next = cd->slot[s].tnext;
+				if (cd->slot[s].state == FSR_RESIDENT &&
+				    for_window(&cd->slot[s], client, window))
+					fsr_slot_evict(r, c, s);
+				s = next;
+			}
+		}
+	}
+}

@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* fsr_tier_test.c: the tiers' invariants: reserved sizes, where a copy
+ * lands, promotion and the eviction order across tiers, and that a slot an
+ * acquired epoch maps is never handed out again. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "fs_counters.h"
+#include "fsr.h"
+
+#define TL 4u  /* layers */
+#define TE 64u /* experts */
+
+static uint64_t cd_[FS_N_DAEMON], cc_[FS_N_CARD * 2], cl_[TL * FS_N_LAYER], ccl_[4 * FS_N_CLIENT];
+static uint64_t now_;
+
+static struct fsr_config tcfg(uint32_t slots, uint32_t k, uint32_t p, uint32_t spare)
+{
+	struct fsr_config c = {.cards = 1,
+			       .slots = {slots},
+			       .layers = TL,
+			       .experts = TE,
+			       .max_clients = 4,
+			       .uniform_bytes = 1000};
+	memset(cc_, 0, sizeof(cc_));
+	memset(cl_, 0, sizeof(cl_));
+	c.counters = (struct fsr_counters){cd_, cc_, cl_, ccl_};
+	fsr_config_tiers(&c);
+	c.recency_slots = k;
+	c.predicted_slots = p;
+	c.spare_slots = spare;
+	c.bus_gbps = 0; /* no bus limit: these tests are about slots */
+	now_ = 0;
+	return c;
+}
+
+static struct fsr *mk(struct fsr_config c)
+{
+	struct fsr *r = fsr_create(&c);
+	cr_assert_not_null(r);
+	cr_assert_eq(fsr_client_add(r, 0), 0);
+	return r;
+}
+
+static void ok(const struct fsr *r)
+{
+	int rc = fsr_check(r);
+	cr_assert_eq(rc, 0, "fsr_check failed at fsr_check.c:%d", -rc);
+}
+
+static void post(struct fsr *r, uint8_t type, uint8_t aux, uint32_t layer, uint32_t expert, uint32_t window,
+		 float score)
+{
+	struct fs_rec x = {.type = type,
+			   .aux = aux,
+			   .layer = (uint16_t)layer,
+			   .expert = (uint16_t)expert,
+			   .card = 0,
+			   .window = window};
+	memcpy(&x.value, &score, sizeof(score));
+	fsr_record(r, 0, &x, now_);
+}
+
+static void use(struct fsr *r, uint32_t layer, uint32_t expert, int hit, uint32_t window)
+{
+	post(r, FS_REC_USAGE, hit ? FS_USE_HIT : FS_USE_MISS, layer, expert, window, 0);
+}
+
+static void predict(struct fsr *r, uint32_t layer, uint32_t expert, uint32_t window, float score)
+{
+	post(r, FS_REC_PREDICT, FS_PRED_AUX(1, FS_SRC_ROUTER_AHEAD), layer, expert, window, score);
+}
+
+/* Publish, pass holds (none but `held`), reclaim; then copy and land all. */
+static void settle(struct fsr *r, uint64_t held)
+{
+	uint64_t h[FS_MAX_HOLDS] = {held};
+	struct fsr_copy cp[64];
+	for (int round = 0; round < 8; round++) {
+		static uint64_t tbl[2 * TL * TE]; /* up to two cards */
+		fsr_fill(r, tbl);
+		fsr_publish(r);
+		fsr_client_holds(r, 0, h);
+		fsr_reclaim(r);
+		unsigned n = fsr_take_copies(r, 0, cp, 64, now_);
+		for (unsigned i = 0; i < n; i++)
+			fsr_copy_done(r, 0, cp[i].slot, cp[i].gen, now_);
+		if (n == 0)
+			break;
+	}
+	ok(r);
+}
+
+static struct fsr_tier_info info(const struct fsr *r, uint32_t layer, enum fsr_tier t)
+{
+	struct fsr_tier_info ti;
+	cr_assert_eq(fsr_tier_info(r, 0, layer, t, &ti), 0);
+	return ti;
+}
+
+static enum fsr_tier tier_of(const struct fsr *r, uint32_t layer, uint32_t expert)
+{
+	uint32_t s = fsr_lookup(r, 0, layer, expert);
+	cr_assert_neq(s, FSR_NONE, "layer %u expert %u not resident", layer, expert);
+	struct fsr_slot_info si;
+	fsr_slot_info(r, 0, s, &si);
+	return si.tier;
+}
+
+/* Counts that make expert e of layer l hot in proportion to 100 - e. */
+static void profile(uint32_t *counts)
+{
+	for (uint32_t l = 0; l < TL; l++)
+		for (uint32_t e = 0; e < TE; e++)
+			counts[l * TE + e] = e < 40 ? 100 - e - l : 0;
+}
+
+Test(tiers, reserved_sizes)
+{
+	struct fsr *r = mk(tcfg(100, 3, 2, 4));
+	/* 96 slots over 4 layers: 24 each, 3 recency + 2 predicted per layer,
+	 * the static tier the rest of all of them. */
+	for (uint32_t l = 0; l < TL; l++) {
+		cr_assert_eq(info(r, l, FSR_TIER_RECENCY).quota, 3);
+		cr_assert_eq(info(r, l, FSR_TIER_PREDICTED).quota, 2);
+		cr_assert_eq(info(r, l, FSR_TIER_STATIC).quota, 96 - 4 * 5);
+	}
+	fsr_destroy(r);
+
+	/* FSR_AUTO: a 16th of the share (24 -> 1), predicted 1..4; spare:
+	 * at most 1 % of the card. */
+	r = mk(tcfg(1000, FSR_AUTO, FSR_AUTO, FSR_AUTO));
+	cr_assert_eq(info(r, 0, FSR_TIER_RECENCY).quota, (1000 - 4) / 4 / 16);
+	cr_assert_eq(info(r, 0, FSR_TIER_PREDICTED).quota, 4);
+	cr_assert_eq(info(r, 0, FSR_TIER_STATIC).quota, 996 - 4 * (15 + 4));
+	fsr_destroy(r);
+
+	/* FSR_ALL: every slot of a layer's share is recency (the lru baseline). */
+	r = mk(tcfg(40, FSR_ALL, 0, 0));
+	cr_assert_eq(info(r, 2, FSR_TIER_RECENCY).quota, 10);
+	cr_assert_eq(info(r, 2, FSR_TIER_STATIC).quota, 0);
+	fsr_destroy(r);
+
+	/* K + P larger than a share: recency first, then predicted. */
+	r = mk(tcfg(20, 4, 4, 0));
+	cr_assert_eq(info(r, 0, FSR_TIER_RECENCY).quota, 4);
+	cr_assert_eq(info(r, 0, FSR_TIER_PREDICTED).quota, 1);
+	cr_assert_eq(info(r, 0, FSR_TIER_STATIC).quota, 0);
+	ok(r);
+	fsr_destroy(r);
+}
+
+Test(tiers, profile_fills_static_card_wide_then_per_layer)
+{
+	struct fsr *r = mk(tcfg(100, 3, 2, 4));
+	static uint32_t counts[TL * TE];
+	profile(counts);
+	cr_assert_eq(fsr_profile_load(r, counts), 0);
+	settle(r, 0);
+	cr_assert_eq(info(r, 0, FSR_TIER_STATIC).used, 76);
+	for (uint32_t l = 0; l < TL; l++) {
+		cr_assert_eq(info(r, l, FSR_TIER_RECENCY).used, 3);
+		cr_assert_eq(info(r, l, FSR_TIER_PREDICTED).used, 2);
+	}
+	/* The static tier holds the card's 76 hottest: counts 100 - e - l, so
+	 * layer 0 gets the most (e <= 19 - ...); a colder layer fewer. */
+	uint32_t per_layer[TL] = {0};
+	for (uint32_t l = 0; l < TL; l++)
+		for (uint32_t e = 0; e < TE; e++) {
+			uint32_t s = fsr_lookup(r, 0, l, e);
+			if (s == FSR_NONE)
+				continue;
+			struct fsr_slot_info si;
+			fsr_slot_info(r, 0, s, &si);
+			per_layer[l] += si.tier == FSR_TIER_STATIC;
+		}
+	cr_assert_geq(per_layer[0], per_layer[3]);
+	cr_assert_eq(per_layer[0] + per_layer[1] + per_layer[2] + per_layer[3], 76);
+	cr_assert_eq(tier_of(r, 0, 0), FSR_TIER_STATIC);
+	cr_assert_eq(fsr_profile_load(r, NULL), -EINVAL);
+	fsr_destroy(r);
+
+	/* Untiered cores have no profile. */
+	struct fsr_config c = {.cards = 1, .slots = {8}, .layers = 1, .experts = 8, .max_clients = 1};
+	fsr_config_defaults(&c);
+	r = fsr_create(&c);
+	cr_assert_eq(fsr_profile_load(r, counts), -EINVAL);
+	fsr_destroy(r);
+}
+
+Test(tiers, recency_takes_misses_and_keeps_its_size)
+{
+	struct fsr_config c = tcfg(100, 3, 2, 4);
+	c.adapt = 0; /* the profile is frozen: every miss is the recency tier's */
+	struct fsr *r = mk(c);
+	static uint32_t counts[TL * TE];
+	profile(counts);
+	fsr_profile_load(r, counts);
+	settle(r, 0);
+	uint64_t evicted0 = cc_[FS_CC_evicted];
+	for (uint32_t w = 1; w <= 20; w++) {
+		post(r, FS_REC_WIN_BEGIN, 0, 0, 0, w, 0);
+		use(r, 1, 50 + w % 10, 0, w); /* cold experts of layer 1 miss */
+		post(r, FS_REC_WIN_END, 0, 0, 0, w, 0);
+		settle(r, 0);
+		cr_assert_leq(info(r, 1, FSR_TIER_RECENCY).used, 3);
+		cr_assert_eq(info(r, 1, FSR_TIER_STATIC).used, 76, "the static tier lost slots to recency");
+		cr_assert_eq(info(r, 0, FSR_TIER_RECENCY).used, 3, "layer 0 lost recency slots to layer 1");
+	}
+	/* The three newest misses are there, in the recency tier. */
+	for (uint32_t w = 18; w <= 20; w++)
+		cr_assert_eq(tier_of(r, 1, 50 + w % 10), FSR_TIER_RECENCY);
+	cr_assert_eq(fsr_lookup(r, 0, 1, 50 + 17 % 10), FSR_NONE);
+	cr_assert_gt(cc_[FS_CC_evicted], evicted0);
+	fsr_destroy(r);
+}
+
+Test(tiers, static_baseline_copies_nothing)
+{
+	struct fsr_config c = tcfg(100, 0, 0, 0);
+	c.adapt = 0;
+	struct fsr *r = mk(c);
+	static uint32_t counts[TL * TE];
+	profile(counts);
+	fsr_profile_load(r, counts);
+	settle(r, 0);
+	cr_assert_eq(info(r, 0, FSR_TIER_STATIC).used, 100);
+	uint64_t copied = cc_[FS_CC_copied];
+	for (uint32_t e = 40; e < 64; e++) {
+		use(r, 2, e, 0, 1);
+		predict(r, 3, e, 1, 1.0f);
+	}
+	settle(r, 0);
+	cr_assert_eq(cc_[FS_CC_copied], copied);
+	fsr_destroy(r);
+}
+
+Test(tiers, promotion_and_demotion)
+{
+	struct fsr *r = mk(tcfg(100, 3, 2, 4));
+	static uint32_t counts[TL * TE];
+	profile(counts);
+	fsr_profile_load(r, counts);
+	settle(r, 0);
+	/* Expert 60 of layer 2 misses: not hotter than the static tier's
+	 * coldest yet, so it lands in the recency tier. */
+	use(r, 2, 60, 0, 1);
+	settle(r, 0);
+	cr_assert_eq(tier_of(r, 2, 60), FSR_TIER_RECENCY);
+	/* Used every window while the profile decays: it becomes hotter than
+	 * the static tier's coldest and is promoted without a copy. */
+	uint64_t copied = cc_[FS_CC_copied];
+	uint32_t w = 2;
+	for (; w < 200 && tier_of(r, 2, 60) != FSR_TIER_STATIC; w++) {
+		post(r, FS_REC_WIN_BEGIN, 0, 0, 0, w, 0);
+		use(r, 2, 60, 1, w);
+		post(r, FS_REC_WIN_END, 0, 0, 0, w, 0);
+		settle(r, 0);
+	}
+	cr_assert_eq(tier_of(r, 2, 60), FSR_TIER_STATIC, "never promoted");
+	cr_assert_eq(cc_[FS_CC_copied], copied, "a promotion copies nothing");
+	cr_assert_geq(cc_[FS_CC_promoted], 1);
+	cr_assert_eq(info(r, 0, FSR_TIER_STATIC).used, 76);
+	cr_assert_leq(info(r, 2, FSR_TIER_RECENCY).used, 3);
+	fsr_destroy(r);
+}
+
+Test(tiers, hot_miss_is_copied_into_static)
+{
+	struct fsr *r = mk(tcfg(100, 3, 2, 4));
+	static uint32_t counts[TL * TE];
+	profile(counts);
+	fsr_profile_load(r, counts);
+	settle(r, 0);
+	/* Let the profile fade, then miss the same cold expert many times in
+	 * one window's worth of records: its score passes the coldest's. */
+	for (uint32_t w = 1; w <= 60; w++)
+		post(r, FS_REC_WIN_END, 0, 0, 0, w, 0);
+	for (int i = 0; i < 5; i++)
+		use(r, 3, 63, 0, 61);
+	settle(r, 0);
+	cr_assert_eq(tier_of(r, 3, 63), FSR_TIER_STATIC);
+	cr_assert_eq(info(r, 0, FSR_TIER_STATIC).used, 76);
+	ok(r);
+	fsr_destroy(r);
+}
+
+Test(tiers, predicted_hit_moves_to_recency_unused_ones_recycle)
+{
+	struct fsr_config c = tcfg(100, 3, 2, 4);
+	c.adapt = 0;
+	struct fsr *r = mk(c);
+	static uint32_t counts[TL * TE];
+	profile(counts);
+	fsr_profile_load(r, counts);
+	settle(r, 0);
+	post(r, FS_REC_WIN_BEGIN, 0, 0, 0, 5, 0);
+	use(r, 0, 1, 1, 5); /* the engine is at layer 0 */
+	predict(r, 2, 61, 5, 0.9f);
+	predict(r, 2, 62, 5, 0.8f);
+	settle(r, 0);
+	cr_assert_eq(tier_of(r, 2, 61), FSR_TIER_PREDICTED);
+	cr_assert_eq(tier_of(r, 2, 62), FSR_TIER_PREDICTED);
+	cr_assert_eq(info(r, 2, FSR_TIER_PREDICTED).used, 2);
+	use(r, 2, 61, 1, 5); /* used: it joins the recency tier */
+	cr_assert_eq(tier_of(r, 2, 61), FSR_TIER_RECENCY);
+	cr_assert_eq(info(r, 2, FSR_TIER_RECENCY).used, 3);
+	cr_assert_eq(info(r, 2, FSR_TIER_PREDICTED).used, 2);
+	ok(r);
+	/* A pipelining engine has begun window 6 and predicted for it. */
+	post(r, FS_REC_WIN_BEGIN, 0, 0, 0, 6, 0);
+	use(r, 0, 1, 1, 6);
+	predict(r, 3, 60, 6, 0.9f);
+	settle(r, 0);
+	cr_assert_eq(tier_of(r, 3, 60), FSR_TIER_PREDICTED);
+	post(r, FS_REC_WIN_END, 0, 0, 0, 5, 0); /* 62 was never used: it leaves */
+	cr_assert_eq(fsr_lookup(r, 0, 2, 62), FSR_NONE);
+	cr_assert_eq(tier_of(r, 2, 61), FSR_TIER_RECENCY);
+	cr_assert_eq(tier_of(r, 3, 60), FSR_TIER_PREDICTED, "window 6's prediction left with window 5");
+	post(r, FS_REC_WIN_END, 0, 0, 0, 6, 0);
+	cr_assert_eq(fsr_lookup(r, 0, 3, 60), FSR_NONE);
+	ok(r);
+	fsr_destroy(r);
+}
+
+Test(tiers, held_slot_not_reused)
+{
+	/* Layer 0's recency tier has one slot.  The engine holds the epoch that
+	 * maps expert 50 there; a new miss evicts it, but its slot is handed
+	 * out again only after the engine releases that epoch. */
+	struct fsr_config c = tcfg(8, 1, 0, 0);
+	c.adapt = 0;
+	struct fsr *r = mk(c);
+	use(r, 0, 50, 0, 1);
+	settle(r, 0);
+	uint32_t s = fsr_lookup(r, 0, 0, 50);
+	cr_assert_neq(s, FSR_NONE);
+	uint64_t held = fsr_epoch(r) + 1;
+	static uint64_t tbl[TL * TE];
+	fsr_fill(r, tbl);
+	cr_assert_eq(fsr_publish(r), held);
+	uint64_t h[FS_MAX_HOLDS] = {held};
+	fsr_client_holds(r, 0, h);
+	use(r, 0, 51, 0, 2);
+	settle(r, held);
+	struct fsr_slot_info si;
+	fsr_slot_info(r, 0, s, &si);
+	cr_assert_eq(si.state, FSR_RETIRING, "slot %u held by epoch %llu was reused", s,
+		     (unsigned long long)held);
+	cr_assert_eq(fsr_lookup(r, 0, 0, 51), FSR_NONE, "no other free slot: 51 must wait");
+	settle(r, 0); /* released */
+	cr_assert_eq(fsr_lookup(r, 0, 0, 51), s);
+	fsr_destroy(r);
+}
+
+Test(tiers, layer_moving_cards_trims_reserved_sizes)
+{
+	struct fsr_config c = tcfg(40, 2, 1, 0);
+	c.cards = 2;
+	c.slots[1] = 40;
+	struct fsr *r = mk(c);
+	/* Layers 0, 1 on card 0 and 2, 3 on card 1: 20 slots of share each. */
+	cr_assert_eq(info(r, 0, FSR_TIER_STATIC).quota, 40 - 2 * 3);
+	for (uint32_t e = 0; e < 30; e++)
+		use(r, 0, e, 0, 1);
+	settle(r, 0);
+	/* Layer 2 shows up on card 0: card 0's shares shrink to 13, 13, 14. */
+	struct fs_rec x = {
+		.type = FS_REC_USAGE, .aux = FS_USE_MISS, .layer = 2, .expert = 0, .card = 0, .window = 1};
+	fsr_record(r, 0, &x, 0);
+	settle(r, 0);
+	struct fsr_tier_info ti;
+	fsr_tier_info(r, 0, 0, FSR_TIER_STATIC, &ti);
+	cr_assert_eq(ti.quota, 40 - 3 * 3);
+	cr_assert_leq(ti.used, ti.quota);
+	ok(r);
+	fsr_destroy(r);
+}

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * replay.h: fs-replay, the trace-replay simulator.  It drives the daemon's
+ * own residency core (fs_residency, the same library foresightd links) with
+ * a routing trace on a virtual clock, and measures what each policy does
+ * to distinct misses and to the time per window.
+ *
+ * Files: replay_main.c (command line), replay_opts.c (options),
+ * replay_policy.c (the policies as core configurations), replay_profile.c
+ * (static profiles from prefill or warm-up), replay_predict.c (the
+ * oracle-noised router-ahead predictor), replay_bus.c (the virtual bus and
+ * what the engine sees), replay_run.c (one policy over one trace),
+ * replay_report.c (table, JSON), replay_sweep.c (CSV and plots).
+ */
+#ifndef REPLAY_H
+#define REPLAY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "fs_trace.h"
+#include "fsr.h"
+
+/* The policies of --compare, in table order. */
+enum replay_policy_id {
+	RP_STATIC = 0,       /* baseline: the profile, frozen; misses go to the CPU */
+	RP_LRU,              /* baseline: per-layer LRU, cold, every miss lands a window later */
+	RP_STATIC_RECENCY,   /* static tier + recency tier */
+	RP_STATIC_PREDICTED, /* static tier + predicted tier (oracle-noised predictions) */
+	RP_ALL,              /* all three tiers */
+	RP_COMPARE_N,
+	RP_LRU_WARM = RP_COMPARE_N, /* sensitivity: the LRU seeded with the profile */
+	RP_N
+};
+const char *replay_policy_name(enum replay_policy_id p);
+int replay_policy_by_name(const char *name); /* -1 when unknown */
+
+/* The router-ahead recall table: share of a token's routed experts that
+ * the predictor ranks within the first 10 / 24 / 48 candidates (for top-10
+ * routing; the ranks scale with top-k), 1, 2 and 3 layers ahead. */
+struct replay_recall {
+	double at[3][3]; /* [horizon - 1][rank band] in 0..1, non-decreasing per row */
+};
+void replay_recall_default(struct replay_recall *rc);
+
+enum replay_decoys { DECOYS_POPULAR = 0, DECOYS_UNIFORM };
+
+/* The model of the machine and of the engine, and the knobs of our tiers. */
+struct replay_model {
+	double intercept_ms;        /* time per window with no miss (13.0) */
+	double miss_ms;             /* per extra miss per layer-window (2.78) */
+	double bus_gbps;            /* one card's link (13.5: PCIe Gen4 x8) */
+	uint64_t expert_bytes;      /* when the trace records none */
+	uint32_t delay;             /* landing delay of cross-window copies, windows >= 1 */
+	uint32_t tokens_per_window; /* T */
+	double slots_frac;          /* slots as a share of layers x experts (used when slots == 0) */
+	uint32_t slots;             /* slots of the one card */
+	uint32_t warmup;            /* decode windows that only build the profile */
+	uint64_t seed;              /* the predictor's noise */
+	struct replay_recall recall;
+	enum replay_decoys decoys;
+	/* Our tiers (the baselines ignore these): FSR_AUTO or a number. */
+	uint32_t recency, predicted, spare;
+	int adapt;
+	float decay;
+	float pred_min_score;
+	uint32_t bus_share_pct;
+};
+void replay_model_defaults(struct replay_model *m);
+
+/* What one policy did over the scored windows. */
+struct replay_result {
+	char policy[32];
+	uint32_t windows; /* scored */
+	uint32_t layers;
+	uint32_t slots;
+	uint64_t uses; /* distinct (window, layer, expert) uses */
+	uint64_t hits;
+	uint64_t misses;      /* distinct misses */
+	uint64_t copies;      /* copies landed */
+	uint64_t bytes;       /* bytes moved over the bus */
+	uint64_t landed_late; /* copies that landed after their deadline */
+	uint64_t late_uses;   /* uses that missed while their copy was in flight */
+	uint64_t too_late;    /* wants the scheduler did not copy: could not land in time */
+	uint64_t promoted;    /* experts moved into the static tier without a copy */
+	uint64_t predictions; /* PREDICT records posted */
+	double hit_rate;
+	double misses_per_lw; /* distinct misses per layer-window */
+	double ms_per_window; /* the virtual clock: intercept + miss cost */
+	double tokens_per_s;
+};
+
+/* The trace and what builds the profile. */
+struct replay_input {
+	const struct fs_trace *trace;
+	const char *name;         /* for reports */
+	uint32_t *profile;        /* [layers * experts] counts (replay_profile.c) */
+	uint32_t profile_tokens;  /* tokens the profile counted */
+	const char *profile_from; /* "prefill" or "warm-up" */
+};
+
+/* replay_profile.c: counts of the trace's prefill rows plus its first
+ * `warmup` windows of T tokens.  Returns tokens counted, -errno on error. */
+int replay_profile_build(const struct fs_trace *t, uint32_t warmup, uint32_t tokens_per_window,
+			 uint32_t *counts);
+
+/* replay_policy.c: the core configuration of a policy on this trace. */
+int replay_policy_config(enum replay_policy_id p, const struct replay_model *m, const struct fs_trace *t,
+			 struct fsr_config *cfg);
+int replay_policy_uses_profile(enum replay_policy_id p);
+int replay_policy_predicts(enum replay_policy_id p);
+uint32_t replay_slots(const struct replay_model *m, const struct fs_trace *t);
+
+/* replay_run.c: one policy, one trace; deterministic for equal inputs. */
+int replay_run(const struct replay_input *in, const struct replay_model *m, enum replay_policy_id p,
+	       struct replay_result *out, char *err, size_t errlen);
+
+/* replay_report.c */
+void replay_report_header(FILE *out, const struct replay_input *in, const struct replay_model *m);
+void replay_report_table(FILE *out, const struct replay_result *res, int n);
+void replay_report_json(FILE *out, const struct replay_input *in, const struct replay_model *m,
+			const struct replay_result *res, int n);
+void replay_report_csv(FILE *out, const struct replay_result *res, int n);
+void replay_report_markdown(FILE *out, const struct replay_result *res, int n);
+
+/* replay_stats.c: --trace-stats. */
+int replay_trace_stats(FILE *out, const struct fs_trace *t, uint32_t tokens_per_window);
+
+/* replay_sweep.c: --sweep slots|delay into DIR: CSV always, a plot when
+ * gnuplot is installed. */
+int replay_sweep(const struct replay_input *in, const struct replay_model *m, const char *what,
+		 const char *dir, const char *tag, const enum replay_policy_id *pols, int npols);
+
+#endif /* REPLAY_H */

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* replay_opts.h: fs-replay's command line (replay_opts.c). */
+#ifndef REPLAY_OPTS_H
+#define REPLAY_OPTS_H
+
+#include "replay.h"
+
+struct replay_opts {
+	const char *path; /* trace file, or NULL with synthetic */
+	int synthetic;
+	struct fs_trace_gen gen; /* the synthetic trace's knobs */
+	struct replay_model model;
+	int tokens_given; /* --tokens-per-window was given */
+	int warmup_given;
+	enum replay_policy_id pols[RP_N];
+	int npols;
+	int json;
+	int csv, markdown; /* --csv, --markdown: the table in those forms */
+	const char *tag;   /* --tag: names --sweep's files (default: the trace's) */
+	int stats;         /* --trace-stats */
+	const char *sweep; /* "slots", "delay" or NULL */
+	const char *out_dir;
+};
+
+/* 0: run; 1: --help printed; -1: error printed. */
+int replay_opts_parse(struct replay_opts *o, int argc, char **argv);
+
+#endif /* REPLAY_OPTS_H */

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* replay_report.c: the policy table and its JSON twin. */
+#include <stdio.h>
+#include <string.h>
+
+#include "replay.h"
+
+static double pct_vs(double x, double base)
+{
+	return base > 0 ? 100.0 * (x - base) / base : 0.0;
+}
+
+static const struct replay_result *find(const struct replay_result *res, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(res[i].policy, name) == 0)
+			return &res[i];
+	return NULL;
+}
+
+void replay_report_header(FILE *out, const struct replay_input *in, const struct replay_model *m)
+{
+	const struct fs_trace *t = in->trace;
+	uint32_t slots = replay_slots(m, t);
+	uint64_t all = (uint64_t)t->layers * t->experts;
+	fprintf(out, "trace     %s: %u layers x %u experts, top-%u, %u decode tokens\n", in->name, t->layers,
+		t->experts, t->topk, t->tokens);
+	fprintf(out, "windows   %u token%s each; %u window%s only build the profile, the rest are scored\n",
+		m->tokens_per_window, m->tokens_per_window == 1 ? "" : "s", m->warmup,
+		m->warmup == 1 ? "" : "s");
+	fprintf(out, "profile   %u %s tokens (static, and the start of our tiers; lru starts empty)\n",
+		in->profile_tokens, in->profile_from);
+	fprintf(out, "slots     %u (%.1f %% of %llu)\n", slots, 100.0 * slots / (double)all,
+		(unsigned long long)all);
+	fprintf(out, "bus       %.1f GB/s, the scheduler plans with %u %% of it; landing delay %u window%s\n",
+		m->bus_gbps, m->bus_share_pct ? m->bus_share_pct : 80, m->delay, m->delay == 1 ? "" : "s");
+	fprintf(out, "time      %.2f ms per window + %.2f ms per miss per layer-window\n", m->intercept_ms,
+		m->miss_ms);
+}
+
+void replay_report_table(FILE *out, const struct replay_result *res, int n)
+{
+	const struct replay_result *st = find(res, n, "static"), *lru = find(res, n, "lru");
+	fprintf(out, "\n%-17s %7s %8s %9s %7s %9s %8s %8s %9s %9s %7s\n", "policy", "hit %", "miss/lw",
+		"vs static", "vs lru", "copies", "GB", "late", "too-late", "ms/window", "tok/s");
+	for (int i = 0; i < n; i++) {
+		const struct replay_result *r = &res[i];
+		char vs[16] = "-", vl[16] = "-";
+		if (st)
+			snprintf(vs, sizeof(vs), "%+.1f%%", pct_vs(r->misses_per_lw, st->misses_per_lw));
+		if (lru && lru->misses_per_lw > 0)
+			snprintf(vl, sizeof(vl), "%.2fx", r->misses_per_lw / lru->misses_per_lw);
+		fprintf(out, "%-17s %7.2f %8.3f %9s %7s %9llu %8.2f %8llu %9llu %9.2f %7.1f\n", r->policy,
+			100.0 * r->hit_rate, r->misses_per_lw, vs, vl, (unsigned long long)r->copies,
+			(double)r->bytes / 1e9, (unsigned long long)r->landed_late,
+			(unsigned long long)r->too_late, r->ms_per_window, r->tokens_per_s);
+	}
+	fprintf(out,
+		"\nmiss/lw: distinct misses per layer-window.  late: copies landed after their deadline.\n"
+		"too-late: wants not copied because the bus could not land them in time.\n");
+}
+
+static void json_str(FILE *out, const char *k, const char *v)
+{
+	fprintf(out, "\"%s\": \"", k);
+	for (const char *p = v; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fputc('\\', out);
+		if ((unsigned char)*p >= 0x20)
+			fputc(*p, out);
+	}
+	fputc('"', out);
+}
+
+void replay_report_json(FILE *out, const struct replay_input *in, const struct replay_model *m,
+			const struct replay_result *res, int n)
+{
+	fputs("[\n", out);
+	for (int i = 0; i < n; i++) {
+		const struct replay_result *r = &res[i];
+		fputs("  {", out);
+		json_str(out, "policy", r->policy);
+		fputs(", ", out);
+		json_str(out, "trace", in->name);
+		fprintf(out,
+			", \"windows\": %u, \"layers\": %u, \"slots\": %u, \"tokens_per_window\": %u, "
+			"\"bus_gbps\": %.3f, \"delay\": %u, \"uses\": %llu, \"hits\": %llu, "
+			"\"distinct_misses\": %llu, \"distinct_misses_per_layer_window\": %.6f, "
+			"\"hit_rate\": %.6f, \"copies\": %llu, \"bytes\": %llu, \"late_landings\": %llu, "
+			"\"late_uses\": %llu, \"too_late\": %llu, \"promoted\": %llu, \"predictions\": %llu, "
+			"\"ms_per_window\": %.4f, \"tokens_per_s\": %.3f}%s\n",
+			r->windows, r->layers, r->slots, m->tokens_per_window, m->bus_gbps, m->delay,
+			(unsigned long long)r->uses, (unsigned long long)r->hits,
+			(unsigned long long)r->misses, r->misses_per_lw, r->hit_rate,
+			(unsigned long long)r->copies, (unsigned long long)r->bytes,
+			(unsigned long long)r->landed_late, (unsigned long long)r->late_uses,
+			(unsigned long long)r->too_late, (unsigned long long)r->promoted,
+			(unsigned long long)r->predictions, r->ms_per_window, r->tokens_per_s,
+			i + 1 < n ? "," : "");
+	}
+	fputs("]\n", out);
+}
+
+void replay_report_csv(FILE *out, const struct replay_result *res, int n)
+{
+	fprintf(out,
+		"policy,hit_rate,misses_per_layer_window,distinct_misses,copies,bytes,late_landings,too_late,"
+		"promoted,ms_per_window,tokens_per_s\n");
+	for (int i = 0; i < n; i++) {
+		const struct replay_result *r = &res[i];
+		fprintf(out, "%s,%.6f,%.6f,%llu,%llu,%llu,%llu,%llu,%llu,%.4f,%.3f\n", r->policy, r->hit_rate,
+			r->misses_per_lw, (unsigned long long)r->misses, (unsigned long long)r->copies,
+			(unsigned long long)r->bytes, (unsigned long long)r->landed_late,
+			(unsigned long long)r->too_late, (unsigned long long)r->promoted, r->ms_per_window,
+			r->tokens_per_s);
+	}
+}
+
+void replay_report_markdown(FILE *out, const struct replay_result *res, int n)
+{
+	const struct replay_result *st = find(res, n, "static"), *lru = find(res, n, "lru");
+	fprintf(out, "| policy | hit %% | misses / layer-window | vs static | vs lru | copies | GB moved | "
+		     "landed late | ms / window | tok/s |\n");
+	fprintf(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+	for (int i = 0; i < n; i++) {
+		const struct replay_result *r = &res[i];
+		char vs[16] = "-", vl[16] = "-";
+		if (st)
+			snprintf(vs, sizeof(vs), "%+.1f %%", pct_vs(r->misses_per_lw, st->misses_per_lw));
+		if (lru && lru->misses_per_lw > 0)
+			snprintf(vl, sizeof(vl), "%.2fx", r->misses_per_lw / lru->misses_per_lw);
+		fprintf(out, "| %s | %.2f | %.3f | %s | %s | %llu | %.2f | %llu | %.2f | %.1f |\n", r->policy,
+			100.0 * r->hit_rate, r->misses_per_lw, vs, vl, (unsigned long long)r->copies,
+			(double)r->bytes / 1e9, (unsigned long long)r->landed_late, r->ms_per_window,
+			r->tokens_per_s);
+	}
+}
