@@ -20,20 +20,8 @@
 #include "fs_ctl.h"
 #include "fs_fdpass.h"
 #include "fs_fdproto.h"
+#include "fs_hex.h"
 #include "fs_time.h"
-
-static int unhex16(const char *s, uint8_t *b)
-{
-	if (!s || strlen(s) != 32)
-		return -1;
-	for (int i = 0; i < 16; i++) {
-		unsigned v;
-		if (sscanf(s + 2 * i, "%2x", &v) != 1)
-			return -1;
-		b[i] = (uint8_t)v;
-	}
-	return 0;
-}
 
 static int fetch_fds(struct fs_client *c, const char *path, uint32_t id, const uint8_t *token, int *fds,
 		     unsigned max, unsigned *n, pid_t *daemon_pid)
@@ -257,7 +245,8 @@ int fs_att_create(struct fs_client *c, struct fs_att **out)
 	const cJSON *fdp = cJSON_GetObjectItemCaseSensitive(rep, "fd_socket");
 	const cJSON *lay = cJSON_GetObjectItemCaseSensitive(rep, "layout");
 	const cJSON *cards = lay ? cJSON_GetObjectItemCaseSensitive(lay, "cards") : NULL;
-	if (!cJSON_IsNumber(id) || unhex16(cJSON_IsString(tok) ? tok->valuestring : NULL, a->token) < 0 ||
+	if (!cJSON_IsNumber(id) ||
+	    fs_hex_decode(cJSON_IsString(tok) ? tok->valuestring : NULL, a->token, sizeof(a->token)) < 0 ||
 	    !cJSON_IsString(fdp) || !cJSON_IsArray(cards) || cJSON_GetArraySize(cards) < 1 ||
 	    cJSON_GetArraySize(cards) > (int)FS_MAX_CARDS) {
 		fs_set_error(c, "attach: malformed reply");
@@ -354,8 +343,7 @@ void fs_att_destroy(struct fs_client *c, struct fs_att *a, int detach)
 		char err[256], tok[33];
 		cJSON *rep = NULL;
 		cJSON *req = fs_ctl_request("detach");
-		for (int i = 0; i < 16; i++)
-			sprintf(tok + 2 * i, "%02x", a->token[i]);
+		fs_hex_encode(a->token, sizeof(a->token), tok);
 		cJSON_AddNumberToObject(req, "client_id", a->client_id);
 		cJSON_AddStringToObject(req, "token", tok);
 		(void)fs_ctl_call(c->req, req, &rep, err, sizeof(err));

@@ -143,6 +143,22 @@ static void fill_model(struct fs_client *c, const struct fs_att *a)
 	m->model[sizeof(m->model) - 1] = 0;
 }
 
+/* What a handle owns besides attachments: every arena it mapped (engines
+ * may still hold pointers into them until now), the REQ socket, itself. */
+static void handle_free(struct fs_client *c)
+{
+	while (c->arenas) {
+		struct fs_arena_map *m = c->arenas;
+		c->arenas = m->next;
+		fs_shm_close(&m->shm);
+		free(m);
+	}
+	if (c->req_open)
+		nng_close(c->req);
+	pthread_mutex_destroy(&c->ctl_lock);
+	free(c);
+}
+
 int fs_client_open(fs_client **out, const struct fs_client_opts *opts)
 {
 	struct fs_client_opts none = {0};
@@ -200,16 +216,7 @@ fail:
 	fprintf(stderr, "libforesight-client: %s\n", c->err);
 	if (c->att)
 		fs_att_destroy(c, c->att, 1);
-	while (c->arenas) {
-		struct fs_arena_map *m = c->arenas;
-		c->arenas = m->next;
-		fs_shm_close(&m->shm);
-		free(m);
-	}
-	if (c->req_open)
-		nng_close(c->req);
-	pthread_mutex_destroy(&c->ctl_lock);
-	free(c);
+	handle_free(c);
 	return r;
 }
 
@@ -228,16 +235,7 @@ void fs_client_close(fs_client *c)
 	if (a)
 		fs_att_destroy(c, a, 1);
 	reap(c, 1);
-	while (c->arenas) {
-		struct fs_arena_map *m = c->arenas;
-		c->arenas = m->next;
-		fs_shm_close(&m->shm);
-		free(m);
-	}
-	if (c->req_open)
-		nng_close(c->req);
-	pthread_mutex_destroy(&c->ctl_lock);
-	free(c);
+	handle_free(c);
 }
 
 int fs_client_model(const fs_client *c, struct fs_model_info *out)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "fs_client_internal.h"
+#include "fs_hex.h"
 
 /* cudaIpcMemHandle_t is a struct of 64 bytes, passed by value. */
 struct fs_ipc_handle {
@@ -71,23 +72,10 @@ static int load_runtime(char *err, size_t len)
 	return 0;
 }
 
-static int unhex(const char *s, void *out, size_t n)
-{
-	if (!s || strlen(s) != 2 * n)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		unsigned v;
-		if (sscanf(s + 2 * i, "%2x", &v) != 1)
-			return -1;
-		((unsigned char *)out)[i] = (unsigned char)v;
-	}
-	return 0;
-}
-
 int fs_cuda_open_pool(const char *ipc_hex, const char *pci, void **dev_ptr, int *dev, char *err, size_t len)
 {
 	struct fs_ipc_handle h;
-	if (unhex(ipc_hex, &h, sizeof(h)) < 0 || !pci) {
+	if (fs_hex_decode(ipc_hex, &h, sizeof(h)) < 0 || !pci) {
 		snprintf(err, len, "attach: malformed IPC handle or PCI bus id for a CUDA card");
 		return -EPROTO;
 	}

@@ -25,6 +25,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include "fs_hex.h"
 #include "fs_time.h"
 #include "fsd.h"
 
@@ -94,9 +95,7 @@ int fsd_cuda_card_ipc(struct fsd *d, uint32_t card, char *hex, size_t len)
 	struct cuda_priv *cp = d->backend_priv;
 	if (!cp || len < 2 * sizeof(cudaIpcMemHandle_t) + 1)
 		return -EINVAL;
-	const unsigned char *b = (const unsigned char *)&cp->cards[card].ipc;
-	for (size_t i = 0; i < sizeof(cudaIpcMemHandle_t); i++)
-		snprintf(hex + 2 * i, 3, "%02x", b[i]);
+	fs_hex_encode(&cp->cards[card].ipc, sizeof(cudaIpcMemHandle_t), hex);
 	return 0;
 }
 

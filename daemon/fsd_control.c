@@ -24,6 +24,7 @@
 #include <nng/protocol/reqrep0/req.h>
 #include <nng/transport/ipc/ipc.h>
 
+#include "fs_hex.h"
 #include "fs_time.h"
 #include "fsd.h"
 
@@ -132,25 +133,6 @@ static int peer_admin(const struct peer *pe)
 	return pe->have && (pe->uid == 0 || pe->uid == (uint64_t)geteuid());
 }
 
-static void hex16(const uint8_t *b, char *out)
-{
-	for (int i = 0; i < 16; i++)
-		sprintf(out + 2 * i, "%02x", b[i]);
-}
-
-static int unhex16(const char *s, uint8_t *b)
-{
-	if (!s || strlen(s) != 32)
-		return -1;
-	for (int i = 0; i < 16; i++) {
-		unsigned v;
-		if (sscanf(s + 2 * i, "%2x", &v) != 1)
-			return -1;
-		b[i] = (uint8_t)v;
-	}
-	return 0;
-}
-
 static cJSON *layout_json(struct fsd *d, const struct fsd_client *c)
 {
 	cJSON *l = cJSON_CreateObject();
@@ -226,7 +208,7 @@ static cJSON *do_attach(struct fsd *d, const cJSON *req, const struct peer *pe)
 		return reply_err(-r, "attach: %s", err);
 	cJSON *o = reply_ok();
 	char tok[33], inst[17];
-	hex16(c->token, tok);
+	fs_hex_encode(c->token, sizeof(c->token), tok);
 	snprintf(inst, sizeof(inst), "%016llx", (unsigned long long)d->instance);
 	cJSON_AddNumberToObject(o, "client_id", c->row);
 	cJSON_AddStringToObject(o, "token", tok);
@@ -247,7 +229,8 @@ static cJSON *do_detach(struct fsd *d, const cJSON *req, const struct peer *pe)
 	struct fsd_client *c = fsd_client_by_row(d, (uint32_t)id->valuedouble);
 	if (!c)
 		return reply_err(ENOENT, "detach: no client %d", (int)id->valuedouble);
-	int owner = cJSON_IsString(tok) && unhex16(tok->valuestring, t) == 0 && memcmp(t, c->token, 16) == 0;
+	int owner = cJSON_IsString(tok) && fs_hex_decode(tok->valuestring, t, sizeof(t)) == 0 &&
+		    memcmp(t, c->token, 16) == 0;
 	if (!owner && !peer_admin(pe))
 		return reply_err(EACCES, "detach: client %u belongs to pid %d; give its token or be an admin",
 				 c->row, (int)c->pid);
