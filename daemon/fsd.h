@@ -124,11 +124,13 @@ struct fsd_client {
 };
 
 /* hot-thread commands from the loop thread */
-enum fsd_cmd_type { FSD_CMD_ADD = 1, FSD_CMD_DROP = 2 };
+enum fsd_cmd_type { FSD_CMD_ADD = 1, FSD_CMD_DROP = 2, FSD_CMD_CALL = 3 };
+struct fsd_call; /* fsd_hot_call: a function the hot thread runs for the loop */
 struct fsd_cmd {
 	enum fsd_cmd_type type;
 	uint32_t row;
 	uint32_t reason; /* enum fs_detach_reason */
+	struct fsd_call *call;
 };
 #define FSD_CMDQ 256u
 
@@ -259,6 +261,10 @@ int fsd_hot_start(struct fsd *d);
 void fsd_hot_stop(struct fsd *d);
 void fsd_hot_wake(struct fsd *d);
 int fsd_hot_cmd(struct fsd *d, enum fsd_cmd_type type, uint32_t row, uint32_t reason);
+/* Run fn(d, arg) on the hot thread (the residency core's only caller) and
+ * wait for it, at most 2 s.  For rare admin verbs: the loop blocks meanwhile.
+ * Returns fn's result, or -ETIMEDOUT / -EAGAIN. */
+int fsd_hot_call(struct fsd *d, int (*fn)(struct fsd *d, void *arg), void *arg);
 
 /* fsd_clients.c */
 int fsd_client_attach(struct fsd *d, pid_t pid, uid_t uid, gid_t gid, const char *name, uint32_t ring_entries,

@@ -28,7 +28,7 @@
 #include "fs_time.h"
 #include "fsd.h"
 
-#define CONTROL_MAX_MSG 65536
+#define CONTROL_MAX_MSG (1 << 20) /* a profile of 1024 layers x 512 experts fits */
 
 struct peer {
 	uint64_t pid, uid, gid;
@@ -238,6 +238,83 @@ static cJSON *do_detach(struct fsd *d, const cJSON *req, const struct peer *pe)
 	return reply_ok();
 }
 
+/* ---- profile: the static tier's use counts, saved and loaded ---------- */
+
+struct profile_arg {
+	uint32_t *counts;
+	int load;
+};
+
+static int profile_on_hot(struct fsd *d, void *p)
+{
+	struct profile_arg *a = p;
+	if (a->load)
+		return fsr_profile_load(d->core, a->counts);
+	fsr_profile_save(d->core, a->counts);
+	return 0;
+}
+
+static cJSON *do_profile(struct fsd *d, const cJSON *req, const struct peer *pe)
+{
+	const cJSON *act = cJSON_GetObjectItemCaseSensitive(req, "action");
+	uint64_t n = (uint64_t)d->cfg.layers * d->cfg.experts;
+	if (!cJSON_IsString(act) || (strcmp(act->valuestring, "save") && strcmp(act->valuestring, "load")))
+		return reply_err(EINVAL, "profile: 'action' must be \"save\" or \"load\"");
+	int load = strcmp(act->valuestring, "load") == 0;
+	if (load && !peer_admin(pe))
+		return reply_err(EACCES,
+				 "profile load: only root or foresightd's own user may change the profile");
+	struct profile_arg a = {.counts = calloc(n, sizeof(uint32_t)), .load = load};
+	if (!a.counts)
+		return reply_err(EIO, "profile: out of memory");
+	cJSON *rep = NULL;
+	if (load) {
+		const cJSON *l = cJSON_GetObjectItemCaseSensitive(req, "layers");
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(req, "experts");
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(req, "counts");
+		if (!cJSON_IsNumber(l) || !cJSON_IsNumber(e) || l->valuedouble != d->cfg.layers ||
+		    e->valuedouble != d->cfg.experts || !cJSON_IsArray(c) ||
+		    (uint64_t)cJSON_GetArraySize(c) != n) {
+			rep = reply_err(EINVAL, "profile load: need layers %u, experts %u and %llu counts",
+					d->cfg.layers, d->cfg.experts, (unsigned long long)n);
+			goto out;
+		}
+		uint64_t i = 0;
+		for (const cJSON *x = c->child; x; x = x->next, i++) {
+			if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble > 4294967295.0) {
+				rep = reply_err(EINVAL,
+						"profile load: count %llu is not a number in 0..2^32-1",
+						(unsigned long long)i);
+				goto out;
+			}
+			a.counts[i] = (uint32_t)x->valuedouble;
+		}
+	}
+	int r = fsd_hot_call(d, profile_on_hot, &a);
+	if (r == -ETIMEDOUT) {
+		a.counts = NULL; /* still the hot thread's to read: leak it rather than race */
+		rep = reply_err(EBUSY, "profile: the hot thread did not answer within 2 s");
+		goto out;
+	}
+	if (r < 0) {
+		rep = reply_err(-r, "profile %s: %s%s", act->valuestring, strerror(-r),
+				r == -EINVAL ? " (the tiers are off: --tiers 0)" : "");
+		goto out;
+	}
+	rep = reply_ok();
+	if (!load) {
+		cJSON_AddNumberToObject(rep, "layers", d->cfg.layers);
+		cJSON_AddNumberToObject(rep, "experts", d->cfg.experts);
+		cJSON *arr = cJSON_AddArrayToObject(rep, "counts");
+		for (uint64_t i = 0; i < n; i++)
+			cJSON_AddItemToArray(arr, cJSON_CreateNumber(a.counts[i]));
+	}
+	fsd_log(FSD_INFO, "control: profile %s by pid %llu", act->valuestring, (unsigned long long)pe->pid);
+out:
+	free(a.counts);
+	return rep;
+}
+
 static cJSON *handle(struct fsd *d, const char *body, size_t len, const struct peer *pe)
 {
 	cJSON *req = cJSON_ParseWithLength(body, len);
@@ -299,6 +376,8 @@ static cJSON *handle(struct fsd *d, const char *body, size_t len, const struct p
 		rep = fsd_stats_json(d);
 	else if (strcmp(v, "clients") == 0)
 		rep = fsd_clients_json(d);
+	else if (strcmp(v, "profile") == 0)
+		rep = do_profile(d, req, pe);
 	else if (strcmp(v, "shutdown") == 0) {
 		if (!peer_admin(pe)) {
 			fsd_count(&d->counters_daemon[FS_C_refused], 1);
@@ -313,7 +392,8 @@ static cJSON *handle(struct fsd *d, const char *body, size_t len, const struct p
 		fsd_count(&d->counters_daemon[FS_C_bad_requests], 1);
 		rep = reply_err(
 			ENOSYS,
-			"unknown verb '%.32s' (verbs: hello ping attach detach stats clients shutdown)", v);
+			"unknown verb '%.32s' (verbs: hello ping attach detach stats clients profile shutdown)",
+			v);
 	}
 out:
 	cJSON_Delete(req);

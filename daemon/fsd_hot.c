@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fs_futex.h"
 #include "fs_time.h"
@@ -62,6 +63,65 @@ void fsd_copy_landed(struct fsd *d, const struct fsd_done *done)
 	fsd_hot_wake(d);
 }
 
+struct fsd_call {
+	int (*fn)(struct fsd *d, void *arg);
+	void *arg;
+	int rc;
+	int done;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+int fsd_hot_call(struct fsd *d, int (*fn)(struct fsd *d, void *arg), void *arg)
+{
+	struct fsd_call *k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	k->fn = fn;
+	k->arg = arg;
+	pthread_mutex_init(&k->lock, NULL);
+	pthread_cond_init(&k->cond, NULL);
+	pthread_mutex_lock(&d->cmd_lock);
+	if (d->cmd_tail - d->cmd_head >= FSD_CMDQ) {
+		pthread_mutex_unlock(&d->cmd_lock);
+		free(k);
+		return -EAGAIN;
+	}
+	d->cmdq[d->cmd_tail % FSD_CMDQ] = (struct fsd_cmd){.type = FSD_CMD_CALL, .call = k};
+	d->cmd_tail++;
+	pthread_mutex_unlock(&d->cmd_lock);
+	fsd_hot_wake(d);
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 2;
+	pthread_mutex_lock(&k->lock);
+	while (!k->done)
+		if (pthread_cond_timedwait(&k->cond, &k->lock, &dl) != 0)
+			break;
+	int done = k->done, rc = k->rc;
+	/* Timed out: the hot thread frees it when it gets there. */
+	k->done = done ? 1 : -1;
+	pthread_mutex_unlock(&k->lock);
+	if (!done)
+		return -ETIMEDOUT;
+	free(k);
+	return rc;
+}
+
+static void hot_run_call(struct fsd *d, struct fsd_call *k)
+{
+	pthread_mutex_lock(&k->lock);
+	if (k->done == -1) { /* the caller gave up */
+		pthread_mutex_unlock(&k->lock);
+		free(k);
+		return;
+	}
+	k->rc = k->fn(d, k->arg);
+	k->done = 1;
+	pthread_cond_signal(&k->cond);
+	pthread_mutex_unlock(&k->lock);
+}
+
 static uint64_t *client_ctr(struct fsd *d, uint32_t row)
 {
 	return d->counters_client + (uint64_t)row * FS_N_CLIENT;
@@ -105,6 +165,8 @@ static void hot_apply_cmds(struct fsd *d)
 			}
 		} else if (cmds[i].type == FSD_CMD_DROP) {
 			hot_finish(d, c, cmds[i].reason);
+		} else if (cmds[i].type == FSD_CMD_CALL) {
+			hot_run_call(d, cmds[i].call);
 		}
 	}
 }

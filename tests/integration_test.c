@@ -277,3 +277,43 @@ Test(integration, detach_removes_the_client, .timeout = 30)
 	cJSON_Delete(s);
 	fsh_daemon_stop(&d);
 }
+
+Test(integration, profile_save_and_load_round_trip, .timeout = 60)
+{
+	struct fsh_daemon d;
+	cr_assert_eq(fsh_daemon_start(&d, NULL), 0);
+	cr_assert_eq(fsh_run(argvv(FS_TEST_ENGINE_BIN, "run", d.sock, "60", "0", NULL), NULL, 0, 30000), 0);
+	char file[256], out[4096];
+	snprintf(file, sizeof(file), "%s/profile.txt", d.dir);
+	cr_assert_eq(fsh_run(argvv(FSCTL_BIN, "--socket", d.sock, "profile", "save", file, NULL), out,
+			     sizeof(out), 10000),
+		     0, "%s", out);
+	FILE *f = fopen(file, "r");
+	cr_assert_not_null(f);
+	unsigned v = 0, layers = 0, experts = 0;
+	cr_assert_eq(fscanf(f, "foresight-profile %u %u %u", &v, &layers, &experts), 3);
+	cr_expect_eq(layers, 16);
+	cr_expect_eq(experts, 64);
+	unsigned long sum = 0, x, n = 0;
+	while (fscanf(f, "%lu", &x) == 1) {
+		sum += x;
+		n++;
+	}
+	fclose(f);
+	cr_expect_eq(n, (unsigned long)layers * experts);
+	cr_expect_gt(sum, 0, "the engine used experts: the profile cannot be all zero");
+	cr_expect_eq(fsh_run(argvv(FSCTL_BIN, "--socket", d.sock, "profile", "load", file, NULL), out,
+			     sizeof(out), 10000),
+		     0, "%s", out);
+	/* A profile of the wrong shape is refused by the daemon, not applied. */
+	char buf[1024];
+	cr_assert_eq(
+		fsh_request(
+			d.sock,
+			"{\"verb\":\"profile\",\"proto\":1,\"action\":\"load\",\"layers\":16,\"experts\":64,"
+			"\"counts\":[1,2,3]}",
+			buf, sizeof(buf)),
+		0);
+	cr_expect(strstr(buf, "\"ok\":false") && strstr(buf, "1024 counts"), "%s", buf);
+	cr_expect_eq(fsh_daemon_stop(&d), 0);
+}

@@ -32,6 +32,8 @@ int fsctl_connect(const struct fsctl *g, struct fsctl_conn **out);
 /* One request {"verb": verb, "proto": 1}; 0 with *reply set, or an exit
  * status after printing the reason ("refused: ..." and the like). */
 int fsctl_call(struct fsctl_conn *c, const char *verb, cJSON **reply);
+/* The same with a request the caller built (fs_ctl_request + fields). */
+int fsctl_call_req(struct fsctl_conn *c, const cJSON *req, cJSON **reply);
 void fsctl_disconnect(struct fsctl_conn *c);
 /* connect + call + disconnect */
 int fsctl_call_once(const struct fsctl *g, const char *verb, cJSON **reply);
@@ -99,6 +101,7 @@ void fsctl_render_ping(FILE *out, const cJSON *reply);
 int fsctl_cmd_ping(const struct fsctl *g, int argc, char **argv);
 int fsctl_cmd_stats(const struct fsctl *g, int argc, char **argv);
 int fsctl_cmd_clients(const struct fsctl *g, int argc, char **argv);
+int fsctl_cmd_profile(const struct fsctl *g, int argc, char **argv);
 int fsctl_cmd_shutdown(const struct fsctl *g, int argc, char **argv);
 
 #endif /* FSCTL_H */

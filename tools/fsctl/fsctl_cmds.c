@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fsctl_cmds.c: the commands: their options, help and output. */
 #include <errno.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
+#include "fs_ctl.h"
 #include "fsctl.h"
 
 static int is_help(const char *a)
@@ -223,6 +225,115 @@ int fsctl_cmd_clients(const struct fsctl *g, int argc, char **argv)
 	fsctl_render_clients(stdout, r, 0);
 	cJSON_Delete(r);
 	return FSCTL_OK;
+}
+
+/* ---- profile -------------------------------------------------------------- */
+
+static const char profile_help[] =
+	"usage: fsctl profile save FILE | fsctl profile load FILE\n"
+	"save: write the static tier's use counts (decayed, per layer and expert)\n"
+	"to FILE.  load (admin): seed the static tier from FILE; the daemon then\n"
+	"copies each layer's hottest experts in the background.  FILE is text:\n"
+	"'foresight-profile 1 LAYERS EXPERTS', then LAYERS lines of EXPERTS counts.\n";
+
+static int profile_save(const struct fsctl *g, const char *path)
+{
+	cJSON *req = fs_ctl_request("profile"), *r = NULL;
+	cJSON_AddStringToObject(req, "action", "save");
+	struct fsctl_conn *c;
+	int rc = fsctl_connect(g, &c);
+	if (rc == 0) {
+		rc = fsctl_call_req(c, req, &r);
+		fsctl_disconnect(c);
+	}
+	cJSON_Delete(req);
+	if (rc)
+		return rc;
+	const cJSON *counts = cJSON_GetObjectItemCaseSensitive(r, "counts");
+	double layers = fsctl_num(r, "layers"), experts = fsctl_num(r, "experts");
+	if (!cJSON_IsArray(counts) || layers < 1 || experts < 1 ||
+	    (double)cJSON_GetArraySize(counts) != layers * experts) {
+		fprintf(stderr, "fsctl: profile save: malformed reply\n");
+		cJSON_Delete(r);
+		return FSCTL_DOWN;
+	}
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "fsctl: %s: %s\n", path, strerror(errno));
+		cJSON_Delete(r);
+		return FSCTL_USAGE;
+	}
+	fprintf(f, "foresight-profile 1 %.0f %.0f\n", layers, experts);
+	long i = 0;
+	for (const cJSON *x = counts->child; x; x = x->next, i++)
+		fprintf(f, "%.0f%c", x->valuedouble, (i + 1) % (long)experts ? ' ' : '\n');
+	int bad = fclose(f) != 0;
+	cJSON_Delete(r);
+	if (bad) {
+		fprintf(stderr, "fsctl: %s: write failed\n", path);
+		return FSCTL_USAGE;
+	}
+	printf("profile of %.0f layers x %.0f experts saved to %s\n", layers, experts, path);
+	return FSCTL_OK;
+}
+
+static int profile_load(const struct fsctl *g, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "fsctl: %s: %s\n", path, strerror(errno));
+		return FSCTL_USAGE;
+	}
+	unsigned ver, layers, experts;
+	if (fscanf(f, "foresight-profile %u %u %u", &ver, &layers, &experts) != 3 || ver != 1 ||
+	    layers == 0 || experts == 0 || (uint64_t)layers * experts > (1u << 24)) {
+		fprintf(stderr, "fsctl: %s: not a foresight profile (first line 'foresight-profile 1 L E')\n",
+			path);
+		fclose(f);
+		return FSCTL_USAGE;
+	}
+	cJSON *req = fs_ctl_request("profile");
+	cJSON_AddStringToObject(req, "action", "load");
+	cJSON_AddNumberToObject(req, "layers", layers);
+	cJSON_AddNumberToObject(req, "experts", experts);
+	cJSON *arr = cJSON_AddArrayToObject(req, "counts");
+	for (uint64_t i = 0; i < (uint64_t)layers * experts; i++) {
+		unsigned long v;
+		if (fscanf(f, "%lu", &v) != 1 || v > 0xffffffffUL) {
+			fprintf(stderr, "fsctl: %s: count %llu missing or out of range\n", path,
+				(unsigned long long)i);
+			fclose(f);
+			cJSON_Delete(req);
+			return FSCTL_USAGE;
+		}
+		cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)v));
+	}
+	fclose(f);
+	struct fsctl_conn *c;
+	cJSON *r = NULL;
+	int rc = fsctl_connect(g, &c);
+	if (rc == 0) {
+		rc = fsctl_call_req(c, req, &r);
+		fsctl_disconnect(c);
+	}
+	cJSON_Delete(req);
+	cJSON_Delete(r);
+	if (rc == 0)
+		printf("profile of %u layers x %u experts loaded from %s\n", layers, experts, path);
+	return rc;
+}
+
+int fsctl_cmd_profile(const struct fsctl *g, int argc, char **argv)
+{
+	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		fputs(profile_help, stdout);
+		return FSCTL_OK;
+	}
+	if (argc != 3 || (strcmp(argv[1], "save") && strcmp(argv[1], "load"))) {
+		fputs(profile_help, stderr);
+		return FSCTL_USAGE;
+	}
+	return strcmp(argv[1], "save") == 0 ? profile_save(g, argv[2]) : profile_load(g, argv[2]);
 }
 
 /* ---- shutdown ------------------------------------------------------------- */

@@ -44,14 +44,20 @@ static int is_transport(int rc)
 
 int fsctl_call(struct fsctl_conn *c, const char *verb, cJSON **reply)
 {
-	char err[512];
 	cJSON *req = fs_ctl_request(verb);
 	if (!req) {
 		fprintf(stderr, "fsctl: out of memory\n");
 		return FSCTL_DOWN;
 	}
-	int rc = fs_ctl_call(c->s, req, reply, err, sizeof(err));
+	int rc = fsctl_call_req(c, req, reply);
 	cJSON_Delete(req);
+	return rc;
+}
+
+int fsctl_call_req(struct fsctl_conn *c, const cJSON *req, cJSON **reply)
+{
+	char err[512];
+	int rc = fs_ctl_call(c->s, req, reply, err, sizeof(err));
 	if (rc == 0)
 		return FSCTL_OK;
 	if (is_transport(rc)) {
