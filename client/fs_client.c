@@ -71,9 +71,10 @@ static int att_alive(const struct fs_att *a, uint64_t now)
 		if (poll(&p, 1, 0) > 0)
 			return 0;
 	}
+	/* A heartbeat newer than `now` was written after it was taken: fresh. */
 	uint64_t hb = fs_load_acquire(&a->dh->heartbeat_ns);
 	uint64_t period = (uint64_t)a->dh->heartbeat_ms * 1000000ull;
-	return hb <= now + period && (hb > now || now - hb <= 50 * period);
+	return hb >= now || now - hb <= 50 * period;
 }
 
 static void retire(struct fs_client *c, struct fs_att *a)

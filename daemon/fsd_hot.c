@@ -334,9 +334,12 @@ static void hot_liveness(struct fsd *d, uint64_t now)
 		struct fsd_client *c = &d->clients[row];
 		if (!c->hot_active)
 			continue;
+		/* `now` is this pass's start: a heartbeat written since is newer
+		 * than it, and fresh.  (A client could write any value here; all
+		 * it can do is keep itself attached, which its pidfd undoes when
+		 * it dies.) */
 		uint64_t hb = fs_load_relaxed(&c->hdr->heartbeat_ns);
-		if (hb > now || now - hb > live_ns) {
-			/* a heartbeat from the future is as dead as an old one */
+		if (hb < now && now - hb > live_ns) {
 			fsd_log(FSD_WARN, "client %u (%s, pid %d): heartbeat stale, dropping its holds", row,
 				c->name, (int)c->pid);
 			fsd_count(&d->counters_daemon[FS_C_stale], 1);

@@ -97,7 +97,9 @@ Test(integration, two_engines_share_one_tier_and_stats_agree, .timeout = 60)
 	cr_expect_eq(jnum(s, "totals", "misses"), (double)(r1.misses + r2.misses));
 	cr_expect_eq(jnum(s, "totals", "windows"), 600.0);
 	cr_expect_gt(jnum(s, "totals", "copied"), 0);
-	cr_expect_eq(jnum(s, "daemon", "attaches"), 2.0);
+	static char log[16384];
+	fsh_read_file(d.log, log, sizeof(log));
+	cr_expect_eq(jnum(s, "daemon", "attaches"), 2.0, "engines: %s / %s\ndaemon log:\n%s", t1, t2, log);
 	cr_expect_eq(jnum(s, "daemon", "bad_records"), 0.0);
 	cJSON_Delete(s);
 	cr_expect_eq(fsh_daemon_stop(&d), 0, "foresightd exit status");
