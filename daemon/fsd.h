@@ -65,6 +65,7 @@ struct fsd_config {
 	char model_path[4096];    /* --model: a GGUF file; "" = synthetic arena */
 	uint32_t describe;        /* --describe: print the model's arena plan as JSON, exit */
 	uint32_t allow_unlocked;  /* --allow-unlocked: serve even when mlock fails */
+	uint32_t check_config;    /* --check-config [FILE]: validate the settings, exit */
 	/* residency tiers and copy scheduler (daemon/residency/fsr_tier*.c, fsr_sched.c) */
 	uint32_t tiers;         /* 1: tiers; 0: the untiered policy */
 	int recency_slots;      /* per layer, -1 = auto */
@@ -283,6 +284,13 @@ void fsd_fdsock_stop(struct fsd *d);
 int fsd_control_start(struct fsd *d);
 void fsd_control_stop(struct fsd *d);
 void fsd_request_stop(struct fsd *d, const char *why);
+
+/* fsd_notify.c: sd_notify(3) without libsystemd.  Sends `state` ("READY=1",
+ * "STATUS=...", "STOPPING=1", "WATCHDOG=1", newline-separated) to
+ * $NOTIFY_SOCKET: 1 sent, 0 no $NOTIFY_SOCKET, -errno on failure. */
+int fsd_notify(const char *state);
+/* $WATCHDOG_USEC when it is meant for this process ($WATCHDOG_PID), else 0. */
+uint64_t fsd_notify_watchdog_usec(void);
 
 /* fsd_stats.c: the stats reply, built from the counter X-macros */
 struct cJSON;

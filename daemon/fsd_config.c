@@ -259,10 +259,13 @@ static int load_file(struct fsd_config *c, const char *path)
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: foresightd [--config FILE] [--OPTION VALUE ...]\n"
+		     "       foresightd --check-config [FILE] [--OPTION VALUE ...]\n"
 		     "       foresightd --help | --version\n\n"
 		     "Serves a shared MoE expert tier to inference engines.  Runs in the\n"
 		     "foreground until SIGTERM or `fsctl shutdown`.\n\n"
-		     "  --config FILE   JSON object whose keys are the options below\n");
+		     "  --config FILE   JSON object whose keys are the options below\n"
+		     "  --check-config [FILE]  validate the settings (FILE: as --config), print\n"
+		     "                  OK and exit 0, or name the bad key and exit 2\n");
 	for (size_t i = 0; i < NOPTS; i++) {
 		char flag[40];
 		snprintf(flag, sizeof(flag), "--%s", opts[i].key);
@@ -278,7 +281,7 @@ static void usage(FILE *out)
 int fsd_config_parse(struct fsd_config *c, int argc, char **argv)
 {
 	static char names[NOPTS][40];
-	struct option lo[NOPTS + 4];
+	struct option lo[NOPTS + 5];
 	size_t n = 0;
 	for (size_t i = 0; i < NOPTS; i++) {
 		snprintf(names[i], sizeof(names[i]), "%s", opts[i].key);
@@ -292,9 +295,17 @@ int fsd_config_parse(struct fsd_config *c, int argc, char **argv)
 	lo[n++] = (struct option){"config", required_argument, NULL, 'c'};
 	lo[n++] = (struct option){"help", no_argument, NULL, 'h'};
 	lo[n++] = (struct option){"version", no_argument, NULL, 'V'};
+	lo[n++] = (struct option){"check-config", optional_argument, NULL, 'k'};
 	lo[n] = (struct option){0};
 
-	/* Pass 1: --config, --help, --version. */
+	/* `--check-config FILE` is `--check-config --config FILE`. */
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--check-config") == 0 && i + 1 < argc && argv[i + 1][0] != '-') {
+			c->check_config = 1;
+			argv[i] = (char *)"--config";
+		}
+	}
+	/* Pass 1: --config, --check-config, --help, --version. */
 	const char *cfgfile = NULL;
 	int ch;
 	opterr = 0;
@@ -302,7 +313,11 @@ int fsd_config_parse(struct fsd_config *c, int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		if (ch == 'c')
 			cfgfile = optarg;
-		else if (ch == 'h') {
+		else if (ch == 'k') {
+			c->check_config = 1;
+			if (optarg)
+				cfgfile = optarg;
+		} else if (ch == 'h') {
 			usage(stdout);
 			exit(0);
 		} else if (ch == 'V') {

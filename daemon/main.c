@@ -25,10 +25,18 @@ static void on_signal(uv_signal_t *h, int sig)
 	fsd_request_stop(d, sig == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
+/* systemd's watchdog: WATCHDOG=1 from the loop at half of $WATCHDOG_USEC. */
+static uint64_t watchdog_ns, watchdog_sent_ns;
+
 static void on_timer(uv_timer_t *h)
 {
 	struct fsd *d = h->loop->data;
-	fsd_clients_expire_pending(d, fs_now_ns());
+	uint64_t now = fs_now_ns();
+	fsd_clients_expire_pending(d, now);
+	if (watchdog_ns && now - watchdog_sent_ns >= watchdog_ns) {
+		fsd_notify("WATCHDOG=1");
+		watchdog_sent_ns = now;
+	}
 }
 
 static void on_dropped(uv_async_t *h)
@@ -42,6 +50,7 @@ void fsd_request_stop(struct fsd *d, const char *why)
 		return;
 	d->stopping = 1;
 	fsd_log(FSD_INFO, "stopping: %s", why);
+	fsd_notify("STOPPING=1\nSTATUS=stopping");
 	fs_store_release(&d->dh->state, (uint32_t)FS_DAEMON_STOPPING);
 	uv_stop(d->loop);
 }
@@ -120,6 +129,10 @@ int main(int argc, char **argv)
 		return 2;
 	if (d.cfg.describe)
 		return fsd_arena_gguf_describe(d.cfg.model_path);
+	if (d.cfg.check_config) {
+		printf("foresightd: configuration OK\n");
+		return 0;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	d.start_ns = fs_now_ns();
 	if (getrandom(&d.instance, sizeof(d.instance), 0) != (ssize_t)sizeof(d.instance))
@@ -141,7 +154,13 @@ int main(int argc, char **argv)
 	uv_async_init(d.loop, &d.dropped_async, on_dropped);
 
 	int rc = 0;
+	/* Loading a large arena may outlast WatchdogSec: the unit's watchdog is
+	 * stretched to its TimeoutStartSec (15 min) until READY. */
+	uint64_t watchdog_usec = fsd_notify_watchdog_usec();
+	fsd_notify(watchdog_usec ? "STATUS=starting: loading the arena\nWATCHDOG=1\nWATCHDOG_USEC=900000000" :
+				   "STATUS=starting: loading the arena");
 	if (start(&d) < 0) {
+		fsd_notify("STATUS=failed to start (see the log)");
 		rc = 1;
 		goto out;
 	}
@@ -159,6 +178,15 @@ int main(int argc, char **argv)
 	fsd_log(FSD_INFO, "ready: pid %d, backend %s, model %s (%u layers x %u experts), %u cards x %u slots",
 		(int)getpid(), d.backend->name, d.cfg.model, d.cfg.layers, d.cfg.experts, d.cfg.cards,
 		d.cfg.slots);
+	char status[512];
+	int n = snprintf(status, sizeof(status), "READY=1\nSTATUS=serving %s on %s (backend %s, %u cards)",
+			 d.cfg.model, d.cfg.socket_path, d.backend->name, d.cfg.cards);
+	if (watchdog_usec && n > 0 && (size_t)n < sizeof(status))
+		snprintf(status + n, sizeof(status) - (size_t)n, "\nWATCHDOG_USEC=%llu\nWATCHDOG=1",
+			 (unsigned long long)watchdog_usec);
+	fsd_notify(status);
+	watchdog_ns = watchdog_usec * 1000 / 2;
+	watchdog_sent_ns = fs_now_ns();
 	uv_run(d.loop, UV_RUN_DEFAULT);
 
 out:
