@@ -38,6 +38,18 @@ void replay_report_header(FILE *out, const struct replay_input *in, const struct
 		m->miss_ms);
 }
 
+/* The "vs static" and "vs lru" cells of one row, for both tables. */
+static void vs_cells(const struct replay_result *r, const struct replay_result *st,
+		     const struct replay_result *lru, const char *pct_fmt, char *vs, char *vl, size_t len)
+{
+	snprintf(vs, len, "-");
+	snprintf(vl, len, "-");
+	if (st)
+		snprintf(vs, len, pct_fmt, pct_vs(r->misses_per_lw, st->misses_per_lw));
+	if (lru && lru->misses_per_lw > 0)
+		snprintf(vl, len, "%.2fx", r->misses_per_lw / lru->misses_per_lw);
+}
+
 void replay_report_table(FILE *out, const struct replay_result *res, int n)
 {
 	const struct replay_result *st = find(res, n, "static"), *lru = find(res, n, "lru");
@@ -45,11 +57,8 @@ void replay_report_table(FILE *out, const struct replay_result *res, int n)
 		"vs static", "vs lru", "copies", "GB", "late", "too-late", "ms/window", "tok/s");
 	for (int i = 0; i < n; i++) {
 		const struct replay_result *r = &res[i];
-		char vs[16] = "-", vl[16] = "-";
-		if (st)
-			snprintf(vs, sizeof(vs), "%+.1f%%", pct_vs(r->misses_per_lw, st->misses_per_lw));
-		if (lru && lru->misses_per_lw > 0)
-			snprintf(vl, sizeof(vl), "%.2fx", r->misses_per_lw / lru->misses_per_lw);
+		char vs[16], vl[16];
+		vs_cells(r, st, lru, "%+.1f%%", vs, vl, sizeof(vs));
 		fprintf(out, "%-17s %7.2f %8.3f %9s %7s %9llu %8.2f %8llu %9llu %9.2f %7.1f\n", r->policy,
 			100.0 * r->hit_rate, r->misses_per_lw, vs, vl, (unsigned long long)r->copies,
 			(double)r->bytes / 1e9, (unsigned long long)r->landed_late,
@@ -124,11 +133,8 @@ void replay_report_markdown(FILE *out, const struct replay_result *res, int n)
 	fprintf(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
 	for (int i = 0; i < n; i++) {
 		const struct replay_result *r = &res[i];
-		char vs[16] = "-", vl[16] = "-";
-		if (st)
-			snprintf(vs, sizeof(vs), "%+.1f %%", pct_vs(r->misses_per_lw, st->misses_per_lw));
-		if (lru && lru->misses_per_lw > 0)
-			snprintf(vl, sizeof(vl), "%.2fx", r->misses_per_lw / lru->misses_per_lw);
+		char vs[16], vl[16];
+		vs_cells(r, st, lru, "%+.1f %%", vs, vl, sizeof(vs));
 		fprintf(out, "| %s | %.2f | %.3f | %s | %s | %llu | %.2f | %llu | %.2f | %.1f |\n", r->policy,
 			100.0 * r->hit_rate, r->misses_per_lw, vs, vl, (unsigned long long)r->copies,
 			(double)r->bytes / 1e9, (unsigned long long)r->landed_late, r->ms_per_window,
