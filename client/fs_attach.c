@@ -322,7 +322,7 @@ int fs_att_create(struct fs_client *c, struct fs_att **out)
 	}
 	a->daemon_pidfd = dpid > 0 ? (int)syscall(SYS_pidfd_open, dpid, 0) : -1;
 	/* Only now: the daemon activates us when we look for ATTACHED. */
-	if ((r = map_client(c, a)) < 0)
+	if ((r = map_client(c, a)) < 0 || (r = fs_dev_att_create(c, a)) < 0)
 		goto fail;
 	cJSON_Delete(rep);
 	*out = a;
@@ -353,6 +353,7 @@ void fs_att_destroy(struct fs_client *c, struct fs_att *a, int detach)
 	if (a->daemon_pidfd >= 0)
 		close(a->daemon_pidfd);
 	fs_shm_close(&a->dshm);
+	fs_dev_att_destroy(c, a); /* keeps a region registered with CUDA mapped */
 	fs_shm_close(&a->cshm);
 	for (unsigned i = 0; i < FS_MAX_CARDS; i++) {
 		fs_shm_close(&a->pool[i]);

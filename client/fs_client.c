@@ -122,6 +122,7 @@ static void *bg_main(void *arg)
 				__atomic_store_n(&c->arena_cur, na->arena, __ATOMIC_RELEASE);
 				__atomic_store_n(&c->att, na, __ATOMIC_RELEASE);
 				__atomic_fetch_add(&c->attach_count, 1, __ATOMIC_RELAXED);
+				(void)fs_dev_sync(c); /* the kernels' ring, if enabled */
 			}
 		}
 		reap(c, 0);
@@ -157,12 +158,14 @@ static void handle_free(struct fs_client *c)
 	if (c->req_open)
 		nng_close(c->req);
 	pthread_mutex_destroy(&c->ctl_lock);
+	pthread_mutex_destroy(&c->dev_lock);
 	free(c);
 }
 
 int fs_client_open(fs_client **out, const struct fs_client_opts *opts)
 {
 	struct fs_client_opts none = {0};
+	fs_note_open_error("");
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
@@ -177,7 +180,8 @@ int fs_client_open(fs_client **out, const struct fs_client_opts *opts)
 	if (!path || !*path)
 		path = FS_DEFAULT_SOCKET;
 	if (strlen(path) >= sizeof(c->socket) - 4) {
-		free(c);
+		fs_note_open_error("socket path too long");
+		free(c); /* before any mutex exists */
 		return -ENAMETOOLONG;
 	}
 	strcpy(c->socket, path);
@@ -188,6 +192,7 @@ int fs_client_open(fs_client **out, const struct fs_client_opts *opts)
 	c->ring_entries = opts->ring_entries;
 	c->no_reattach = opts->no_reattach;
 	pthread_mutex_init(&c->ctl_lock, NULL);
+	pthread_mutex_init(&c->dev_lock, NULL);
 
 	char err[256];
 	int r = fs_ctl_open(&c->req, c->socket, CTL_TIMEOUT_MS, err, sizeof(err));
@@ -215,6 +220,7 @@ fail:
 	/* Leave the message where the caller can read it: the handle is freed,
 	 * so print it once here as well. */
 	fprintf(stderr, "libforesight-client: %s\n", c->err);
+	fs_note_open_error(c->err);
 	if (c->att)
 		fs_att_destroy(c, c->att, 1);
 	handle_free(c);
@@ -236,6 +242,7 @@ void fs_client_close(fs_client *c)
 	if (a)
 		fs_att_destroy(c, a, 1);
 	reap(c, 1);
+	fs_dev_close(c); /* the regions kept for kernels, now that none run */
 	handle_free(c);
 }
 

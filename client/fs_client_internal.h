@@ -22,6 +22,7 @@
 #include "fs_arena.h"
 #include "fs_regions.h"
 #include "fs_ring.h"
+#include "fs_ring_dev.h"
 #include "fs_shm.h"
 
 /* An arena mapping.  Owned by the handle, not by an attachment: pointers
@@ -53,6 +54,10 @@ struct fs_att {
 	uint64_t slot_bytes[FS_MAX_CARDS];
 	struct fs_card_info card_info[FS_MAX_CARDS];
 	struct fs_ring_prod prod;
+	struct fs_ring_hdr *dev_hdr; /* the device ring (fs_ring_dev.h) */
+	uint32_t dev_log2e;
+	int dev_registered; /* cshm is registered with CUDA: kept until close */
+	uint64_t dev_addr;  /* the device ring's device address, once registered */
 	uint32_t client_id;
 	uint8_t token[16];
 	int daemon_pidfd;    /* readable once the daemon process exits (-1: none) */
@@ -84,6 +89,13 @@ struct fs_client {
 
 	struct fs_model_info model_info;
 
+	/* device posting (fs_dev_ring.c); dev_lock orders enable against the
+	 * background thread's re-attach */
+	pthread_mutex_t dev_lock;
+	struct fs_dev_desc *dev_desc; /* pinned, device-mapped; NULL until enabled */
+	void *dev_desc_dev;           /* its device address */
+	struct fs_dev_keep *dev_keep; /* regions registered with CUDA, unmapped at close */
+
 	pthread_t bg;
 	int bg_started;
 	int bg_stop;
@@ -98,7 +110,18 @@ void fs_att_destroy(struct fs_client *c, struct fs_att *a, int detach);
 /* fs_cuda.c: CUDA pools through a dlopen'ed runtime (attach/detach only) */
 int fs_cuda_open_pool(const char *ipc_hex, const char *pci, void **dev_ptr, int *dev, char *err, size_t len);
 void fs_cuda_close_pool(void *dev_ptr);
+int fs_cuda_pinned_alloc(size_t bytes, void **host, void **dev, char *err, size_t len);
+void fs_cuda_pinned_free(void *host);
+int fs_cuda_register(void *p, size_t bytes, void **dev, char *err, size_t len);
+void fs_cuda_unregister(void *p);
+/* fs_dev_ring.c: the device ring of an attachment (called by fs_att_*) */
+int fs_dev_att_create(struct fs_client *c, struct fs_att *a);
+int fs_dev_att_destroy(struct fs_client *c, struct fs_att *a);
+int fs_dev_sync(struct fs_client *c); /* point the descriptor at c->att */
+void fs_dev_close(struct fs_client *c);
 /* fs_client.c */
 void fs_set_error(const struct fs_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* fs_query.c: the message fs_open_error() returns on this thread */
+void fs_note_open_error(const char *msg);
 
 #endif /* FS_CLIENT_INTERNAL_H */

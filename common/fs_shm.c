@@ -22,7 +22,9 @@ int fs_shm_create(struct fs_shm *s, const char *name, size_t bytes)
 	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)s->bytes) < 0 ||
+	/* A memfd is created 0777: no one but its owner may reopen it through
+	 * /proc/PID/fd (read-only regions are then made 0400, fs_shm_ro_fd). */
+	if (fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t)s->bytes) < 0 ||
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
 		int e = -errno;
 		close(fd);

@@ -47,7 +47,8 @@ struct fsd_config {
 	uint32_t pool_mib;                      /* cuda: pool size per card instead of --slots */
 	uint32_t leave_free_mib;                /* cuda: size the pool to leave this much free */
 	uint32_t streams;                       /* cuda: prefetch streams per card */
-	double bus_gbps;                        /* host backend: emulated bus, GB/s (1e9 B/s) */
+	double bus_gbps;                        /* emulated bus per card, GB/s (1e9 B/s) */
+	int bus_gbps_set;                       /* --bus-gbps given (cuda: throttle to it) */
 	uint32_t layers, experts, experts_used; /* synthetic arena */
 	uint64_t expert_bytes;
 	uint64_t seed;
@@ -59,6 +60,7 @@ struct fsd_config {
 	uint32_t hold_timeout_ms; /* one epoch held longer than this: revoked */
 	uint32_t publish_us;      /* at most one publish per this interval */
 	uint32_t spin_us;         /* hot thread: spin this long idle before sleeping */
+	uint32_t dev_poll_us;     /* hot thread: longest sleep while a device ring is armed */
 	uint32_t max_inflight;    /* copies in flight per card */
 	int log_level;            /* 3 err .. 7 debug */
 	char model[64];           /* the served model's name (--model-name) */
@@ -73,6 +75,9 @@ struct fsd_config {
 	int spare_slots;        /* per card, -1 = auto */
 	uint32_t bus_share_pct; /* share of the bus the copy scheduler plans with */
 	double freq_decay;      /* static tier: decay of use counts per window */
+	/* Prometheus endpoint (fsd_metrics.c) */
+	char metrics_listen[64];       /* "ADDR:PORT" ("" = off) */
+	uint32_t metrics_allow_remote; /* metrics_listen may be a non-loopback address */
 };
 
 void fsd_config_defaults(struct fsd_config *c);
@@ -81,6 +86,11 @@ void fsd_config_defaults(struct fsd_config *c);
 int fsd_config_parse(struct fsd_config *c, int argc, char **argv);
 /* The residency core's tier and scheduler settings from the options. */
 void fsd_config_residency(const struct fsd_config *c, struct fsr_config *rc);
+struct fsd;
+/* SIGHUP (loop thread): re-read the settings as at start (config file, then
+ * the flags over it); apply the keys marked reloadable, log the changed
+ * keys that need a restart.  An invalid file changes nothing.  0 or -1. */
+int fsd_config_reload(struct fsd *d);
 
 /* ---- logging (sd-daemon priority prefixes, for journald) ------------- */
 extern int fsd_log_level;
@@ -120,6 +130,7 @@ struct fsd_client {
 	int hot_active;
 	struct fs_client_hdr *hdr;
 	struct fs_ring_cons ring;
+	struct fs_ring_cons dev_ring;     /* its GPU kernels' ring (fs_ring_dev.h) */
 	uint64_t hold_seen[FS_MAX_HOLDS]; /* last values read */
 	uint32_t newest_window;
 };
@@ -253,12 +264,39 @@ void fsd_arena_gguf_close(struct fsd *d);
  * on stderr. */
 int fsd_arena_gguf_describe(const char *path);
 
+/* fsd_arena_keep.c: the arena across restarts through systemd's fd store.
+ * take: reuse a kept arena (LISTEN_FDS, named "arena") that matches `want`:
+ * 1 taken (d->arena, arena_shm, arena_ro_fd set), 0 none (build it), -errno.
+ * store: hand the arena memfd to the fd store (FDSTORE=1; no-op outside
+ * systemd) and set the arena_reused counter. */
+struct fsd_arena_want {
+	uint32_t source; /* enum fs_arena_source */
+	uint32_t layers, experts, experts_used;
+	uint64_t arena_bytes, max_expert_bytes, off_index, off_data;
+	uint64_t seed; /* synthetic: the seed; GGUF: fsd_arena_file_identity() */
+	const char *model;
+	int must_lock; /* an mlock failure is fatal */
+};
+int fsd_arena_keep_take(struct fsd *d, const struct fsd_arena_want *want);
+void fsd_arena_keep_store(struct fsd *d);
+uint64_t fsd_arena_file_identity(const char *path);
+
 /* fsd_arena_synth.c */
 int fsd_arena_synth_create(struct fsd *d);
 void fsd_arena_synth_fill(uint8_t *dst, uint64_t bytes, uint64_t seed, uint32_t layer, uint32_t expert);
 
 /* fsd_hot.c */
 int fsd_hot_start(struct fsd *d);
+/* One pass of the hot loop at `now`, without sleeping (the hot thread runs
+ * these; fuzz/hot_fuzz.c drives them against a hostile client region).
+ * fsd_hot_first: before the first pass (publishes epoch 1).  Returns
+ * nonzero when the pass did work. */
+struct fsd_hot_state {
+	uint64_t last_publish, last_check, last_hb;
+	int deferred;
+};
+void fsd_hot_first(struct fsd *d, struct fsd_hot_state *s);
+int fsd_hot_pass(struct fsd *d, struct fsd_hot_state *s, uint64_t now);
 void fsd_hot_stop(struct fsd *d);
 void fsd_hot_wake(struct fsd *d);
 int fsd_hot_cmd(struct fsd *d, enum fsd_cmd_type type, uint32_t row, uint32_t reason);
@@ -289,8 +327,23 @@ void fsd_request_stop(struct fsd *d, const char *why);
  * "STATUS=...", "STOPPING=1", "WATCHDOG=1", newline-separated) to
  * $NOTIFY_SOCKET: 1 sent, 0 no $NOTIFY_SOCKET, -errno on failure. */
 int fsd_notify(const char *state);
+/* The same with fds attached (SCM_RIGHTS), at most FSD_NOTIFY_MAX_FDS:
+ * "FDSTORE=1\nFDNAME=arena" puts them in the service's fd store. */
+#define FSD_NOTIFY_MAX_FDS 8u
+int fsd_notify_fds(const char *state, const int *fds, unsigned nfds);
 /* $WATCHDOG_USEC when it is meant for this process ($WATCHDOG_PID), else 0. */
 uint64_t fsd_notify_watchdog_usec(void);
+
+/* fsd_metrics.c: GET /metrics (Prometheus text 0.0.4) on nng's HTTP server.
+ * fsd_metrics_url checks a metrics_listen value ("IP:PORT", "[IPv6]:PORT";
+ * loopback only unless allow_remote) and makes the server URL: 0, or -1 with
+ * a message in err.  fsd_metrics_start (loop thread) serves at `listen`
+ * ("" = off), replacing the running endpoint only once the new one is up:
+ * 0, or a negative errno with the old one kept.  fsd_metrics_stop: before
+ * the daemon region goes away; no scrape reads it afterwards. */
+int fsd_metrics_url(const char *listen, int allow_remote, char *url, size_t len, char *err, size_t errlen);
+int fsd_metrics_start(struct fsd *d, const char *listen, int allow_remote);
+void fsd_metrics_stop(struct fsd *d);
 
 /* fsd_stats.c: the stats reply, built from the counter X-macros */
 struct cJSON;

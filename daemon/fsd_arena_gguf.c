@@ -149,6 +149,29 @@ int fsd_arena_gguf_load(struct fsd *d)
 		.arg = d,
 	};
 	__atomic_store_n(&d->counters_daemon[FS_C_arena_load_total], g->p.member_bytes, __ATOMIC_RELAXED);
+	/* A restart under systemd: this file's arena may be in the fd store
+	 * (fsd_arena_keep.c); then no byte of the file is read again. */
+	uint64_t identity = fsd_arena_file_identity(d->cfg.model_path);
+	struct fsg_layout lo;
+	if (identity && fsg_layout_build(&g->p, &lo, &err) == 0) {
+		struct fsd_arena_want want = {
+			.source = FS_ARENA_GGUF,
+			.layers = g->p.layers,
+			.experts = g->p.experts,
+			.experts_used = g->p.experts_used,
+			.arena_bytes = fs_page_round((size_t)lo.bytes),
+			.max_expert_bytes = g->p.max_blob,
+			.off_index = lo.off_index,
+			.off_data = lo.off_data,
+			.seed = identity,
+			.model = d->cfg.model,
+			.must_lock = !d->cfg.allow_unlocked,
+		};
+		fsg_layout_free(&lo);
+		int k = fsd_arena_keep_take(d, &want);
+		if (k != 0)
+			return k < 0 ? k : 0;
+	}
 	int r = fsg_arena_build(&g->f, &g->p, &o, &d->arena_shm, &res, &err);
 	if (r < 0) {
 		if (res.lock_failed)
@@ -162,6 +185,8 @@ int fsd_arena_gguf_load(struct fsd *d)
 	if (!res.locked)
 		fsd_log(FSD_WARN, "arena: NOT locked in memory (--allow-unlocked): %s", res.lock_err.msg);
 	d->arena = d->arena_shm.base;
+	/* The model file's identity: what a restart checks a kept arena against. */
+	d->arena->seed = identity;
 	d->arena_ro_fd = fs_shm_ro_fd(&d->arena_shm);
 	if (d->arena_ro_fd < 0)
 		return d->arena_ro_fd;

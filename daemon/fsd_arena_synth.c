@@ -42,7 +42,25 @@ int fsd_arena_synth_create(struct fsd *d)
 	uint64_t off_data = (off_index + n * sizeof(struct fs_arena_entry) + FS_ARENA_ALIGN - 1) /
 			    FS_ARENA_ALIGN * FS_ARENA_ALIGN;
 	uint64_t total = off_data + n * blob;
-	int r = fs_shm_create(&d->arena_shm, "foresight-arena", total);
+	d->slot_bytes = blob;
+	/* A restart under systemd: the arena this start would build may be in
+	 * the fd store (fsd_arena_keep.c). */
+	struct fsd_arena_want want = {
+		.source = FS_ARENA_SYNTHETIC,
+		.layers = c->layers,
+		.experts = c->experts,
+		.experts_used = c->experts_used,
+		.arena_bytes = fs_page_round((size_t)total),
+		.max_expert_bytes = c->expert_bytes,
+		.off_index = off_index,
+		.off_data = off_data,
+		.seed = c->seed,
+		.model = c->model,
+	};
+	int r = fsd_arena_keep_take(d, &want);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	r = fs_shm_create(&d->arena_shm, "foresight-arena", total);
 	if (r < 0)
 		return r;
 	struct fs_arena_hdr *h = d->arena_shm.base;

@@ -38,6 +38,7 @@ struct cuda_inflight {
 	uint32_t slot, gen;
 	uint64_t bytes;
 	uint64_t issued_ns;
+	uint64_t start_ns, land_ns; /* bus budget: when the emulated link carries it */
 };
 
 struct cuda_card {
@@ -50,6 +51,13 @@ struct cuda_card {
 	struct cuda_inflight inflight[CUDA_MAX_INFLIGHT];
 	unsigned ninflight;
 	char pci[32];
+	/* Bus budget (--bus-gbps given): the stream marks the copy done in a
+	 * private word; the ready word follows when the emulated link has
+	 * carried it (a token bucket per card: copies go over it one after the
+	 * other at bus_gbps). */
+	uint32_t *landed;
+	CUdeviceptr landed_dev;
+	uint64_t bus_free_ns;
 };
 
 struct cuda_priv {
@@ -58,6 +66,7 @@ struct cuda_priv {
 	int use_memops;
 	int daemon_registered, arena_registered;
 	const struct fs_arena_entry *idx;
+	double ns_per_byte; /* bus budget: 1 / bus_gbps; 0 = none (the link's own speed) */
 };
 
 /* Host-function fallback: written by a CUDA driver thread when the copy
@@ -200,6 +209,45 @@ static int cuda_start(struct fsd *d)
 		snprintf(cd[i].name, sizeof(cd[i].name), "%.20s %s", prop.name, c->pci);
 	}
 
+	/* Which card reads which (fs_daemon_hdr.peer_reach): narrow what
+	 * fsd_region.c published to the pairs with peer access.  The daemon
+	 * enables nothing itself (it copies host -> card only); engines map a
+	 * peer card's pool through its IPC handle (client/fs_cuda.c). */
+	for (uint32_t i = 0; i < d->cfg.cards; i++) {
+		uint16_t m = (uint16_t)(1u << i);
+		for (uint32_t j = 0; j < d->cfg.cards; j++) {
+			int ok = 0;
+			if (j != i &&
+			    cudaDeviceCanAccessPeer(&ok, cp->cards[i].dev, cp->cards[j].dev) == cudaSuccess &&
+			    ok)
+				m |= (uint16_t)(1u << j);
+		}
+		d->dh->peer_reach[i] &= m;
+		d->dh->peer_reach[i] |= (uint16_t)(1u << i);
+		if (d->cfg.cards > 1)
+			fsd_log(FSD_INFO, "cuda: card %u reads cards 0x%04x (peer access)", i,
+				(unsigned)d->dh->peer_reach[i]);
+	}
+
+	/* The bus budget: a card's copies land no faster than --bus-gbps, to
+	 * emulate a slower link (PCIe Gen4 x8: 13.5 GB/s) on faster hardware. */
+	if (d->cfg.bus_gbps_set && d->cfg.bus_gbps > 0) {
+		cp->ns_per_byte = 1.0 / d->cfg.bus_gbps;
+		for (uint32_t i = 0; i < d->cfg.cards; i++) {
+			struct cuda_card *c = &cp->cards[i];
+			void *dptr;
+			if (cerr(cudaSetDevice(c->dev), "cudaSetDevice") ||
+			    cerr(cudaHostAlloc((void **)&c->landed, (size_t)d->cfg.slots * sizeof(uint32_t),
+					       cudaHostAllocPortable | cudaHostAllocMapped),
+				 "cudaHostAlloc(landed words)") ||
+			    cerr(cudaHostGetDevicePointer(&dptr, c->landed, 0), "cudaHostGetDevicePointer"))
+				return -EIO;
+			c->landed_dev = (CUdeviceptr)(uintptr_t)dptr;
+		}
+		fsd_log(FSD_INFO, "cuda: bus budget %.3g GB/s per card (copies land no faster)",
+			d->cfg.bus_gbps);
+	}
+
 	/* Prove that the stream can write a ready word before relying on it. */
 	if (cp->write_value32) {
 		uint32_t *w = fsd_ready(d, 0);
@@ -236,6 +284,13 @@ static void cuda_submit(struct fsd *d, const struct fsr_copy *cpy)
 		abort();
 	}
 	fs_store_release(&ready[cpy->slot], FS_GEN_NONE);
+	/* With a bus budget the stream writes the private landed word; poll
+	 * publishes the ready word once the emulated link has carried the
+	 * bytes. */
+	uint32_t *word = c->landed ? &c->landed[cpy->slot] : &ready[cpy->slot];
+	CUdeviceptr word_dev = c->landed ? c->landed_dev : c->ready_dev;
+	if (c->landed)
+		fs_store_release(word, FS_GEN_NONE);
 	cudaStream_t s = c->streams[c->next++ % c->nstreams];
 	cudaSetDevice(c->dev);
 	cudaError_t err = cudaMemcpyAsync((char *)c->pool + (uint64_t)cpy->slot * d->slot_bytes,
@@ -247,18 +302,22 @@ static void cuda_submit(struct fsd *d, const struct fsr_copy *cpy)
 		abort(); /* a broken copy path cannot be reported as landed */
 	}
 	if (cp->use_memops) {
-		cp->write_value32((CUstream)s, c->ready_dev + (CUdeviceptr)cpy->slot * sizeof(uint32_t),
-				  cpy->gen, 0);
+		cp->write_value32((CUstream)s, word_dev + (CUdeviceptr)cpy->slot * sizeof(uint32_t), cpy->gen,
+				  0);
 	} else {
 		struct hostfn_arg *a = malloc(sizeof(*a));
 		if (!a)
 			abort();
-		a->word = &ready[cpy->slot];
+		a->word = word;
 		a->gen = cpy->gen;
 		cudaLaunchHostFunc(s, hostfn_write, a);
 	}
 	uint64_t now = fs_now_ns();
-	c->inflight[c->ninflight++] = (struct cuda_inflight){cpy->slot, cpy->gen, bytes, now};
+	uint64_t start = c->bus_free_ns > now ? c->bus_free_ns : now;
+	uint64_t land = start + (uint64_t)((double)bytes * cp->ns_per_byte);
+	if (c->landed)
+		c->bus_free_ns = land;
+	c->inflight[c->ninflight++] = (struct cuda_inflight){cpy->slot, cpy->gen, bytes, now, start, land};
 	fsd_issued(d, cpy->card, cpy->slot, now);
 }
 
@@ -270,19 +329,34 @@ static unsigned cuda_poll(struct fsd *d, struct fsd_done *out, unsigned max)
 	uint64_t now = 0;
 	for (uint32_t i = 0; i < d->cfg.cards && n < max; i++) {
 		struct cuda_card *c = &cp->cards[i];
-		const uint32_t *ready = fsd_ready(d, i);
+		uint32_t *ready = fsd_ready(d, i);
 		for (unsigned k = 0; k < c->ninflight && n < max;) {
 			struct cuda_inflight *f = &c->inflight[k];
-			if (fs_load_acquire(&ready[f->slot]) != f->gen) {
+			if (c->landed) {
+				/* bus budget: the bytes are in (landed word) and the
+				 * emulated link has carried them (land_ns) */
+				if (fs_load_acquire(&c->landed[f->slot]) != f->gen) {
+					k++;
+					continue;
+				}
+				if (!now)
+					now = fs_now_ns();
+				if (now < f->land_ns) {
+					k++;
+					continue;
+				}
+				fs_store_release(&ready[f->slot], f->gen);
+			} else if (fs_load_acquire(&ready[f->slot]) != f->gen) {
 				k++;
 				continue;
 			}
 			if (!now)
 				now = fs_now_ns();
+			uint64_t busy = c->landed ? f->land_ns - f->start_ns : now - f->issued_ns;
 			out[n++] = (struct fsd_done){.card = i,
 						     .slot = f->slot,
 						     .gen = f->gen,
-						     .busy_ns = now - f->issued_ns,
+						     .busy_ns = busy,
 						     .bytes = f->bytes};
 			c->inflight[k] = c->inflight[--c->ninflight];
 		}
@@ -306,6 +380,8 @@ static void cuda_stop(struct fsd *d)
 			}
 		if (c->pool)
 			cudaFree(c->pool);
+		if (c->landed)
+			cudaFreeHost(c->landed);
 	}
 	if (cp->daemon_registered)
 		cudaHostUnregister(d->daemon_shm.base);

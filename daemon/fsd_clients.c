@@ -145,8 +145,11 @@ int fsd_client_attach(struct fsd *d, pid_t pid, uid_t uid, gid_t gid, const char
 	c->serial = ++d->next_serial;
 	snprintf(c->name, sizeof(c->name), "%s", name && *name ? name : "engine");
 
+	/* Host ring, then the device ring on its own page: an engine registers
+	 * that part with CUDA for its kernels (fs_ring_dev.h). */
 	uint64_t off_ring = sizeof(struct fs_client_hdr);
-	uint64_t bytes = off_ring + fs_ring_bytes(ring_entries);
+	uint64_t off_dev = fs_page_round((size_t)(off_ring + fs_ring_bytes(ring_entries)));
+	uint64_t bytes = off_dev + fs_ring_bytes(ring_entries);
 	int r = fs_shm_create(&c->region, "foresight-client", (size_t)bytes);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot create client region: %s", strerror(-r));
@@ -160,12 +163,17 @@ int fsd_client_attach(struct fsd *d, pid_t pid, uid_t uid, gid_t gid, const char
 	h->ring_entries = ring_entries;
 	h->off_ring = off_ring;
 	h->ring_bytes = fs_ring_bytes(ring_entries);
+	h->off_dev_ring = off_dev;
+	h->dev_ring_bytes = fs_ring_bytes(ring_entries);
 	h->instance = d->instance;
 	/* ATTACHED is set by the hot thread once the core counts this client's
 	 * holds: an acquire before that could not protect its slots. */
 	h->state = 0;
 	h->heartbeat_ns = fs_now_ns();
 	r = fs_ring_format(&c->ring, (char *)h + off_ring, (size_t)h->ring_bytes, ring_entries);
+	if (r == 0)
+		r = fs_ring_format(&c->dev_ring, (char *)h + off_dev, (size_t)h->dev_ring_bytes,
+				   ring_entries);
 	if (r < 0) {
 		fs_shm_close(&c->region);
 		snprintf(err, errlen, "cannot format ring: %s", strerror(-r));

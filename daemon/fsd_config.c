@@ -6,10 +6,12 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -23,12 +25,19 @@ struct opt {
 	size_t off, size;
 	double min, max;
 	const char *help;
+	int reload; /* applied on SIGHUP (R below); else a change needs a restart */
 };
 
-#define O(k, t, field, lo, hi, h)                                                                            \
-	{                                                                                                    \
-		k, t, offsetof(struct fsd_config, field), sizeof(((struct fsd_config *)0)->field), lo, hi, h \
+#define OPT(k, t, field, lo, hi, h, rl)                                                                    \
+	{                                                                                                  \
+		k, t, offsetof(struct fsd_config, field), sizeof(((struct fsd_config *)0)->field), lo, hi, \
+			h, rl                                                                              \
 	}
+#define O(k, t, field, lo, hi, h) OPT(k, t, field, lo, hi, h, 0)
+/* R: a setting fsd_config_reload applies to the running daemon.  Only for a
+ * 4-byte number read by other threads with relaxed atomic loads (the reload
+ * stores it atomically), or one read by the loop thread only. */
+#define R(k, t, field, lo, hi, h) OPT(k, t, field, lo, hi, h, 1)
 
 static const struct opt opts[] = {
 	O("socket", OPT_STR, socket_path, 0, 0, "control socket path (default " FS_DEFAULT_SOCKET_PATH ")"),
@@ -44,7 +53,8 @@ static const struct opt opts[] = {
 	O("streams", OPT_U32, streams, 1, 8, "cuda: prefetch streams per card (default 2)"),
 	O("slots", OPT_U32, slots, 1, 1 << 24, "slots per card (default 128)"),
 	O("bus_gbps", OPT_DBL, bus_gbps, 0.01, 10000,
-	  "host backend: emulated bus per card, GB/s (default 13.5)"),
+	  "emulated bus per card, GB/s: the host backend's copy threads (default 13.5); cuda: when "
+	  "given, copies land no faster (a token bucket per card), else at the link's speed"),
 	O("model", OPT_STR, model_path, 0, 0, "a GGUF MoE model file to serve (default: a synthetic arena)"),
 	O("model_name", OPT_STR, model, 0, 0, "name of the served model (default: the file's general.name)"),
 	O("describe", OPT_FLAG, describe, 0, 1, "with --model: print the arena plan as JSON and exit"),
@@ -62,16 +72,19 @@ static const struct opt opts[] = {
 	  "records per client ring, power of two (default 4096)"),
 	O("epoch_bufs", OPT_U32, epoch_bufs, 3, FS_MAX_EPOCH_BUFS, "epoch buffers (default 16)"),
 	O("heartbeat_ms", OPT_U32, heartbeat_ms, 10, 60000, "daemon heartbeat period (default 100)"),
-	O("liveness_ms", OPT_U32, liveness_ms, 50, 600000,
+	R("liveness_ms", OPT_U32, liveness_ms, 50, 600000,
 	  "a client whose heartbeat is older is dropped (default 5000)"),
-	O("hold_timeout_ms", OPT_U32, hold_timeout_ms, 10, 3600000,
+	R("hold_timeout_ms", OPT_U32, hold_timeout_ms, 10, 3600000,
 	  "an epoch held longer is revoked, the client dropped (default 10000)"),
-	O("publish_us", OPT_U32, publish_us, 0, 1000000, "minimum interval between epochs (default 200)"),
-	O("spin_us", OPT_U32, spin_us, 0, 10000000,
+	R("publish_us", OPT_U32, publish_us, 0, 1000000, "minimum interval between epochs (default 200)"),
+	R("spin_us", OPT_U32, spin_us, 0, 10000000,
 	  "hot thread: spin this long with nothing to do before sleeping (default 50; more: lower latency, "
 	  "a busy core)"),
+	O("dev_poll_us", OPT_U32, dev_poll_us, 1, 1000000,
+	  "hot thread: longest sleep while an engine's kernels may post to its device ring, which a GPU "
+	  "cannot wake (default 50)"),
 	O("max_inflight", OPT_U32, max_inflight, 1, 4096, "copies in flight per card (default 32)"),
-	O("log_level", OPT_INT, log_level, 0, 7, "3 errors .. 7 debug (default 6)"),
+	R("log_level", OPT_INT, log_level, 0, 7, "3 errors .. 7 debug (default 6)"),
 	O("tiers", OPT_U32, tiers, 0, 1,
 	  "residency tiers and the copy scheduler: 1 on, 0 the untiered policy (default 1)"),
 	O("recency_slots", OPT_INT, recency_slots, -1, 1 << 24,
@@ -84,8 +97,28 @@ static const struct opt opts[] = {
 	  "share of the bus the copy scheduler plans with; the rest is the engines' (default 80)"),
 	O("freq_decay", OPT_DBL, freq_decay, 0.000001, 1,
 	  "static tier: decay of use counts per token (default 0.95)"),
+	R("metrics_listen", OPT_STR, metrics_listen, 0, 0,
+	  "serve Prometheus metrics at http://ADDR:PORT/metrics; ADDR an IP literal, loopback unless "
+	  "metrics_allow_remote (e.g. 127.0.0.1:9464 or [::1]:9464; port 0: any free one; default: off)"),
+	R("metrics_allow_remote", OPT_FLAG, metrics_allow_remote, 0, 1,
+	  "let metrics_listen be a non-loopback address (the endpoint has no authentication)"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
+
+/* Messages about the settings go to stderr: at start before logging
+ * matters, "foresightd: ..."; during a reload (SIGHUP) they are log lines of
+ * priority error, so journald keeps them with the daemon's. */
+static int reloading;
+
+static void cfg_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void cfg_err(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs(reloading ? "<3>foresightd: reload: " : "foresightd: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
 
 void fsd_config_defaults(struct fsd_config *c)
 {
@@ -111,6 +144,7 @@ void fsd_config_defaults(struct fsd_config *c)
 	c->publish_us = 200;
 	c->max_inflight = 32;
 	c->spin_us = 50;
+	c->dev_poll_us = 50;
 	c->streams = 2;
 	c->log_level = FSD_INFO;
 	/* Tiers on: the daemon runs the policies fs-replay measured.  The sizes
@@ -132,14 +166,14 @@ static int opt_set(struct fsd_config *c, const struct opt *o, const char *val, c
 	switch (o->type) {
 	case OPT_STR:
 		if (strlen(val) >= o->size) {
-			fprintf(stderr, "foresightd: %s: value too long (max %zu)\n", where, o->size - 1);
+			cfg_err("%s: value too long (max %zu)\n", where, o->size - 1);
 			return -1;
 		}
 		strcpy(p, val);
 		return 0;
 	case OPT_FLAG:
 		if (strcmp(val, "1") && strcmp(val, "0") && strcmp(val, "true") && strcmp(val, "false")) {
-			fprintf(stderr, "foresightd: %s: '%s' is not true or false\n", where, val);
+			cfg_err("%s: '%s' is not true or false\n", where, val);
 			return -1;
 		}
 		*(uint32_t *)p = val[0] == '1' || val[0] == 't';
@@ -147,7 +181,7 @@ static int opt_set(struct fsd_config *c, const struct opt *o, const char *val, c
 	case OPT_MODE: {
 		unsigned long v = strtoul(val, &end, 8);
 		if (errno || *end || end == val || v > 0777) {
-			fprintf(stderr, "foresightd: %s: '%s' is not an octal mode\n", where, val);
+			cfg_err("%s: '%s' is not an octal mode\n", where, val);
 			return -1;
 		}
 		*(unsigned *)p = (unsigned)v;
@@ -158,16 +192,17 @@ static int opt_set(struct fsd_config *c, const struct opt *o, const char *val, c
 	}
 	double v = strtod(val, &end);
 	if (errno || *end || end == val || v < o->min || v > o->max) {
-		fprintf(stderr, "foresightd: %s: '%s' is not a number in %g..%g\n", where, val, o->min,
-			o->max);
+		cfg_err("%s: '%s' is not a number in %g..%g\n", where, val, o->min, o->max);
 		return -1;
 	}
 	if (o->type != OPT_DBL && v != (o->type == OPT_INT ? (double)(int64_t)v : (double)(uint64_t)v)) {
-		fprintf(stderr, "foresightd: %s: '%s' must be a whole number\n", where, val);
+		cfg_err("%s: '%s' must be a whole number\n", where, val);
 		return -1;
 	}
 	if (strcmp(o->key, "cards") == 0)
 		c->cards_set = 1;
+	if (strcmp(o->key, "bus_gbps") == 0)
+		c->bus_gbps_set = 1;
 	switch (o->type) {
 	case OPT_U32:
 		*(uint32_t *)p = (uint32_t)v;
@@ -191,7 +226,7 @@ static int load_file(struct fsd_config *c, const char *path)
 {
 	FILE *f = fopen(path, "re");
 	if (!f) {
-		fprintf(stderr, "foresightd: config %s: %s\n", path, strerror(errno));
+		cfg_err("config %s: %s\n", path, strerror(errno));
 		return -1;
 	}
 	char *buf = NULL;
@@ -200,14 +235,14 @@ static int load_file(struct fsd_config *c, const char *path)
 		if (len + 4096 > cap) {
 			cap = cap ? cap * 2 : 8192;
 			if (cap > (1u << 20)) {
-				fprintf(stderr, "foresightd: config %s: larger than 1 MiB\n", path);
+				cfg_err("config %s: larger than 1 MiB\n", path);
 				free(buf);
 				fclose(f);
 				return -1;
 			}
 			char *nb = realloc(buf, cap);
 			if (!nb) {
-				fprintf(stderr, "foresightd: config %s: out of memory\n", path);
+				cfg_err("config %s: out of memory\n", path);
 				free(buf);
 				fclose(f);
 				return -1;
@@ -223,7 +258,7 @@ static int load_file(struct fsd_config *c, const char *path)
 	cJSON *root = cJSON_ParseWithLength(buf, len);
 	free(buf);
 	if (!cJSON_IsObject(root)) {
-		fprintf(stderr, "foresightd: config %s: not a JSON object\n", path);
+		cfg_err("config %s: not a JSON object\n", path);
 		cJSON_Delete(root);
 		return -1;
 	}
@@ -236,7 +271,7 @@ static int load_file(struct fsd_config *c, const char *path)
 		char where[128];
 		snprintf(where, sizeof(where), "config %s: key '%s'", path, it->string);
 		if (!o) {
-			fprintf(stderr, "foresightd: %s: unknown key\n", where);
+			cfg_err("%s: unknown key\n", where);
 			rc = -1;
 		} else if (cJSON_IsString(it)) {
 			rc = opt_set(c, o, it->valuestring, where);
@@ -248,7 +283,7 @@ static int load_file(struct fsd_config *c, const char *path)
 			snprintf(num, sizeof(num), "%.17g", it->valuedouble);
 			rc = opt_set(c, o, num, where);
 		} else {
-			fprintf(stderr, "foresightd: %s: wrong type\n", where);
+			cfg_err("%s: wrong type\n", where);
 			rc = -1;
 		}
 	}
@@ -260,12 +295,15 @@ static void usage(FILE *out)
 {
 	fprintf(out, "usage: foresightd [--config FILE] [--OPTION VALUE ...]\n"
 		     "       foresightd --check-config [FILE] [--OPTION VALUE ...]\n"
-		     "       foresightd --help | --version\n\n"
+		     "       foresightd --help | --version | --config-reference[=json|flags]\n\n"
 		     "Serves a shared MoE expert tier to inference engines.  Runs in the\n"
-		     "foreground until SIGTERM or `fsctl shutdown`.\n\n"
+		     "foreground until SIGTERM or `fsctl shutdown`; SIGHUP re-reads the config.\n\n"
 		     "  --config FILE   JSON object whose keys are the options below\n"
 		     "  --check-config [FILE]  validate the settings (FILE: as --config), print\n"
-		     "                  OK and exit 0, or name the bad key and exit 2\n");
+		     "                  OK and exit 0, or name the bad key and exit 2\n"
+		     "  --config-reference[=json|flags]  print every config key (json) or option\n"
+		     "                  (flags) with its type and default, as scdoc(5) text (the\n"
+		     "                  man pages foresightd.json(5) and foresightd(8) are built from it)\n");
 	for (size_t i = 0; i < NOPTS; i++) {
 		char flag[40];
 		snprintf(flag, sizeof(flag), "--%s", opts[i].key);
@@ -278,10 +316,143 @@ static void usage(FILE *out)
 		FS_DEFAULT_SOCKET_PATH);
 }
 
-int fsd_config_parse(struct fsd_config *c, int argc, char **argv)
+/* An option's value in `c` as text: what --config-reference prints as the
+ * default and a reload logs as old and new. */
+static void opt_format(const struct opt *o, const struct fsd_config *c, char *out, size_t len)
+{
+	const char *p = (const char *)c + o->off;
+	uint32_t u32;
+	uint64_t u64;
+	int i32;
+	unsigned mode;
+	double dbl;
+	switch (o->type) {
+	case OPT_STR:
+		if (p[0])
+			snprintf(out, len, "\"%s\"", p);
+		else
+			snprintf(out, len, "none");
+		break;
+	case OPT_FLAG:
+		memcpy(&u32, p, sizeof(u32));
+		snprintf(out, len, "%s", u32 ? "true" : "false");
+		break;
+	case OPT_MODE:
+		memcpy(&mode, p, sizeof(mode));
+		snprintf(out, len, "\"%04o\"", mode);
+		break;
+	case OPT_U32:
+		memcpy(&u32, p, sizeof(u32));
+		snprintf(out, len, "%u", u32);
+		break;
+	case OPT_U64:
+		memcpy(&u64, p, sizeof(u64));
+		snprintf(out, len, "%llu", (unsigned long long)u64);
+		break;
+	case OPT_INT:
+		memcpy(&i32, p, sizeof(i32));
+		snprintf(out, len, "%d", i32);
+		break;
+	default:
+		memcpy(&dbl, p, sizeof(dbl));
+		snprintf(out, len, "%g", dbl);
+		break;
+	}
+}
+
+/* scdoc(5) text: * and _ format, \ escapes; the help texts mean them
+ * literally. */
+static void scdoc_text(const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '*' || *s == '_' || *s == '\\')
+			putchar('\\');
+		putchar(*s);
+	}
+}
+
+static const char *opt_type_name(const struct opt *o)
+{
+	switch (o->type) {
+	case OPT_STR:
+		return "string";
+	case OPT_FLAG:
+		return "boolean";
+	case OPT_MODE:
+		return "octal mode";
+	case OPT_DBL:
+		return "number";
+	default:
+		return "integer";
+	}
+}
+
+/* --config-reference: one entry per option of the table, with its type,
+ * range and default, as scdoc source.  "json": the config keys (the
+ * KEYS section of foresightd.json(5)); "flags": the options (OPTIONS of
+ * foresightd(8)).  CMake builds both man pages from this output, so
+ * they list exactly what this binary accepts. */
+static int config_reference(const char *mode)
+{
+	int flags = mode && strcmp(mode, "flags") == 0;
+	if (mode && !flags && strcmp(mode, "json") != 0) {
+		cfg_err("--config-reference=%s: json or flags\n", mode);
+		return 2;
+	}
+	struct fsd_config def;
+	fsd_config_defaults(&def);
+	for (size_t i = 0; i < NOPTS; i++) {
+		const struct opt *o = &opts[i];
+		char dflt[128], name[48];
+		opt_format(o, &def, dflt, sizeof(dflt));
+		snprintf(name, sizeof(name), "%s%s", flags ? "--" : "", o->key);
+		if (flags)
+			for (char *p = name; *p; p++)
+				if (*p == '_')
+					*p = '-';
+		putchar('*');
+		scdoc_text(name);
+		putchar('*');
+		if (flags && o->type != OPT_FLAG)
+			printf(" _%s_", o->type == OPT_STR ? "VALUE" : o->type == OPT_MODE ? "MODE" : "N");
+		printf("\n\t");
+		scdoc_text(o->help);
+		printf(".\n\n\t");
+		if (o->type == OPT_FLAG)
+			printf("%s", flags ? "Takes no value; in the file: true or false" : "Type: boolean");
+		else if (o->type == OPT_STR || o->type == OPT_MODE)
+			printf("Type: %s", opt_type_name(o));
+		else
+			printf("Type: %s, %.10g to %.10g", opt_type_name(o), o->min, o->max);
+		printf(". Default: ");
+		scdoc_text(dflt);
+		if (flags)
+			printf(".\n\n");
+		else
+			printf(". %s\n\n",
+			       o->reload ? "SIGHUP applies a change." : "A change needs a restart.");
+	}
+	return 0;
+}
+
+/* argv of the start, kept for a reload: the flags win over the file then
+ * as they did at start. */
+static int saved_argc;
+static char **saved_argv;
+static const char *saved_cfgfile;
+/* The settings as parsed (at start, then with each reload's applied keys).
+ * A reload compares against these, not the running d->cfg, which the start
+ * fills in (a GGUF model's layers and name, the CUDA backend's cards and
+ * slots): those are not changes of the file. */
+static struct fsd_config parsed;
+
+/* Parse the config file and argv over c's contents.  Exits on --help,
+ * --version and --config-reference (never during a reload: the first parse
+ * exited).  0 or -1 (message printed). */
+static int parse(struct fsd_config *c, int argc, char **argv)
 {
 	static char names[NOPTS][40];
-	struct option lo[NOPTS + 5];
+	struct option lo[NOPTS + 6];
 	size_t n = 0;
 	for (size_t i = 0; i < NOPTS; i++) {
 		snprintf(names[i], sizeof(names[i]), "%s", opts[i].key);
@@ -296,6 +467,7 @@ int fsd_config_parse(struct fsd_config *c, int argc, char **argv)
 	lo[n++] = (struct option){"help", no_argument, NULL, 'h'};
 	lo[n++] = (struct option){"version", no_argument, NULL, 'V'};
 	lo[n++] = (struct option){"check-config", optional_argument, NULL, 'k'};
+	lo[n++] = (struct option){"config-reference", optional_argument, NULL, 'r'};
 	lo[n] = (struct option){0};
 
 	/* `--check-config FILE` is `--check-config --config FILE`. */
@@ -305,7 +477,7 @@ int fsd_config_parse(struct fsd_config *c, int argc, char **argv)
 			argv[i] = (char *)"--config";
 		}
 	}
-	/* Pass 1: --config, --check-config, --help, --version. */
+	/* Pass 1: --config, --check-config, --help, --version, --config-reference. */
 	const char *cfgfile = NULL;
 	int ch;
 	opterr = 0;
@@ -323,14 +495,17 @@ int fsd_config_parse(struct fsd_config *c, int argc, char **argv)
 		} else if (ch == 'V') {
 			printf("foresightd %s (protocol %u)\n", FSD_VERSION, FS_PROTO_VERSION);
 			exit(0);
+		} else if (ch == 'r') {
+			exit(config_reference(optarg));
 		}
 	}
+	saved_cfgfile = cfgfile;
 	if (cfgfile && load_file(c, cfgfile) < 0)
 		return -1;
 	const char *env = getenv("FORESIGHT_SOCKET");
 	if (env && *env) {
 		if (strlen(env) >= sizeof(c->socket_path)) {
-			fprintf(stderr, "foresightd: FORESIGHT_SOCKET too long\n");
+			cfg_err("FORESIGHT_SOCKET too long\n");
 			return -1;
 		}
 		strcpy(c->socket_path, env);
@@ -350,53 +525,153 @@ int fsd_config_parse(struct fsd_config *c, int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "foresightd: unexpected argument '%s'\n", argv[optind]);
+		cfg_err("unexpected argument '%s'\n", argv[optind]);
 		return -1;
 	}
 #ifdef FSD_HAVE_CUDA
 	if (strcmp(c->backend, "host") != 0 && strcmp(c->backend, "cuda") != 0) {
-		fprintf(stderr, "foresightd: --backend %s: unknown (backends: host, cuda)\n", c->backend);
+		cfg_err("--backend %s: unknown (backends: host, cuda)\n", c->backend);
 		return -1;
 	}
 #else
 	if (strcmp(c->backend, "host") != 0) {
-		fprintf(stderr,
-			"foresightd: --backend %s: not built here (this build has: host; cuda needs nvcc "
+		cfg_err("--backend %s: not built here (this build has: host; cuda needs nvcc "
 			"at build time)\n",
 			c->backend);
 		return -1;
 	}
 #endif
 	if (c->max_clients > 64) {
-		fprintf(stderr, "foresightd: --max-clients: at most 64\n");
+		cfg_err("--max-clients: at most 64\n");
 		return -1;
 	}
 	if ((c->ring_entries & (c->ring_entries - 1)) != 0) {
-		fprintf(stderr, "foresightd: --ring-entries %u: must be a power of two\n", c->ring_entries);
+		cfg_err("--ring-entries %u: must be a power of two\n", c->ring_entries);
 		return -1;
 	}
 	if (c->describe && !c->model_path[0]) {
-		fprintf(stderr, "foresightd: --describe needs --model FILE\n");
+		cfg_err("--describe needs --model FILE\n");
 		return -1;
 	}
 	if (c->experts_used > c->experts) {
-		fprintf(stderr, "foresightd: --experts-used %u exceeds --experts %u\n", c->experts_used,
-			c->experts);
+		cfg_err("--experts-used %u exceeds --experts %u\n", c->experts_used, c->experts);
 		return -1;
 	}
 	if ((uint64_t)c->layers * c->experts * c->cards > (1ull << 26)) {
-		fprintf(stderr, "foresightd: cards x layers x experts too large for the epoch tables\n");
+		cfg_err("cards x layers x experts too large for the epoch tables\n");
 		return -1;
 	}
 	if (snprintf(c->fd_socket_path, sizeof(c->fd_socket_path), "%s.fd", c->socket_path) >=
 		    (int)sizeof(c->fd_socket_path) ||
 	    strlen(c->fd_socket_path) >= 108) {
-		fprintf(stderr, "foresightd: socket path too long (%zu bytes, max 104)\n",
-			strlen(c->socket_path));
+		cfg_err("socket path too long (%zu bytes, max 104)\n", strlen(c->socket_path));
 		return -1;
 	}
+	if (c->metrics_listen[0]) {
+		char url[128], err[256];
+		if (fsd_metrics_url(c->metrics_listen, (int)c->metrics_allow_remote, url, sizeof(url), err,
+				    sizeof(err)) < 0) {
+			cfg_err("key 'metrics_listen': %s\n", err);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int fsd_config_parse(struct fsd_config *c, int argc, char **argv)
+{
+	saved_argc = argc;
+	saved_argv = argv;
+	if (parse(c, argc, argv) < 0)
+		return -1;
+	parsed = *c;
 	fsd_log_level = c->log_level;
 	return 0;
+}
+
+static void append(char *dst, size_t len, const char *s)
+{
+	size_t n = strlen(dst);
+	if (n + 1 < len)
+		snprintf(dst + n, len - n, "%s%s", n ? ", " : "", s);
+}
+
+int fsd_config_reload(struct fsd *d)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	char msg[96];
+	snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu",
+		 (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000u);
+	fsd_notify(msg);
+
+	const char *file = saved_cfgfile ? saved_cfgfile : "(no --config file)";
+	struct fsd_config *n = malloc(sizeof(*n));
+	int rc = -1;
+	if (!n) {
+		fsd_log(FSD_ERR, "reload: out of memory");
+		goto out;
+	}
+	fsd_config_defaults(n);
+	reloading = 1;
+	rc = parse(n, saved_argc, saved_argv);
+	reloading = 0;
+	if (rc < 0) {
+		fsd_log(FSD_ERR, "reload: %s rejected, nothing changed: the running settings stay", file);
+		goto out;
+	}
+	/* The reload's lines show under the old level or the new one,
+	 * whichever is more verbose: lowering the level must not hide them. */
+	int old_level = fsd_log_level, level = n->log_level;
+	__atomic_store_n(&fsd_log_level, level > old_level ? level : old_level, __ATOMIC_RELAXED);
+	/* The endpoint first: it can fail (address in use), and then its two
+	 * keys keep their running values and are not reported as applied. */
+	if (strcmp(n->metrics_listen, parsed.metrics_listen) != 0 &&
+	    fsd_metrics_start(d, n->metrics_listen, (int)n->metrics_allow_remote) < 0) {
+		fsd_log(FSD_ERR, "reload: metrics_listen %s could not be served: kept %s",
+			n->metrics_listen[0] ? n->metrics_listen : "(off)",
+			parsed.metrics_listen[0] ? parsed.metrics_listen : "(off)");
+		memcpy(n->metrics_listen, parsed.metrics_listen, sizeof(n->metrics_listen));
+		n->metrics_allow_remote = parsed.metrics_allow_remote;
+	}
+	char applied[1024] = "", restart[1024] = "";
+	for (size_t i = 0; i < NOPTS; i++) {
+		const struct opt *o = &opts[i];
+		char *was_p = (char *)&parsed + o->off, *cur = (char *)&d->cfg + o->off;
+		const char *nv = (const char *)n + o->off;
+		if (memcmp(was_p, nv, o->size) == 0)
+			continue;
+		if (!o->reload || (o->type != OPT_STR && o->size != sizeof(uint32_t))) {
+			append(restart, sizeof(restart), o->key);
+			continue;
+		}
+		char was[96], now[96], item[256];
+		opt_format(o, &parsed, was, sizeof(was));
+		opt_format(o, n, now, sizeof(now));
+		snprintf(item, sizeof(item), "%s %s -> %s", o->key, was, now);
+		append(applied, sizeof(applied), item);
+		memcpy(was_p, nv, o->size);
+		if (o->type == OPT_STR) {
+			memcpy(cur, nv, o->size); /* read by the loop thread only */
+		} else {
+			/* The hot thread reads these with relaxed atomic loads. */
+			uint32_t v;
+			_Static_assert(sizeof(int) == sizeof(uint32_t), "4-byte settings");
+			memcpy(&v, nv, sizeof(v));
+			__atomic_store_n((uint32_t *)(void *)cur, v, __ATOMIC_RELAXED);
+		}
+	}
+	fsd_log(FSD_INFO, "reload: %s: %s%s", file, applied[0] ? "applied " : "no reloadable setting changed",
+		applied);
+	if (restart[0])
+		fsd_log(FSD_WARN,
+			"reload: changed, but only a restart applies them (still running the old values): %s",
+			restart);
+	__atomic_store_n(&fsd_log_level, level, __ATOMIC_RELAXED);
+out:
+	free(n);
+	fsd_notify("READY=1");
+	return rc < 0 ? -1 : 0;
 }
 
 void fsd_config_residency(const struct fsd_config *c, struct fsr_config *rc)

@@ -8,14 +8,19 @@
  * The peer's uid/gid/pid come from the kernel (SO_PEERCRED via nng), never
  * from the message.  Only root, the daemon's own user or members of the
  * configured group may do anything but hello and ping.
+ *
+ * fsd_control_reply() is the whole request handling, bytes in, reply text
+ * out (fuzz/control_fuzz.c fuzzes it); every refusal is counted once there.
  */
 #include <errno.h>
 #include <grp.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -27,13 +32,7 @@
 #include "fs_hex.h"
 #include "fs_time.h"
 #include "fsd.h"
-
-#define CONTROL_MAX_MSG (1 << 20) /* a profile of 1024 layers x 512 experts fits */
-
-struct peer {
-	uint64_t pid, uid, gid;
-	int have;
-};
+#include "fsd_control.h"
 
 static const char *errno_code(int e)
 {
@@ -50,6 +49,8 @@ static const char *errno_code(int e)
 		return "EBUSY";
 	case ENOSYS:
 		return "ENOSYS";
+	case EMSGSIZE:
+		return "EMSGSIZE";
 	default:
 		return "EIO";
 	}
@@ -104,7 +105,7 @@ static int pid_in_group(uint64_t pid, gid_t gid)
 	return found;
 }
 
-static int peer_allowed(struct fsd *d, const struct peer *pe, char *why, size_t len)
+static int peer_allowed(struct fsd *d, const struct fsd_peer *pe, char *why, size_t len)
 {
 	if (!pe->have) {
 		snprintf(why, len, "peer credentials unavailable");
@@ -128,7 +129,7 @@ static int peer_allowed(struct fsd *d, const struct peer *pe, char *why, size_t 
 	return 0;
 }
 
-static int peer_admin(const struct peer *pe)
+static int peer_admin(const struct fsd_peer *pe)
 {
 	return pe->have && (pe->uid == 0 || pe->uid == (uint64_t)geteuid());
 }
@@ -177,7 +178,7 @@ static cJSON *layout_json(struct fsd *d, const struct fsd_client *c)
 	return l;
 }
 
-static cJSON *do_attach(struct fsd *d, const cJSON *req, const struct peer *pe)
+static cJSON *do_attach(struct fsd *d, const cJSON *req, const struct fsd_peer *pe)
 {
 	const cJSON *model = cJSON_GetObjectItemCaseSensitive(req, "model");
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, "name");
@@ -219,7 +220,7 @@ static cJSON *do_attach(struct fsd *d, const cJSON *req, const struct peer *pe)
 	return o;
 }
 
-static cJSON *do_detach(struct fsd *d, const cJSON *req, const struct peer *pe)
+static cJSON *do_detach(struct fsd *d, const cJSON *req, const struct fsd_peer *pe)
 {
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "client_id");
 	const cJSON *tok = cJSON_GetObjectItemCaseSensitive(req, "token");
@@ -254,7 +255,7 @@ static int profile_on_hot(struct fsd *d, void *p)
 	return 0;
 }
 
-static cJSON *do_profile(struct fsd *d, const cJSON *req, const struct peer *pe)
+static cJSON *do_profile(struct fsd *d, const cJSON *req, const struct fsd_peer *pe)
 {
 	const cJSON *act = cJSON_GetObjectItemCaseSensitive(req, "action");
 	uint64_t n = (uint64_t)d->cfg.layers * d->cfg.experts;
@@ -315,25 +316,22 @@ out:
 	return rep;
 }
 
-static cJSON *handle(struct fsd *d, const char *body, size_t len, const struct peer *pe)
+static cJSON *handle(struct fsd *d, const char *body, size_t len, const struct fsd_peer *pe)
 {
 	cJSON *req = cJSON_ParseWithLength(body, len);
 	cJSON *rep;
 	if (!req || !cJSON_IsObject(req)) {
-		fsd_count(&d->counters_daemon[FS_C_bad_requests], 1);
 		cJSON_Delete(req);
 		return reply_err(EINVAL, "request is not a JSON object");
 	}
 	const cJSON *verb = cJSON_GetObjectItemCaseSensitive(req, "verb");
 	const cJSON *proto = cJSON_GetObjectItemCaseSensitive(req, "proto");
 	if (!cJSON_IsString(verb)) {
-		fsd_count(&d->counters_daemon[FS_C_bad_requests], 1);
 		rep = reply_err(EINVAL, "request has no string 'verb'");
 		goto out;
 	}
 	const char *v = verb->valuestring;
 	if (proto && (!cJSON_IsNumber(proto) || proto->valuedouble != (double)FS_PROTO_VERSION)) {
-		fsd_count(&d->counters_daemon[FS_C_refused], 1);
 		char theirs[32] = "(not a number)";
 		if (cJSON_IsNumber(proto))
 			snprintf(theirs, sizeof(theirs), "%g", proto->valuedouble);
@@ -362,7 +360,6 @@ static cJSON *handle(struct fsd *d, const char *body, size_t len, const struct p
 	}
 	char why[256];
 	if (!peer_allowed(d, pe, why, sizeof(why))) {
-		fsd_count(&d->counters_daemon[FS_C_refused], 1);
 		fsd_log(FSD_WARN, "control: refused '%.32s' from pid %llu: %s", v,
 			(unsigned long long)pe->pid, why);
 		rep = reply_err(EACCES, "refused: %s", why);
@@ -380,7 +377,6 @@ static cJSON *handle(struct fsd *d, const char *body, size_t len, const struct p
 		rep = do_profile(d, req, pe);
 	else if (strcmp(v, "shutdown") == 0) {
 		if (!peer_admin(pe)) {
-			fsd_count(&d->counters_daemon[FS_C_refused], 1);
 			rep = reply_err(EACCES, "shutdown: only root or foresightd's own user may stop it");
 		} else {
 			fsd_log(FSD_INFO, "control: shutdown requested by pid %llu",
@@ -389,7 +385,6 @@ static cJSON *handle(struct fsd *d, const char *body, size_t len, const struct p
 			rep = reply_ok();
 		}
 	} else {
-		fsd_count(&d->counters_daemon[FS_C_bad_requests], 1);
 		rep = reply_err(
 			ENOSYS,
 			"unknown verb '%.32s' (verbs: hello ping attach detach stats clients profile shutdown)",
@@ -398,6 +393,41 @@ static cJSON *handle(struct fsd *d, const char *body, size_t len, const struct p
 out:
 	cJSON_Delete(req);
 	return rep;
+}
+
+/* Count a refused or malformed request once, by its error code: EACCES,
+ * EPROTO, EBUSY and ENOENT are refusals (credentials, version, limits, a
+ * model not served), EINVAL and ENOSYS malformed requests, EMSGSIZE an
+ * oversized one.  EIO (the daemon's own trouble) is neither. */
+static void count_reply(struct fsd *d, const cJSON *rep)
+{
+	if (!rep || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok")))
+		return;
+	const cJSON *code = cJSON_GetObjectItemCaseSensitive(rep, "code");
+	const char *c = cJSON_IsString(code) ? code->valuestring : "";
+	if (!strcmp(c, "EACCES") || !strcmp(c, "EPROTO") || !strcmp(c, "EBUSY") || !strcmp(c, "ENOENT"))
+		fsd_count(&d->counters_daemon[FS_C_refused], 1);
+	else if (!strcmp(c, "EINVAL") || !strcmp(c, "ENOSYS"))
+		fsd_count(&d->counters_daemon[FS_C_bad_requests], 1);
+	else if (!strcmp(c, "EMSGSIZE"))
+		fsd_count(&d->counters_daemon[FS_C_oversized], 1);
+}
+
+char *fsd_control_reply(struct fsd *d, const void *req, size_t len, const struct fsd_peer *pe)
+{
+	cJSON *rep;
+	if (len > FSD_CONTROL_MAX_MSG) {
+		fsd_log(FSD_WARN, "control: refused a request of %zu bytes from pid %llu (limit %u)", len,
+			(unsigned long long)pe->pid, FSD_CONTROL_MAX_MSG);
+		rep = reply_err(EMSGSIZE, "request of %zu bytes is over the limit of %u bytes", len,
+				FSD_CONTROL_MAX_MSG);
+	} else {
+		rep = handle(d, req, len, pe);
+	}
+	count_reply(d, rep);
+	char *txt = rep ? cJSON_PrintUnformatted(rep) : NULL;
+	cJSON_Delete(rep);
+	return txt;
 }
 
 static void on_rep(uv_poll_t *h, int status, int events)
@@ -410,14 +440,12 @@ static void on_rep(uv_poll_t *h, int status, int events)
 		int r = nng_recvmsg(d->rep, &m, NNG_FLAG_NONBLOCK);
 		if (r != 0)
 			return;
-		struct peer pe = {0};
+		struct fsd_peer pe = {0};
 		nng_pipe p = nng_msg_get_pipe(m);
 		pe.have = nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &pe.uid) == 0 &&
 			  nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_GID, &pe.gid) == 0 &&
 			  nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pe.pid) == 0;
-		cJSON *rep = handle(d, nng_msg_body(m), nng_msg_len(m), &pe);
-		char *txt = cJSON_PrintUnformatted(rep);
-		cJSON_Delete(rep);
+		char *txt = fsd_control_reply(d, nng_msg_body(m), nng_msg_len(m), &pe);
 		nng_msg_clear(m);
 		if (txt && nng_msg_append(m, txt, strlen(txt)) == 0 &&
 		    nng_sendmsg(d->rep, m, NNG_FLAG_NONBLOCK) == 0)
@@ -439,7 +467,9 @@ int fsd_control_start(struct fsd *d)
 		return -EIO;
 	}
 	d->rep_open = 1;
-	nng_socket_set_size(d->rep, NNG_OPT_RECVMAXSZ, CONTROL_MAX_MSG);
+	/* Up to twice the limit arrives here and is refused with a reply (and
+	 * counted); nng closes the connection of anything larger. */
+	nng_socket_set_size(d->rep, NNG_OPT_RECVMAXSZ, FSD_CONTROL_RECV_MAX);
 	/* A second daemon on the same socket must fail, not steal it: probe first. */
 	nng_socket probe;
 	if (nng_req0_open(&probe) == 0) {
@@ -482,6 +512,12 @@ int fsd_control_start(struct fsd *d)
 	return 0;
 }
 
+static void *close_rep(void *arg)
+{
+	nng_close(*(nng_socket *)arg);
+	return NULL;
+}
+
 void fsd_control_stop(struct fsd *d)
 {
 	if (!d->rep_open)
@@ -490,7 +526,22 @@ void fsd_control_stop(struct fsd *d)
 		uv_poll_stop(&d->rep_poll);
 	if (d->rep_poll.type == UV_POLL && !uv_is_closing((uv_handle_t *)&d->rep_poll))
 		uv_close((uv_handle_t *)&d->rep_poll, NULL);
-	nng_close(d->rep);
-	d->rep_open = 0;
+	/* No new engine finds a socket that will not answer. */
 	unlink(d->cfg.socket_path);
+	/* nng_close() waits for every pipe; a daemon (nng 1.5.2) was seen
+	 * waiting there forever after SIGTERM, with one connection left over
+	 * from killed clients.  Close on a helper thread and give it 2 s: a
+	 * daemon that is stopping must stop (the clients see it go either
+	 * way, and exit closes the socket). */
+	pthread_t t;
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 2;
+	if (pthread_create(&t, NULL, close_rep, &d->rep) != 0) {
+		nng_close(d->rep);
+	} else if (pthread_timedjoin_np(t, NULL, &dl) != 0) {
+		fsd_log(FSD_WARN, "control: nng_close did not return within 2 s; stopping without it");
+		pthread_detach(t);
+	}
+	d->rep_open = 0;
 }

@@ -2,7 +2,8 @@
 /*
  * fsd_hot.c: the hot thread.  One loop that
  *   1. takes clients in and out (commands from the loop thread),
- *   2. drains every client ring, checking each record against the model,
+ *   2. drains every client ring (host and device), checking each record
+ *      against the model,
  *   3. feeds copy completions to the residency core,
  *   4. hands new copies to the backend,
  *   5. publishes an epoch when the table changed,
@@ -128,10 +129,18 @@ static uint64_t *client_ctr(struct fsd *d, uint32_t row)
 }
 
 /* Drop a client: its holds no longer count, its region says why. */
+static uint32_t hot_drain_ring(struct fsd *d, uint32_t row, struct fs_ring_cons *ring, uint64_t now);
+
 static void hot_finish(struct fsd *d, struct fsd_client *c, uint32_t reason)
 {
 	if (!c->hot_active)
 		return;
+	/* What it posted before it detached or died is still its data: take
+	 * it in (one bounded drain per ring) before the row goes, so no record
+	 * is lost but the ones a full ring refused (counted by the client). */
+	uint64_t now = fs_now_ns();
+	hot_drain_ring(d, c->row, &c->ring, now);
+	hot_drain_ring(d, c->row, &c->dev_ring, now);
 	fsr_client_remove(d->core, c->row);
 	fs_store_relaxed(&c->hdr->reason, reason);
 	fs_store_release(&c->hdr->state, (uint32_t)FS_CLIENT_DETACHED);
@@ -189,47 +198,64 @@ static int rec_in_bounds(const struct fsd *d, const struct fs_rec *r)
 	return 1;
 }
 
-static uint32_t hot_drain_rings(struct fsd *d, uint64_t now)
+/* Drain one ring of client `row` (at most 64 batches: let the other
+ * clients and the copies in).  Returns the records consumed. */
+static uint32_t hot_drain_ring(struct fsd *d, uint32_t row, struct fs_ring_cons *ring, uint64_t now)
 {
 	struct fs_rec buf[HOT_BATCH];
+	uint64_t *cc = client_ctr(d, row);
+	uint64_t bad_before = ring->bad_record, idx_before = ring->bad_index;
+	uint32_t n, total = 0;
+	while ((n = fs_ring_consume(ring, buf, HOT_BATCH)) > 0) {
+		uint32_t bad = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			if (!rec_in_bounds(d, &buf[i])) {
+				bad++;
+				continue;
+			}
+			if (buf[i].type == FS_REC_WIN_END)
+				fsd_count(&d->counters_daemon[FS_C_windows], 1);
+			fsr_record(d->core, row, &buf[i], now);
+		}
+		fsd_count(&cc[FS_CCL_records], n);
+		fsd_count(&d->counters_daemon[FS_C_records], n);
+		if (bad) {
+			fsd_count(&cc[FS_CCL_bad_records], bad);
+			fsd_count(&d->counters_daemon[FS_C_bad_records], bad);
+		}
+		total += n;
+		if (total > 64u * HOT_BATCH)
+			break;
+	}
+	/* Structurally bad records and impossible indices the ring counted. */
+	uint64_t br = ring->bad_record - bad_before, bi = ring->bad_index - idx_before;
+	if (br) {
+		fsd_count(&cc[FS_CCL_bad_records], br);
+		fsd_count(&d->counters_daemon[FS_C_bad_records], br);
+	}
+	if (bi)
+		fsd_count(&d->counters_daemon[FS_C_bad_index], bi);
+	return total;
+}
+
+static uint32_t hot_drain_rings(struct fsd *d, uint64_t now)
+{
 	uint32_t total = 0;
 	for (uint32_t row = 0; row < d->cfg.max_clients; row++) {
 		struct fsd_client *c = &d->clients[row];
 		if (!c->hot_active)
 			continue;
 		uint64_t *cc = client_ctr(d, row);
-		uint64_t bad_before = c->ring.bad_record, idx_before = c->ring.bad_index;
-		uint32_t n;
-		while ((n = fs_ring_consume(&c->ring, buf, HOT_BATCH)) > 0) {
-			uint32_t bad = 0;
-			for (uint32_t i = 0; i < n; i++) {
-				if (!rec_in_bounds(d, &buf[i])) {
-					bad++;
-					continue;
-				}
-				if (buf[i].type == FS_REC_WIN_END)
-					fsd_count(&d->counters_daemon[FS_C_windows], 1);
-				fsr_record(d->core, row, &buf[i], now);
-			}
-			fsd_count(&cc[FS_CCL_records], n);
-			fsd_count(&d->counters_daemon[FS_C_records], n);
-			if (bad) {
-				fsd_count(&cc[FS_CCL_bad_records], bad);
-				fsd_count(&d->counters_daemon[FS_C_bad_records], bad);
-			}
-			total += n;
-			if (total > 64u * HOT_BATCH)
-				break; /* let the other clients and the copies in */
+		total += hot_drain_ring(d, row, &c->ring, now);
+		uint32_t dev = hot_drain_ring(d, row, &c->dev_ring, now);
+		if (dev) {
+			fsd_count(&cc[FS_CCL_dev_records], dev);
+			fs_store_relaxed(&cc[FS_CCL_dev_seen_ns], fs_now_ns());
+			total += dev;
 		}
-		/* Structurally bad records and impossible indices the ring counted. */
-		uint64_t br = c->ring.bad_record - bad_before, bi = c->ring.bad_index - idx_before;
-		if (br) {
-			fsd_count(&cc[FS_CCL_bad_records], br);
-			fsd_count(&d->counters_daemon[FS_C_bad_records], br);
-		}
-		if (bi)
-			fsd_count(&d->counters_daemon[FS_C_bad_index], bi);
+		/* The producers' own counts (client memory: shown, not trusted). */
 		fs_store_relaxed(&cc[FS_CCL_ring_full], fs_load_relaxed(&c->hdr->ring_full));
+		fs_store_relaxed(&cc[FS_CCL_dev_full], (uint64_t)fs_load_relaxed(&c->dev_ring.hdr->full));
 	}
 	return total;
 }
@@ -328,8 +354,9 @@ static uint64_t hold_superseded(const struct fsd *d, uint64_t e)
 
 static void hot_liveness(struct fsd *d, uint64_t now)
 {
-	uint64_t live_ns = (uint64_t)d->cfg.liveness_ms * 1000000u;
-	uint64_t hold_ns = (uint64_t)d->cfg.hold_timeout_ms * 1000000u;
+	/* Relaxed loads: a reload (SIGHUP) stores new values from the loop. */
+	uint64_t live_ns = (uint64_t)fs_load_relaxed(&d->cfg.liveness_ms) * 1000000u;
+	uint64_t hold_ns = (uint64_t)fs_load_relaxed(&d->cfg.hold_timeout_ms) * 1000000u;
 	for (uint32_t row = 0; row < d->cfg.max_clients; row++) {
 		struct fsd_client *c = &d->clients[row];
 		if (!c->hot_active)
@@ -339,6 +366,17 @@ static void hot_liveness(struct fsd *d, uint64_t now)
 		 * it can do is keep itself attached, which its pidfd undoes when
 		 * it dies.) */
 		uint64_t hb = fs_load_relaxed(&c->hdr->heartbeat_ns);
+		if (hb > now && hb - now > live_ns) {
+			/* CLOCK_MONOTONIC is one clock for every process: no honest
+			 * client is a liveness period ahead of it.  A client that
+			 * writes the far future to stay attached forever is dropped. */
+			fsd_log(FSD_WARN, "client %u (%s, pid %d): heartbeat from the future, dropping it",
+				row, c->name, (int)c->pid);
+			fsd_count(&d->counters_daemon[FS_C_bad_heartbeats], 1);
+			fsd_count(&d->counters_daemon[FS_C_stale], 1);
+			hot_finish(d, c, FS_DETACH_STALE);
+			continue;
+		}
 		if (hb < now && now - hb > live_ns) {
 			fsd_log(FSD_WARN, "client %u (%s, pid %d): heartbeat stale, dropping its holds", row,
 				c->name, (int)c->pid);
@@ -356,7 +394,7 @@ static void hot_liveness(struct fsd *d, uint64_t now)
 				fsd_log(FSD_WARN,
 					"client %u (%s, pid %d): epoch %llu held over %u ms, revoking", row,
 					c->name, (int)c->pid, (unsigned long long)c->hold_seen[k],
-					d->cfg.hold_timeout_ms);
+					(unsigned)(hold_ns / 1000000u));
 				fsd_count(&d->counters_daemon[FS_C_stale], 1);
 				hot_finish(d, c, FS_DETACH_HOLD_TIMEOUT);
 				break;
@@ -370,6 +408,7 @@ static void hot_sleep(struct fsd *d, uint64_t timeout_ns)
 	uint32_t *words[FS_FUTEX_WAITV_MAX];
 	uint32_t expect[FS_FUTEX_WAITV_MAX];
 	unsigned n = 0;
+	uint64_t dev_poll_ns = (uint64_t)d->cfg.dev_poll_us * 1000u;
 	words[n] = &d->hot_wake;
 	expect[n++] = fs_load_acquire(&d->hot_wake);
 	int pending = 0;
@@ -386,6 +425,15 @@ static void hot_sleep(struct fsd *d, uint64_t timeout_ns)
 		uint32_t seq;
 		if (fs_ring_sleep_prepare(&c->ring, &seq))
 			pending = 1;
+		/* The device ring has no futex word of its own: a host thread
+		 * posting there kicks the host ring's (fs_ring_dev.h).  This
+		 * seq_cst load follows the flags store above, as in
+		 * fs_ring_sleep_prepare(). */
+		if (__atomic_load_n(&c->dev_ring.hdr->tail, __ATOMIC_SEQ_CST) != c->dev_ring.head)
+			pending = 1;
+		/* A GPU producer cannot wake us: look again soon. */
+		if (fs_load_relaxed(&c->hdr->dev_armed) && timeout_ns > dev_poll_ns)
+			timeout_ns = dev_poll_ns;
 		words[n] = &c->ring.hdr->wake_seq;
 		expect[n++] = seq;
 	}
@@ -409,44 +457,58 @@ static uint64_t hot_inflight(struct fsd *d)
 	return n;
 }
 
+void fsd_hot_first(struct fsd *d, struct fsd_hot_state *s)
+{
+	*s = (struct fsd_hot_state){0};
+	/* Epoch 1, empty, at once: every acquire then holds a real epoch, and
+	 * fs_lookup_live has a hold that protects what it finds. */
+	hot_publish(d, &s->deferred);
+}
+
+int fsd_hot_pass(struct fsd *d, struct fsd_hot_state *s, uint64_t now)
+{
+	uint64_t publish_ns = (uint64_t)fs_load_relaxed(&d->cfg.publish_us) * 1000u; /* reloadable */
+	uint64_t hb_ns = (uint64_t)d->cfg.heartbeat_ms * 1000000u;
+	uint32_t work = 0;
+	hot_apply_cmds(d);
+	work += hot_drain_rings(d, now);
+	work += hot_completions(d, now);
+	work += hot_issue(d, now);
+	int published = 0;
+	if (fsr_dirty(d->core) && now - s->last_publish >= publish_ns) {
+		published = hot_publish(d, &s->deferred);
+		if (published)
+			s->last_publish = now;
+	}
+	/* Holds change without a record (a release), so read them on every
+	 * pass: eight loads per client. */
+	work += hot_holds(d);
+	if (now - s->last_check >= HOT_CHECK_NS) {
+		hot_holds(d);
+		hot_liveness(d, now);
+		s->last_check = now;
+	}
+	if (now - s->last_hb >= hb_ns / 2) {
+		fs_store_release(&d->dh->heartbeat_ns, now);
+		s->last_hb = now;
+	}
+	return work || published;
+}
+
 static void *hot_main(void *arg)
 {
 	struct fsd *d = arg;
-	uint64_t publish_ns = (uint64_t)d->cfg.publish_us * 1000u;
-	uint64_t hb_ns = (uint64_t)d->cfg.heartbeat_ms * 1000000u;
-	uint64_t spin_ns = (uint64_t)d->cfg.spin_us * 1000u; /* idle this long, then sleep */
-	uint64_t last_publish = 0, last_check = 0, last_hb = 0, idle_since = 0;
-	int deferred = 0;
+	uint64_t idle_since = 0;
+	struct fsd_hot_state st;
 
-	/* Epoch 1, empty, at once: every acquire then holds a real epoch, and
-	 * fs_lookup_live has a hold that protects what it finds. */
-	hot_publish(d, &deferred);
+	fsd_hot_first(d, &st);
 	while (!fs_load_relaxed(&d->hot_stop)) {
+		/* Read each pass: a reload (SIGHUP) may have changed them.  Spin:
+		 * idle this long, then sleep. */
+		uint64_t publish_ns = (uint64_t)fs_load_relaxed(&d->cfg.publish_us) * 1000u;
+		uint64_t spin_ns = (uint64_t)fs_load_relaxed(&d->cfg.spin_us) * 1000u;
 		uint64_t now = fs_now_ns();
-		uint32_t work = 0;
-		hot_apply_cmds(d);
-		work += hot_drain_rings(d, now);
-		work += hot_completions(d, now);
-		work += hot_issue(d, now);
-		int published = 0;
-		if (fsr_dirty(d->core) && now - last_publish >= publish_ns) {
-			published = hot_publish(d, &deferred);
-			if (published)
-				last_publish = now;
-		}
-		/* Holds change without a record (a release), so read them on every
-		 * pass: eight loads per client. */
-		work += hot_holds(d);
-		if (now - last_check >= HOT_CHECK_NS) {
-			hot_holds(d);
-			hot_liveness(d, now);
-			last_check = now;
-		}
-		if (now - last_hb >= hb_ns / 2) {
-			fs_store_release(&d->dh->heartbeat_ns, now);
-			last_hb = now;
-		}
-		if (work || published) {
+		if (fsd_hot_pass(d, &st, now)) {
 			idle_since = 0;
 			continue;
 		}
@@ -457,8 +519,10 @@ static void *hot_main(void *arg)
 		uint64_t timeout = HOT_CHECK_NS;
 		if (d->backend->poll && hot_inflight(d))
 			timeout = HOT_POLL_NS; /* completions are seen by looking */
-		if (fsr_dirty(d->core) && !deferred) {
-			uint64_t left = last_publish + publish_ns > now ? last_publish + publish_ns - now : 0;
+		if (fsr_dirty(d->core) && !st.deferred) {
+			uint64_t left = st.last_publish + publish_ns > now ?
+						st.last_publish + publish_ns - now :
+						0;
 			timeout = left < timeout ? left : timeout;
 		}
 		if (timeout > 0)

@@ -6,11 +6,12 @@
 
 #include "fsd.h"
 
+/* Written by a reload (SIGHUP, loop thread) while any thread logs. */
 int fsd_log_level = FSD_INFO;
 
 void fsd_log(int prio, const char *fmt, ...)
 {
-	if (prio > fsd_log_level)
+	if (prio > __atomic_load_n(&fsd_log_level, __ATOMIC_RELAXED))
 		return;
 	char line[1024];
 	va_list ap;

@@ -2,6 +2,7 @@
 /* fsd_region.c: lay out and create the daemon region (read-only to clients). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -36,6 +37,26 @@ uint64_t *fsd_issued_ns(struct fsd *d, uint32_t card)
 void fsd_issued(struct fsd *d, uint32_t card, uint32_t slot, uint64_t now)
 {
 	fs_store_relaxed(&fsd_issued_ns(d, card)[slot], now);
+}
+
+/*
+ * Which card reads which (fs_daemon_hdr.peer_reach).  Published here for
+ * the host backend, whose pools are host memory that an engine reads from
+ * any card's thread: every card reaches every card.  The CUDA backend
+ * narrows it at start to what cudaDeviceCanAccessPeer says.  The
+ * residency core takes whatever is published (main.c, fsr_set_reach), so
+ * the placement and the engines' peer path follow one matrix.
+ * FORESIGHT_PEER=off in the daemon's environment publishes only each
+ * card's own bit: every card keeps its own tier (a benchmark's baseline,
+ * bench/peer/; a config option can replace this switch).
+ */
+static void publish_reach(struct fs_daemon_hdr *h, uint32_t cards)
+{
+	const char *env = getenv("FORESIGHT_PEER");
+	int off = env && (strcmp(env, "off") == 0 || strcmp(env, "0") == 0);
+	uint16_t all = (uint16_t)((1u << cards) - 1u);
+	for (uint32_t i = 0; i < FS_MAX_CARDS; i++)
+		h->peer_reach[i] = i >= cards ? 0 : off ? (uint16_t)(1u << i) : all;
 }
 
 int fsd_regions_create(struct fsd *d)
@@ -81,6 +102,7 @@ int fsd_regions_create(struct fsd *d)
 	h->max_clients = c->max_clients;
 	h->heartbeat_ms = c->heartbeat_ms;
 	h->state = FS_DAEMON_STARTING;
+	publish_reach(h, c->cards);
 
 	struct fs_card_desc *cd = (struct fs_card_desc *)((char *)h + off_cards);
 	for (uint32_t i = 0; i < c->cards; i++) {

@@ -111,6 +111,12 @@ cJSON *fsd_stats_json(struct fsd *d)
 		cJSON_AddNumberToObject(c, "slot_bytes", (double)d->slot_bytes);
 		if (strcmp(d->backend->name, "host") == 0)
 			cJSON_AddNumberToObject(c, "bus_gbps", cfg->bus_gbps);
+		/* The other cards whose slots an engine on this card reads
+		 * directly (fs_daemon_hdr.peer_reach; immutable once running). */
+		cJSON *reads = cJSON_AddArrayToObject(c, "reads");
+		for (uint32_t j = 0; j < cfg->cards; j++)
+			if (j != i && (d->dh->peer_reach[i] >> j & 1u))
+				cJSON_AddItemToArray(reads, cJSON_CreateNumber(j));
 		add_card_counters(c, row);
 		uint64_t h = rd(&row[FS_CC_hits]), mi = rd(&row[FS_CC_misses]);
 		cJSON_AddNumberToObject(c, "hit_rate", ratio(h, h + mi));

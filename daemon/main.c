@@ -18,8 +18,7 @@ static void on_signal(uv_signal_t *h, int sig)
 {
 	struct fsd *d = h->loop->data;
 	if (sig == SIGHUP) {
-		fsd_log(FSD_INFO,
-			"SIGHUP: nothing is reloadable in this version; restart to change settings");
+		fsd_config_reload(d); /* logs what changed and what needs a restart */
 		return;
 	}
 	fsd_request_stop(d, sig == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -87,6 +86,7 @@ static int start(struct fsd *d)
 	}
 	if (d->gguf && (r = fsd_arena_gguf_load(d)) < 0)
 		return r;
+	fsd_arena_keep_store(d); /* systemd's fd store keeps it across a restart */
 	struct fsr_config rc = {0};
 	rc.cards = d->cfg.cards;
 	for (uint32_t i = 0; i < rc.cards; i++)
@@ -110,6 +110,9 @@ static int start(struct fsd *d)
 		fsd_log(FSD_ERR, "backend %s: %s", d->backend->name, strerror(-r));
 		return r;
 	}
+	/* One tier across the cards that read each other (fsd_region.c). */
+	if ((r = fsr_set_reach(d->core, d->dh->peer_reach)) < 0)
+		return r;
 	if ((r = fsd_hot_start(d)) < 0)
 		return r;
 	if ((r = fsd_fdsock_start(d)) < 0) {
@@ -117,6 +120,8 @@ static int start(struct fsd *d)
 		return r;
 	}
 	if ((r = fsd_control_start(d)) < 0)
+		return r;
+	if ((r = fsd_metrics_start(d, d->cfg.metrics_listen, (int)d->cfg.metrics_allow_remote)) < 0)
 		return r;
 	return 0;
 }
@@ -190,6 +195,7 @@ int main(int argc, char **argv)
 	uv_run(d.loop, UV_RUN_DEFAULT);
 
 out:
+	fsd_metrics_stop(&d); /* before anything a scrape reads goes away */
 	if (d.dh)
 		fs_store_release(&d.dh->state, (uint32_t)FS_DAEMON_STOPPING);
 	fsd_control_stop(&d);

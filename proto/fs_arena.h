@@ -49,7 +49,9 @@ struct fs_arena_hdr {
 	uint64_t off_index;
 	uint64_t off_data;
 	uint64_t max_expert_bytes;
-	uint64_t seed;  /* synthetic: generator seed; GGUF: 0 */
+	uint64_t seed;  /* synthetic: generator seed; GGUF: the model file's identity
+			   (FNV-1a 64 of path, size, mtime, inode, device: what a
+			   restart checks a kept arena against, fsd_arena_keep.c) */
 	char model[64]; /* model name, NUL-terminated */
 };
 _Static_assert(sizeof(struct fs_arena_hdr) == 2 * FS_CACHELINE, "arena header is 2 lines");

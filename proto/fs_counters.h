@@ -33,7 +33,10 @@
 	X(hot_wakeups, "times the hot thread woke from sleep")                        \
 	X(arena_load_done, "arena bytes read from the model file so far")             \
 	X(arena_load_total, "arena bytes to read from the model file (0: synthetic)") \
-	X(arena_load_ns, "nanoseconds spent loading the arena")
+	X(arena_load_ns, "nanoseconds spent loading the arena")                       \
+	X(arena_reused, "1: the arena was taken over from the fd store, not loaded")  \
+	X(oversized, "control requests over the size limit, refused")                 \
+	X(bad_heartbeats, "client heartbeats from the future (client dropped)")
 
 /* Per card. */
 #define FS_COUNTERS_CARD(X)                                                         \
@@ -65,16 +68,19 @@
 	X(landed_late, "copies for this layer that landed after their deadline")
 
 /* Per attached client (indexed by its slot in the daemon's client table). */
-#define FS_COUNTERS_CLIENT(X)                                       \
-	X(pid, "process id (gauge)")                                \
-	X(uid, "user id (gauge)")                                   \
-	X(records, "records consumed from its ring")                \
-	X(bad_records, "records rejected")                          \
-	X(windows, "windows ended")                                 \
-	X(hits, "expert uses served from slots")                    \
-	X(misses, "expert uses served by the CPU path")             \
-	X(predicted, "predictions posted")                          \
-	X(ring_full, "posts its ring refused (client's own count)") \
+#define FS_COUNTERS_CLIENT(X)                                                                     \
+	X(pid, "process id (gauge)")                                                              \
+	X(uid, "user id (gauge)")                                                                 \
+	X(records, "records consumed from its ring")                                              \
+	X(bad_records, "records rejected")                                                        \
+	X(windows, "windows ended")                                                               \
+	X(hits, "expert uses served from slots")                                                  \
+	X(misses, "expert uses served by the CPU path")                                           \
+	X(predicted, "predictions posted")                                                        \
+	X(ring_full, "posts its ring refused (client's own count)")                               \
+	X(dev_records, "records consumed from its device ring")                                   \
+	X(dev_full, "device-ring posts refused (its kernels' count)")                             \
+	X(dev_seen_ns, "when a device-ring record was last consumed (gauge, CLOCK_MONOTONIC ns)") \
 	X(holds, "epochs held now (gauge)")
 
 #define FS_X_ENUM(name, help) FS_C_##name,

@@ -14,6 +14,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The layouts are C11; kernels include them from CUDA C++ as well. */
+#if defined(__cplusplus) && !defined(_Static_assert)
+#define _Static_assert static_assert
+#endif
+
 /* Bumped whenever any layout in proto/ changes incompatibly. */
 #define FS_PROTO_VERSION 1u
 

@@ -115,7 +115,13 @@ struct fs_daemon_hdr {
 	uint64_t off_counters; /* struct fs_counters_hdr + arrays (fs_counters.h) */
 	uint64_t counters_bytes;
 	uint32_t max_clients;
-	uint32_t pad0[9];
+	/* Which card reads which: bit j of peer_reach[i] = an engine on card i
+	 * can read card j's slots directly (CUDA: cudaDeviceCanAccessPeer, so
+	 * P2P over NVLink or PCIe; host backend: every card, the pools are host
+	 * memory).  Bit i of entry i is set for every card served.  All zero
+	 * (a daemon before this field): no card reads another. */
+	uint16_t peer_reach[FS_MAX_CARDS];
+	uint32_t pad0;
 	/* line 4: dynamic, written by the daemon */
 	uint32_t state; /* enum fs_daemon_state */
 	uint32_t pad1;
@@ -126,6 +132,8 @@ struct fs_daemon_hdr {
 };
 _Static_assert(sizeof(struct fs_daemon_hdr) == 5 * FS_CACHELINE, "daemon header is 5 lines");
 _Static_assert(offsetof(struct fs_daemon_hdr, state) == 4 * FS_CACHELINE, "dynamic part on line 4");
+_Static_assert(offsetof(struct fs_daemon_hdr, peer_reach) == 3 * FS_CACHELINE + 28,
+	       "peer_reach where pad0 was");
 
 /* ---- client region ---------------------------------------------------- */
 
@@ -143,8 +151,10 @@ struct fs_client_hdr {
 	uint32_t ring_entries;
 	uint64_t off_ring; /* struct fs_ring_hdr + records */
 	uint64_t ring_bytes;
-	uint64_t instance; /* the daemon instance this region belongs to */
-	uint32_t pad0[4];
+	uint64_t instance;       /* the daemon instance this region belongs to */
+	uint64_t off_dev_ring;   /* the device ring (struct fs_ring_hdr + records):
+				    the engine's GPU kernels post here; 0: none */
+	uint64_t dev_ring_bytes; /* (proto/fs_ring_dev.h) */
 	/* line 1: daemon-written state (the client may scribble on it: harmless) */
 	uint32_t state;  /* enum fs_client_state */
 	uint32_t reason; /* why detached: enum fs_detach_reason */
@@ -153,12 +163,18 @@ struct fs_client_hdr {
 	uint64_t heartbeat_ns; /* CLOCK_MONOTONIC, refreshed on every acquire */
 	uint64_t posted;       /* records posted (client's own count) */
 	uint64_t ring_full;    /* posts refused because the ring was full */
-	uint64_t pad2[5];
+	uint64_t dev_armed;    /* nonzero while kernels may post to the device
+				  ring: a GPU cannot wake the daemon, so it
+				  polls that ring (dev_poll_us) instead of
+				  sleeping on it */
+	uint64_t pad2[4];
 	/* line 3: epochs held, 0 = free; read by the daemon after each publish */
 	uint64_t holds[FS_MAX_HOLDS];
 };
 _Static_assert(sizeof(struct fs_client_hdr) == 4 * FS_CACHELINE, "client header is 4 lines");
 _Static_assert(offsetof(struct fs_client_hdr, holds) == 3 * FS_CACHELINE, "holds on line 3");
+_Static_assert(offsetof(struct fs_client_hdr, off_dev_ring) == 48, "off_dev_ring on line 0");
+_Static_assert(offsetof(struct fs_client_hdr, dev_armed) == 2 * FS_CACHELINE + 24, "dev_armed on line 2");
 
 enum fs_detach_reason {
 	FS_DETACH_NONE = 0,

@@ -70,7 +70,9 @@ struct fs_ring_hdr {
 	uint32_t pad0[11];
 	/* line 1: producer */
 	uint32_t tail;
-	uint32_t pad1[15];
+	uint32_t full; /* records the producer dropped on a full ring (its own
+			  count; the device ring's producer keeps it here) */
+	uint32_t pad1[14];
 	/* line 2: consumer */
 	uint32_t head;
 	uint32_t pad2[15];
@@ -82,6 +84,7 @@ struct fs_ring_hdr {
 
 _Static_assert(sizeof(struct fs_ring_hdr) == 4 * FS_CACHELINE, "ring header is 4 lines");
 _Static_assert(offsetof(struct fs_ring_hdr, tail) == 1 * FS_CACHELINE, "tail on line 1");
+_Static_assert(offsetof(struct fs_ring_hdr, full) == 1 * FS_CACHELINE + 4, "full on line 1");
 _Static_assert(offsetof(struct fs_ring_hdr, head) == 2 * FS_CACHELINE, "head on line 2");
 _Static_assert(offsetof(struct fs_ring_hdr, flags) == 3 * FS_CACHELINE, "flags on line 3");
 _Static_assert(offsetof(struct fs_ring_hdr, wake_seq) == 3 * FS_CACHELINE + 4, "wake_seq");

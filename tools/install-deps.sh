@@ -33,6 +33,10 @@ PACKAGES=(
 	psmisc             # fuser, pstree (integration test helpers)
 	util-linux         # setarch (TSan/ASan on high-entropy ASLR kernels)
 	coreutils          # nproc, timeout
+	python3            # the Python binding's tests (client/python, stdlib only)
+	scdoc              # man pages (docs/man/*.scd)
+	curl               # tests: scrape the Prometheus endpoint
+	prometheus         # tests: promtool check metrics
 )
 
 die()

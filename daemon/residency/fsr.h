@@ -92,7 +92,41 @@ struct fsr_config {
 	double bus_gbps;        /* one card's link, 1e9 B/s; 0: no limit known */
 	uint32_t bus_share_pct; /* share of the link the scheduler plans with, 1..100 */
 	uint64_t layer_ns;      /* per-layer time assumed until measured */
+
+	/* Which card reads which (fsr_place.c): bit j of reach[i] = card i can
+	 * read card j's slots (a peer path: P2P/NVLink, or host memory on the
+	 * host backend).  A card always reads its own.  All zero (the default):
+	 * no card reads another, each card keeps its own tier.  When any card
+	 * reads another, the cards form one tier: see "Placement" below. */
+	uint16_t reach[FS_MAX_CARDS];
 };
+
+/*
+ * Placement across cards (fsr_place.c).  The rule, one line: a card never
+ * loads an expert that a card it can read already holds (LOADING or
+ * RESIDENT); the only duplicates are copies for a card that cannot read the
+ * holder, where the copy is the card's only way to use the expert and pays
+ * for itself as any first copy does.  So with a symmetric reach (NVLink,
+ * PCIe P2P, the host backend) an expert is on at most one of the cards that
+ * read each other.  Where a record's expert goes:
+ *  - held on a card the record's card reads: that holder (a use touches it
+ *    there, a prediction or a miss copies nothing);
+ *  - else, for a prediction, the card it names (the engine says where the
+ *    layer will run; FS_CARD_NONE: the layer's home card);
+ *  - else, for a use, the layer's home card (where it runs; the layer's
+ *    reserved sizes live there) when the record's card reads it, else the
+ *    record's card: engines running the same layer on several cards share
+ *    one copy of each of its experts.
+ * With one tier, a layer's home moves to another card only after its home
+ * card has reported no use of it for FSR_HOME_IDLE_WINDOWS windows: two
+ * engines running the same layer on two cards (data parallel) then share
+ * the layer's slots on one card instead of moving its reserved sizes back
+ * and forth with every record.  A move is no special copy: the old card's
+ * reserved slots of the layer are trimmed (after the grace period) and the
+ * new card's copies are candidates like any other, planned by deadline and
+ * bus budget; the old card's static slots stay and are read from there.
+ */
+#define FSR_HOME_IDLE_WINDOWS 8u
 
 /* One copy for the backend to perform: arena blob (layer, expert) -> slot. */
 struct fsr_copy {
@@ -204,6 +238,15 @@ struct fsr_slot_info {
 int fsr_slot_info(const struct fsr *r, uint32_t card, uint32_t slot, struct fsr_slot_info *out);
 /* Slot of (layer, expert) on card in the working table, or FSR_NONE. */
 uint32_t fsr_lookup(const struct fsr *r, uint32_t card, uint32_t layer, uint32_t expert);
+/* Where an engine on card `from` finds (layer, expert): its slot on `from`,
+ * else on a card `from` reads (*card set to that card), else FSR_NONE. */
+uint32_t fsr_lookup_from(const struct fsr *r, uint32_t from, uint32_t layer, uint32_t expert, uint32_t *card);
+/* Replace the reach matrix (fsr_config.reach) before any slot is used (the
+ * daemon learns it from its backend after creating the core).  -EBUSY once
+ * a slot left FREE: a new reach could make two holders of one expert. */
+int fsr_set_reach(struct fsr *r, const uint16_t reach[FS_MAX_CARDS]);
+/* The reach matrix in use (each card's own bit included). */
+uint16_t fsr_reach(const struct fsr *r, uint32_t card);
 /* Lowest epoch any live client holds, or UINT64_MAX when none is held. */
 uint64_t fsr_min_hold(const struct fsr *r);
 /* Check the core's internal consistency (lists, counts, table, want

@@ -148,6 +148,17 @@ int fsr_check(const struct fsr *r)
 	}
 	for (uint32_t l = 0; l < r->layers; l++)
 		CHECK(r->home[l] < r->cards);
+	/* One tier: no two cards that read each other hold the same expert. */
+	size_t total = (size_t)r->layers * r->experts;
+	for (uint32_t i = 0; i < r->cards; i++) {
+		CHECK(r->reach[i] & (1u << i));
+		for (uint32_t j = i + 1; j < r->cards; j++) {
+			if (!fsr_reaches(r, i, j) || !fsr_reaches(r, j, i))
+				continue;
+			for (size_t x = 0; x < total; x++)
+				CHECK(r->card[i].slot_of[x] == FSR_NONE || r->card[j].slot_of[x] == FSR_NONE);
+		}
+	}
 	for (uint32_t c = 0; c < r->max_clients; c++) {
 		const struct fsr_client *cl = &r->client[c];
 		CHECK(cl->holds_seen <= r->published);

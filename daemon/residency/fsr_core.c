@@ -203,9 +203,11 @@ struct fsr *fsr_create(const struct fsr_config *cfg)
 		priv += (size_t)r->max_clients * FS_N_CLIENT;
 	r->c_priv = calloc(priv ? priv : 1, sizeof(uint64_t));
 	r->home = malloc(r->layers * sizeof(*r->home));
+	r->home_seen = calloc(r->layers, sizeof(*r->home_seen));
 	if (cfg->expert_bytes != NULL)
 		r->expert_bytes = malloc(n * sizeof(*r->expert_bytes));
-	if (r->c_priv == NULL || r->home == NULL || (cfg->expert_bytes != NULL && r->expert_bytes == NULL))
+	if (r->c_priv == NULL || r->home == NULL || r->home_seen == NULL ||
+	    (cfg->expert_bytes != NULL && r->expert_bytes == NULL))
 		goto nomem;
 	if (cfg->expert_bytes != NULL)
 		memcpy(r->expert_bytes, cfg->expert_bytes, n * sizeof(*r->expert_bytes));
@@ -233,6 +235,7 @@ struct fsr *fsr_create(const struct fsr_config *cfg)
 
 	for (uint32_t l = 0; l < r->layers; l++)
 		r->home[l] = (uint16_t)((uint64_t)l * r->cards / r->layers);
+	fsr_place_init(r, cfg->reach);
 	if (cfg->tiers && tiers_create(r, cfg) != 0)
 		goto nomem;
 	for (uint32_t c = 0; c < r->cards; c++)
@@ -264,6 +267,7 @@ void fsr_destroy(struct fsr *r)
 	free(r->score);
 	free(r->score_tick);
 	free(r->home);
+	free(r->home_seen);
 	free(r->expert_bytes);
 	free(r->c_priv);
 	free(r);

@@ -60,6 +60,7 @@ struct fsr_slot {
 	uint32_t tnext;
 	uint32_t prot_window; /* the window of prot_client when last loaded/touched */
 	uint32_t prot_client; /* FSR_NONE: not protected */
+	float score;          /* predicted tier: the prediction's score, else 0 */
 	uint8_t state;        /* enum fsr_slot_state */
 	uint8_t tier;         /* enum fsr_tier (LOADING, RESIDENT) */
 };
@@ -142,6 +143,11 @@ struct fsr {
 	uint64_t published;     /* last published epoch, 0 = none */
 	int dirty;
 	uint16_t *home; /* [layers]: card that last reported a use of the layer */
+	/* placement across cards (fsr_place.c) */
+	uint16_t reach[FS_MAX_CARDS]; /* bit j of reach[i]: card i reads card j (own bit set) */
+	int one_tier;                 /* some card reads another */
+	uint32_t wins;                /* WIN_END records seen (any client): the home clock */
+	uint32_t *home_seen;          /* [layers]: `wins` at the home card's last use */
 	struct fsr_card card[FS_MAX_CARDS];
 	struct fsr_client client[FSR_MAX_CLIENTS];
 	uint64_t *c_daemon; /* [FS_N_DAEMON] */
@@ -283,6 +289,17 @@ FSR_INTERNAL void fsr_sched_landed(struct fsr *r, uint32_t card, const struct fs
 
 /* fsr_policy.c: the untiered policy's take_copies. */
 FSR_INTERNAL unsigned fsr_pool_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsigned max);
+
+/* fsr_place.c: one tier across cards. */
+static inline int fsr_reaches(const struct fsr *r, uint32_t from, uint32_t to)
+{
+	return (r->reach[from] >> to) & 1u;
+}
+FSR_INTERNAL void fsr_place_init(struct fsr *r, const uint16_t reach[FS_MAX_CARDS]);
+FSR_INTERNAL uint32_t fsr_holder(const struct fsr *r, uint32_t from, uint32_t idx);
+FSR_INTERNAL int fsr_held_elsewhere(const struct fsr *r, uint32_t card, uint32_t idx);
+FSR_INTERNAL uint32_t fsr_place_card(const struct fsr *r, uint32_t from, uint32_t layer, uint32_t idx);
+FSR_INTERNAL int fsr_home_may_move(struct fsr *r, uint32_t layer, uint32_t card);
 
 /* fsr_wants.c: the per-card want queue. */
 FSR_INTERNAL void fsr_want_push(struct fsr *r, uint32_t card, const struct fsr_want *w);

@@ -10,7 +10,8 @@
  *
  *  - PREDICT: the predicted expert is wanted on the record's card (or, for
  *    FS_CARD_NONE, on the layer's home card: the card that last reported a
- *    use of the layer).  Already LOADING/RESIDENT or already wanted there:
+ *    use of the layer).  With one tier across cards (fsr_place.c), on the
+ *    card that holds it or should hold it instead.  Already LOADING/RESIDENT or already wanted there:
  *    a duplicate, counted `dropped` (a RESIDENT one is touched in the LRU).
  *  - USAGE hit: touch the slot.  USAGE miss: the recency tier, the expert
  *    is wanted again on that card (experts that just missed come back
@@ -74,7 +75,7 @@ static void count3(struct fsr *r, uint32_t card, uint32_t client, uint32_t layer
  * sizes follow (a layer's share moves with it). */
 static void set_home(struct fsr *r, const struct fs_rec *rec)
 {
-	if (rec->card >= r->cards || r->home[rec->layer] == rec->card)
+	if (rec->card >= r->cards || !fsr_home_may_move(r, rec->layer, rec->card))
 		return;
 	uint32_t was = r->home[rec->layer];
 	r->home[rec->layer] = rec->card;
@@ -110,14 +111,18 @@ static void usage_tiered(struct fsr *r, uint32_t card, uint32_t client, const st
 		fsr_recency_hit(r, card, s);
 }
 
+/* Counted on the card the engine ran it on (`from`); acted on where the
+ * expert is or goes (`card`, fsr_place.c: the same card without one tier). */
 static void usage(struct fsr *r, uint32_t client, const struct fs_rec *rec)
 {
 	set_home(r, rec);
-	uint32_t card = rec_card(r, rec);
+	uint32_t from = rec_card(r, rec);
+	uint32_t idx = fsr_idx(r, rec->layer, rec->expert);
+	uint32_t card = fsr_place_card(r, from, rec->layer, idx);
 	struct fsr_card *cd = &r->card[card];
-	uint32_t s = cd->slot_of[fsr_idx(r, rec->layer, rec->expert)];
+	uint32_t s = cd->slot_of[idx];
 	if (rec->aux == FS_USE_HIT) {
-		count3(r, card, client, rec->layer, FS_CC_hits, FS_CL_hits, FS_CCL_hits);
+		count3(r, from, client, rec->layer, FS_CC_hits, FS_CL_hits, FS_CCL_hits);
 		if (r->tiers)
 			usage_tiered(r, card, client, rec);
 		else if (s != FSR_NONE && cd->slot[s].state == FSR_RESIDENT) {
@@ -126,7 +131,7 @@ static void usage(struct fsr *r, uint32_t client, const struct fs_rec *rec)
 		}
 		return;
 	}
-	count3(r, card, client, rec->layer, FS_CC_misses, FS_CL_misses, FS_CCL_misses);
+	count3(r, from, client, rec->layer, FS_CC_misses, FS_CL_misses, FS_CCL_misses);
 	if (s != FSR_NONE && cd->slot[s].state == FSR_LOADING) {
 		fsr_ctr_add(&cd->ctr[FS_CC_late], 1);
 		fsr_ctr_add(&fsr_layer_ctr(r, rec->layer)[FS_CL_late], 1);
@@ -151,8 +156,13 @@ void fsr_record(struct fsr *r, uint32_t client, const struct fs_rec *rec, uint64
 		fsr_clock_record(r, client, rec, now_ns);
 	switch (rec->type) {
 	case FS_REC_PREDICT: {
-		uint32_t card = rec_card(r, rec);
-		count3(r, card, client, rec->layer, FS_CC_predicted, FS_CL_predicted, FS_CCL_predicted);
+		/* Wanted where the record says (or, for FS_CARD_NONE, where
+		 * the layer runs), unless a card that one reads holds it. */
+		uint32_t from = rec_card(r, rec);
+		uint32_t card = fsr_holder(r, from, fsr_idx(r, rec->layer, rec->expert));
+		if (card == FSR_NONE)
+			card = from;
+		count3(r, from, client, rec->layer, FS_CC_predicted, FS_CL_predicted, FS_CCL_predicted);
 		if (r->tiers)
 			fsr_predicted_want(r, card, client, rec);
 		else
@@ -166,6 +176,7 @@ void fsr_record(struct fsr *r, uint32_t client, const struct fs_rec *rec, uint64
 		uint64_t *c = fsr_client_ctr(r, client);
 		if (c)
 			fsr_ctr_add(&c[FS_CCL_windows], 1);
+		r->wins++;
 		if (r->tiers) {
 			/* The decay clock of the use scores counts tokens: a window's
 			 * length varies (speculative decoding), a token's work not. */
@@ -217,7 +228,8 @@ unsigned fsr_pool_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsig
 	unsigned n = 0;
 	struct fsr_want w;
 	while (n < max && cd->nloading < r->max_inflight && fsr_want_pop(cd, &w)) {
-		if (fsr_want_stale(r, &w) || cd->slot_of[w.idx] != FSR_NONE) {
+		if (fsr_want_stale(r, &w) || cd->slot_of[w.idx] != FSR_NONE ||
+		    fsr_held_elsewhere(r, card, w.idx)) {
 			cd->wanted[w.idx] = 0;
 			fsr_ctr_add(&cd->ctr[FS_CC_dropped], 1);
 			continue;

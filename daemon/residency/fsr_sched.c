@@ -149,6 +149,7 @@ static void issue(struct fsr *r, uint32_t card, const struct pick *p, struct fsr
 	fsr_cand_del(r, card, p->layer, p->i);
 	uint32_t s = fsr_slot_load(r, card, idx, cand_client(&c), c.tier);
 	cd->slot[s].deadline = p->deadline;
+	cd->slot[s].score = c.tier == FSR_TIER_PREDICTED ? c.score : 0.0f;
 	cd->bus_free = p->land;
 	*out = (struct fsr_copy){
 		.card = card,
@@ -195,6 +196,22 @@ static int free_slot(const struct fsr_card *cd, uint32_t layer, unsigned tier)
 	return cd->nfree > shortfall;
 }
 
+/* A full predicted tier takes a prediction only when its victim is worth
+ * less: a slot whose window is over (unprotected), or one predicted for a
+ * current window with a lower score.  Without this, the candidates of one
+ * window would each evict the one before (the tier cycling through them
+ * and keeping the last, not the best). */
+static int pred_displaces(struct fsr *r, uint32_t card, uint32_t layer, float score)
+{
+	struct fsr_card *cd = &r->card[card];
+	if (fsr_tier_has_room(cd, layer, FSR_TIER_PREDICTED))
+		return 1;
+	uint32_t v = fsr_tier_victim(r, card, layer, FSR_TIER_PREDICTED);
+	if (v == FSR_NONE || !fsr_slot_protected(r, &cd->slot[v]))
+		return 1;
+	return score > cd->slot[v].score;
+}
+
 /* Reserved sizes shrank (a layer moved here): evict what is above them. */
 static void trim(struct fsr *r, uint32_t card)
 {
@@ -231,7 +248,8 @@ static unsigned background(struct fsr *r, uint32_t card, struct fsr_copy *out, u
 	       (r->bus_bytes_per_ns <= 0.0 || cd->bus_free <= now) && fsr_want_pop(cd, &w)) {
 		uint32_t layer = w.idx / r->experts;
 		cd->wanted[w.idx] &= (uint8_t)~FSR_W_QUEUED;
-		if (cd->slot_of[w.idx] != FSR_NONE || !fsr_tier_has_room(cd, layer, w.tier)) {
+		if (cd->slot_of[w.idx] != FSR_NONE || fsr_held_elsewhere(r, card, w.idx) ||
+		    !fsr_tier_has_room(cd, layer, w.tier)) {
 			fsr_ctr_add(&cd->ctr[FS_CC_dropped], 1);
 			continue;
 		}
@@ -267,8 +285,10 @@ unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsi
 	struct pick p;
 	while (n < max && cd->nloading < r->max_inflight && pick(r, card, now, skip_pred, &p)) {
 		struct fsr_cand *c = &fsr_cands(r, cd, p.layer)[p.i];
-		if (cd->slot_of[fsr_idx(r, p.layer, c->expert)] != FSR_NONE) {
-			/* Copied meanwhile (the profile's fill): nothing to do. */
+		uint32_t cidx = fsr_idx(r, p.layer, c->expert);
+		if (cd->slot_of[cidx] != FSR_NONE || fsr_held_elsewhere(r, card, cidx)) {
+			/* Copied meanwhile (the profile's fill), or now on a card
+			 * this one reads (fsr_place.c): nothing to do. */
 			fsr_cand_del(r, card, p.layer, p.i);
 			continue;
 		}
@@ -286,8 +306,19 @@ unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsi
 				skip_pred = 1; /* demand first */
 				continue;
 			}
-			if (!free_slot(cd, p.layer, c->tier) ||
-			    !fsr_tier_room(r, card, p.layer, c->tier, 1)) {
+			if (!pred_displaces(r, card, p.layer, c->score)) {
+				fsr_ctr_add(&cd->ctr[FS_CC_dropped], 1);
+				fsr_cand_del(r, card, p.layer, p.i);
+				continue;
+			}
+			if (!free_slot(cd, p.layer, c->tier)) {
+				/* Its victim leaves now; the slot is this tier's
+				 * once the grace period gives it back. */
+				(void)fsr_tier_room(r, card, p.layer, c->tier, 1);
+				c->mark = r->take_serial;
+				continue;
+			}
+			if (!fsr_tier_room(r, card, p.layer, c->tier, 1)) {
 				c->mark = r->take_serial; /* no slot in time: it expires */
 				continue;
 			}

@@ -79,6 +79,7 @@ uint32_t fsr_slot_load(struct fsr *r, uint32_t card, uint32_t idx, uint32_t clie
 	sl->expert = idx % r->experts;
 	sl->retire = 0;
 	sl->deadline = UINT64_MAX;
+	sl->score = 0.0f; /* the scheduler sets a prediction's */
 	sl->tier = (uint8_t)tier;
 	fsr_slot_protect(r, sl, client);
 	cd->slot_of[idx] = s;

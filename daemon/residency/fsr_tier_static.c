@@ -154,7 +154,8 @@ static int fill_one(struct fsr *r, const struct ranked *rk, unsigned tier, uint3
 	uint32_t card = r->home[rk->layer];
 	struct fsr_card *cd = &r->card[card];
 	uint32_t idx = fsr_idx(r, rk->layer, rk->expert);
-	if (cd->slot_of[idx] != FSR_NONE || cd->wanted[idx] || room[card] == 0)
+	if (cd->slot_of[idx] != FSR_NONE || cd->wanted[idx] || room[card] == 0 ||
+	    fsr_held_elsewhere(r, card, idx))
 		return 0;
 	struct fsr_want w = {.idx = idx, .client = FSR_NONE, .tier = (uint8_t)tier};
 	fsr_want_push(r, card, &w);

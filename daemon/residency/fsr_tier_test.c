@@ -324,6 +324,44 @@ Test(tiers, predicted_hit_moves_to_recency_unused_ones_recycle)
 	fsr_destroy(r);
 }
 
+/* One predicted slot per layer: within a window the best prediction keeps
+ * it (a lower score does not displace it; a higher one does), and the next
+ * window's predictions take it again. */
+Test(tiers, predicted_tier_keeps_the_best_of_a_window)
+{
+	struct fsr_config c = tcfg(100, 3, 1, 4);
+	c.adapt = 0;
+	struct fsr *r = mk(c);
+	static uint32_t counts[TL * TE];
+	profile(counts); /* a full static tier: the free slots are the spare ones */
+	fsr_profile_load(r, counts);
+	settle(r, 0);
+	post(r, FS_REC_WIN_BEGIN, 0, 0, 0, 5, 0);
+	use(r, 0, 1, 1, 5);
+	predict(r, 2, 51, 5, 0.9f);
+	settle(r, 0);
+	cr_assert_eq(tier_of(r, 2, 51), FSR_TIER_PREDICTED);
+	predict(r, 2, 52, 5, 0.5f);
+	predict(r, 2, 53, 5, 0.4f);
+	settle(r, 0);
+	cr_assert_eq(tier_of(r, 2, 51), FSR_TIER_PREDICTED, "a lower score displaced the window's best");
+	cr_assert_eq(fsr_lookup(r, 0, 2, 52), FSR_NONE);
+	cr_assert_eq(fsr_lookup(r, 0, 2, 53), FSR_NONE);
+	predict(r, 2, 54, 5, 0.95f);
+	settle(r, 0);
+	cr_assert_eq(tier_of(r, 2, 54), FSR_TIER_PREDICTED, "a higher score must take the slot");
+	cr_assert_eq(fsr_lookup(r, 0, 2, 51), FSR_NONE);
+	/* Window 6: its slot is free game for window 6's predictions. */
+	post(r, FS_REC_WIN_END, 0, 0, 0, 5, 0);
+	post(r, FS_REC_WIN_BEGIN, 0, 0, 0, 6, 0);
+	use(r, 0, 1, 1, 6);
+	predict(r, 2, 55, 6, 0.1f);
+	settle(r, 0);
+	cr_assert_eq(tier_of(r, 2, 55), FSR_TIER_PREDICTED);
+	ok(r);
+	fsr_destroy(r);
+}
+
 Test(tiers, held_slot_not_reused)
 {
 	/* Layer 0's recency tier has one slot.  The engine holds the epoch that

@@ -213,7 +213,8 @@ uint32_t fsr_tier_victim(struct fsr *r, uint32_t card, uint32_t layer, unsigned 
 			continue;
 		if (!fsr_slot_protected(r, sl))
 			return s;
-		if (first == FSR_NONE)
+		/* All protected: the oldest, or for predictions the lowest score. */
+		if (first == FSR_NONE || (tier == FSR_TIER_PREDICTED && sl->score < cd->slot[first].score))
 			first = s;
 		if (++scanned >= FSR_VICTIM_SCAN)
 			break;

@@ -92,6 +92,36 @@ static void cards(FILE *out, const cJSON *r)
 	free(rows);
 }
 
+/* "# Peer reach": which card's engines read which other cards' slots (the
+ * stats reply's per-card `reads`).  Only with several cards. */
+static void reach(FILE *out, const cJSON *r)
+{
+	int n;
+	const cJSON **rows = rows_of(arr(r, "cards"), &n);
+	if (!rows || n < 2) {
+		free(rows);
+		return;
+	}
+	fprintf(out, "\n# Peer reach (an engine on the card reads these cards' slots directly)\n");
+	for (int i = 0; i < n; i++) {
+		const cJSON *reads = arr(rows[i], "reads"), *v;
+		fprintf(out, "%-12s", fsctl_str(rows[i], "name", "?"));
+		int k = 0;
+		cJSON_ArrayForEach(v, reads)
+		{
+			if (!cJSON_IsNumber(v))
+				continue;
+			const char *name = "?";
+			for (int j = 0; j < n; j++)
+				if (fsctl_num(rows[j], "id") == v->valuedouble)
+					name = fsctl_str(rows[j], "name", "?");
+			fprintf(out, "%s%s", k++ ? ", " : " reads ", name);
+		}
+		fprintf(out, "%s\n", k ? "" : " reads no other card (CPU path for experts held elsewhere)");
+	}
+	free(rows);
+}
+
 static int uses(const cJSON *row)
 {
 	return fsctl_num(row, "hits") + fsctl_num(row, "misses") > 0;
@@ -175,6 +205,7 @@ void fsctl_render_stats(FILE *out, const cJSON *r, const struct fsctl_render_opt
 	header(out, r);
 	totals(out, r);
 	cards(out, r);
+	reach(out, r);
 	layers(out, r, o);
 	fprintf(out, "\n# Clients\n");
 	fsctl_render_clients(out, r, fsctl_num(r, "uptime_s"));

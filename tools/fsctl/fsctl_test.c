@@ -95,6 +95,9 @@ static cJSON *stats_reply(void)
 #undef X
 		cJSON_ReplaceItemInObject(c, "bus_busy_ns", cJSON_CreateNumber(6.15e9)); /* 50 % of 12.3 s */
 		cJSON_AddNumberToObject(c, "hit_rate", 0.5 + 0.25 * i);
+		cJSON *reads = cJSON_AddArrayToObject(c, "reads");
+		if (i == 0) /* host0 reads host1; host1 reads no other card */
+			cJSON_AddItemToArray(reads, cJSON_CreateNumber(1));
 		cJSON_AddItemToArray(cards, c);
 	}
 	cJSON *layers = cJSON_AddArrayToObject(o, "layers");
@@ -301,6 +304,10 @@ Test(fsctl, stats_text_shows_every_counter)
 	cr_expect(strstr(g_out, "1.5 GiB") != NULL, "bytes in human units:\n%s", g_out);
 	cr_expect(strstr(g_out, "50.0") != NULL, "bus busy 50 %% of uptime:\n%s", g_out);
 	cr_expect(strstr(g_out, "fs-demo-engine") && strstr(g_out, "engine-b"), "%s", g_out);
+	cr_expect(strstr(g_out, "# Peer reach") != NULL, "%s", g_out);
+	cr_expect(strstr(g_out, "host0        reads host1\n") != NULL, "peer reach of host0:\n%s", g_out);
+	cr_expect(strstr(g_out, "host1        reads no other card") != NULL, "peer reach of host1:\n%s",
+		  g_out);
 	for (int l = 0; l < N_LAYERS; l++) {
 		char mark[16];
 		snprintf(mark, sizeof(mark), "%d", layer_mark(l));

@@ -101,6 +101,24 @@ FS_API int fs_window_end(fs_client *c, uint32_t window);
 /* Posts that failed because the ring was full or the daemon was gone. */
 FS_API uint64_t fs_client_dropped(const fs_client *c);
 
+/* ---- the device ring (GPU kernels post; proto/fs_ring_dev.h) --------- */
+
+/* Let this handle's CUDA kernels post records (the router-ahead kernel,
+ * foresight/router_ahead.h): registers the client region with the CUDA
+ * runtime (dlopen'ed, as for the slot pools) and returns in *desc the
+ * device address of the ring's descriptor, valid in every context of the
+ * process until fs_client_close, across daemon restarts.  Launches that
+ * post must be serialised (one stream).  Synchronise them before
+ * fs_client_close.  -ENOSYS without a CUDA runtime. */
+FS_API int fs_dev_ring_enable(fs_client *c, void **desc);
+/* Post one prediction through the device ring from the CPU, the way the
+ * kernel does (source FS_SOURCE_KERNEL).  For tests and for a second host
+ * producer; never mix it with kernels posting on the same handle. */
+FS_API int fs_dev_ring_post_predict(fs_client *c, uint32_t window, uint32_t layer, uint32_t expert,
+				    uint32_t card, float score, unsigned horizon);
+/* Device-ring records dropped: ring full, or posted while detached. */
+FS_API uint64_t fs_dev_ring_dropped(const fs_client *c);
+
 /* ---- epochs --------------------------------------------------------- */
 
 /* A held residency epoch.  Treat the fields as private. */
@@ -145,6 +163,58 @@ FS_API uint64_t fs_slot_issued_ns(const fs_client *c, const struct fs_slot *s);
  * test a slot with fs_slot_ready_dev() from kernels/fs_ready.cuh. */
 FS_API const uint32_t *fs_card_ready_words(const fs_client *c, uint32_t card);
 
+/* ---- several cards: one tier and the peer path ---------------------- */
+/*
+ * The daemon keeps one expert tier across the cards that can read each
+ * other's memory: an expert is on at most one of them (docs/ARCHITECTURE.md,
+ * "Cards and the peer path").  An engine running on card A uses an expert
+ * held on card B by reading B's slot directly, through a device pointer
+ * valid in A's CUDA context (B's pool opened in A's context with peer
+ * access).  Cards are the daemon's card ids (fs_client_card); an engine
+ * names the card its layer runs on as `from`, and the pointer is valid in
+ * that card's device's primary context (the runtime API's context, which
+ * is what engines use).  The same epoch contract covers peer reads: the
+ * engine holds the view while it reads, as for a local slot.
+ */
+enum fs_place_kind {
+	FS_PLACE_MISS = 0,        /* on no card: compute it from the arena (CPU path) */
+	FS_PLACE_LOCAL = 1,       /* on `from` itself */
+	FS_PLACE_PEER = 2,        /* on another card that `from` reads */
+	FS_PLACE_UNREACHABLE = 3, /* on another card `from` cannot read (no peer access,
+				     or fs_peer_open not called or failed): the CPU path */
+};
+
+struct fs_place {
+	uint32_t kind; /* enum fs_place_kind (also the return value) */
+	uint32_t card; /* the card holding it (LOCAL, PEER, UNREACHABLE) */
+	uint32_t slot;
+	uint32_t gen;
+	const void *host; /* host backend: the slot's bytes in this process (LOCAL, PEER) */
+	void *device;     /* CUDA backend: the slot as `from`'s device reads it (LOCAL, PEER) */
+	uint64_t bytes;   /* the expert's size */
+};
+
+/* The cards whose slots an engine on `card` can read, as the daemon found
+ * them (bit j: card j; the card's own bit is set): CUDA peer access, or
+ * every card on the host backend.  0 while detached or for a bad card. */
+FS_API uint32_t fs_card_reach(const fs_client *c, uint32_t card);
+/* Make the cards that `card` reaches readable from `card`'s device in this
+ * process: opens each of their pools in that device's context with peer
+ * access.  Makes CUDA calls: call it once at set-up per card the engine
+ * runs layers on, from the thread that makes the per-layer calls, never
+ * per layer.  Remembered: pools of a daemon attached later are opened too.
+ * Returns the bitmask of cards readable from `card` now (its own bit
+ * included; the host backend needs no opening), or a negative errno
+ * (-ENOTCONN while detached, -EINVAL for a bad card). */
+FS_API int fs_peer_open(fs_client *c, uint32_t card);
+/* Where an engine on card `from` finds (layer, expert) in the held view:
+ * returns the kind (FS_PLACE_*) and fills *out.  LOCAL and PEER: out->device
+ * (CUDA) or out->host (host backend) is readable now and stays unchanged
+ * while the view is held.  MISS and UNREACHABLE: use fs_arena_expert.  No
+ * CUDA call, no system call, no lock. */
+FS_API int fs_lookup_from(const fs_client *c, const struct fs_view *v, uint32_t from, uint32_t layer,
+			  uint32_t expert, struct fs_place *out);
+
 /* ---- the arena (CPU path) ------------------------------------------- */
 
 struct fs_expert_blob {
@@ -155,6 +225,39 @@ struct fs_expert_blob {
 FS_API int fs_arena_expert(const fs_client *c, uint32_t layer, uint32_t expert, struct fs_expert_blob *out);
 /* FNV-1a 64, the arena's checksum function. */
 FS_API uint64_t fs_checksum(const void *p, size_t n);
+
+/* What each part of an expert's blob is (a GGUF arena; see proto/fs_arena.h):
+ * a 2-D slice of one model tensor, ne[0] elements per row, ne[1] rows. */
+enum fs_part_role { FS_ROLE_GATE = 1, FS_ROLE_UP = 2, FS_ROLE_DOWN = 3, FS_ROLE_GATE_UP = 4 };
+enum fs_part_what { FS_WHAT_WEIGHT = 0, FS_WHAT_BIAS = 1, FS_WHAT_SCALE = 2 };
+struct fs_expert_part {
+	uint16_t role;      /* enum fs_part_role */
+	uint16_t what;      /* enum fs_part_what */
+	uint32_t ggml_type; /* ggml's enum ggml_type (0 F32, 1 F16, 30 BF16, ...) */
+	uint64_t offset;    /* from the blob's start (a multiple of 256) */
+	uint64_t bytes;
+	uint64_t ne[2];
+};
+
+/* ---- for bindings and tools (never on a per-layer path) -------------- */
+
+/* An expert's parts, in blob order: fills out[0..min(count, max)) and
+ * returns count (at most 12); 0 for a synthetic arena or a dense layer;
+ * -EINVAL for a layer or expert out of range. */
+FS_API int fs_arena_expert_parts(const fs_client *c, uint32_t layer, uint32_t expert,
+				 struct fs_expert_part *out, unsigned max);
+/* The daemon's `stats` reply (proto/README.md) as JSON text, like snprintf:
+ * returns its length (call again with a larger buffer when >= len) or a
+ * negative errno (message in fs_client_last_error).  One control round
+ * trip (at most 2 s when the daemon is gone). */
+FS_API int fs_client_stats_json(fs_client *c, char *buf, size_t len);
+/* The CUDA device (this process's numbering) whose memory a card's
+ * fs_slot.device pointers point into; -ENODEV for a host card,
+ * -ENOTCONN while detached. */
+FS_API int fs_card_device(const fs_client *c, uint32_t card);
+/* Why the last fs_client_open on this thread failed ("" after a success):
+ * the handle, and its fs_client_last_error, are gone by then. */
+FS_API const char *fs_open_error(void);
 
 #ifdef __cplusplus
 }

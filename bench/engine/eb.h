@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * eb.h: fs-engine-bench, an MoE decode loop on a GPU (or, without one, on
+ * the host backend) with foresightd on and off.  Files:
+ *   eb_main.c    subcommands: engine, run, calibrate
+ *   eb_engine.c  one engine process: the decode loop of one mode
+ *   eb_driver.c  `run`: the daemon per mode, the engines, the table, the CSV
+ *   eb_trace.c   routing (synthetic or a route CSV), windows, the profile
+ *   eb_cpu.c     the CPU expert path (threads) and the CPU dense part
+ *   eb_dev*.c/cu the "device": CUDA cards, or host threads reading the
+ *                host backend's slot pool
+ *   eb_ctl.c     control-plane calls (stats, profile load)
+ *   eb_math.h    the integer arithmetic shared by host and device
+ */
+#ifndef EB_H
+#define EB_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "eb_math.h"
+#include "fs_trace.h"
+
+enum eb_mode { EB_BASELINE = 0, EB_RECENCY, EB_PREDICT, EB_BOTH, EB_ZERO, EB_NMODES };
+const char *eb_mode_name(int m);
+int eb_mode_by_name(const char *s); /* -1 when unknown */
+int eb_mode_daemon(int m);          /* uses the daemon's slots */
+int eb_mode_predicts(int m);        /* posts predictions */
+
+enum eb_device { EB_DEV_HOST = 0, EB_DEV_CUDA = 1 };
+
+/* How the routing is made (the driver and every engine build the same). */
+struct eb_route_opts {
+	const char *trace; /* a route CSV / .fstrace, or NULL: synthetic */
+	double skew, locality;
+	uint64_t gen_seed;
+	double tpw;               /* mean tokens per window (2.5) */
+	uint32_t profile_windows; /* windows before decode that build the profile */
+	uint32_t windows;         /* decode windows */
+};
+void eb_route_defaults(struct eb_route_opts *o);
+
+/* The routing, cut into windows. */
+struct eb_route {
+	struct fs_trace t;
+	uint32_t nwin;     /* decode windows */
+	uint32_t *first;   /* [nwin] first decode token */
+	uint8_t *ntok;     /* [nwin] tokens, 1..EB_MAX_T */
+	uint32_t *profile; /* [layers * experts] use counts (prefill + profile windows) */
+	uint32_t profile_tokens;
+};
+/* Build for a model of L layers x E experts, top-K (a trace file must
+ * match).  0, or -1 with err filled. */
+int eb_route_build(struct eb_route *r, const struct eb_route_opts *o, uint32_t L, uint32_t E, uint32_t K,
+		   char *err, size_t errlen);
+void eb_route_free(struct eb_route *r);
+
+/* One expert of a layer in a window: which tokens use it. */
+struct eb_use {
+	uint16_t expert;
+	uint8_t mask; /* bit t: token t of the window routes to it */
+};
+/* Distinct experts of `layer` in window w, in first-use order. */
+uint32_t eb_route_uses(const struct eb_route *r, uint32_t w, uint32_t layer, struct eb_use *out);
+
+/* ---- CPU path -------------------------------------------------------- */
+
+/* An expert to compute: its bytes and which tokens use it; y[t] results. */
+struct eb_job {
+	const void *ptr;
+	uint64_t bytes;
+	uint32_t expert;
+	uint32_t mask;
+	uint32_t y[EB_MAX_T];
+};
+
+struct eb_cpu;
+/* A pool of `threads` workers that compute jobs, paced to `gbps` (0: as
+ * fast as they go): a batch of B bytes takes at least B / gbps. */
+int eb_cpu_create(struct eb_cpu **out, unsigned threads, double gbps);
+void eb_cpu_destroy(struct eb_cpu *c);
+/* Compute every job (y for the tokens in mask), blocking. */
+void eb_cpu_run(struct eb_cpu *c, struct eb_job *jobs, uint32_t n, const uint32_t *keys, uint32_t ntok);
+/* The same, in the calling thread, unpaced (the host "device"). */
+void eb_cpu_jobs(struct eb_job *jobs, uint32_t n, const uint32_t *keys, uint32_t ntok);
+/* The dense part on the CPU: h[ntok][EB_D] in place. */
+void eb_cpu_dense(uint32_t *h, uint32_t ntok, uint32_t layer, uint32_t iters);
+
+/* ---- the device -------------------------------------------------------- */
+
+struct eb_dev;
+int eb_dev_open(struct eb_dev **out, enum eb_device kind, uint32_t cards, char *err, size_t errlen);
+void eb_dev_close(struct eb_dev *d);
+/* Device memory of the engine's own (in-process) pool on card, and a copy
+ * into it from host memory. */
+void *eb_dev_alloc(struct eb_dev *d, uint32_t card, uint64_t bytes);
+int eb_dev_put(struct eb_dev *d, uint32_t card, void *dst, const void *src, uint64_t bytes);
+/* Dense part of a layer on card: h (host, [ntok][EB_D]) goes in, comes back. */
+int eb_dev_dense(struct eb_dev *d, uint32_t card, uint32_t *h, uint32_t ntok, uint32_t layer, uint32_t iters);
+/* Start the resident experts of a layer on card (ptr: device pointers, or
+ * host pointers on the host device); wait fills jobs[].y. */
+int eb_dev_experts_start(struct eb_dev *d, uint32_t card, struct eb_job *jobs, uint32_t n,
+			 const uint32_t *keys, uint32_t ntok);
+int eb_dev_experts_wait(struct eb_dev *d, uint32_t card);
+/* Measured seconds of the dense part at `iters` on card 0 (calibration). */
+double eb_dev_dense_time(struct eb_dev *d, uint32_t iters, uint32_t reps);
+
+#ifdef EB_HAVE_CUDA
+/* eb_dev_cuda.cu */
+struct eb_cuda;
+int eb_cuda_open(struct eb_cuda **out, uint32_t cards, char *err, size_t errlen);
+void eb_cuda_close(struct eb_cuda *g);
+void *eb_cuda_alloc(struct eb_cuda *g, uint32_t card, uint64_t bytes);
+int eb_cuda_put(struct eb_cuda *g, uint32_t card, void *dst, const void *src, uint64_t bytes);
+int eb_cuda_dense(struct eb_cuda *g, uint32_t card, uint32_t *h, uint32_t ntok, uint32_t layer,
+		  uint32_t iters);
+int eb_cuda_experts_start(struct eb_cuda *g, uint32_t card, struct eb_job *jobs, uint32_t n,
+			  const uint32_t *keys, uint32_t ntok);
+int eb_cuda_experts_wait(struct eb_cuda *g, uint32_t card);
+#endif
+
+/* ---- control plane ------------------------------------------------------- */
+
+struct eb_stats {
+	double bytes, copied, late, landed_late, too_late, hits, misses, loading, predicted;
+};
+int eb_ctl_stats(const char *socket, struct eb_stats *out, char *err, size_t errlen);
+int eb_ctl_profile_load(const char *socket, uint32_t L, uint32_t E, const uint32_t *counts, char *err,
+			size_t errlen);
+
+/* ---- subcommands ---------------------------------------------------------- */
+int eb_engine_main(int argc, char **argv);
+int eb_driver_main(int argc, char **argv, const char *self);
+int eb_calibrate_main(int argc, char **argv);
+
+uint64_t eb_now_ns(void);
+uint64_t eb_fnv(uint64_t h, const void *p, size_t n);
+#define EB_FNV_INIT 0xcbf29ce484222325ull
+
+#endif /* EB_H */

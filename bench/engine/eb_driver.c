@@ -1,0 +1,911 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * eb_driver.c: `fs-engine-bench run`, the benchmark.  For one shape (cards,
+ * engines, slot budget, bus budget) it runs every mode side by side on the
+ * same routing and the same slot budget, and prints one table:
+ *
+ *   daemon A (--predicted-slots 0)   baseline, zero, then recency
+ *   daemon B (--recency-slots 0)     predict
+ *   daemon C (defaults: both tiers)  both
+ *
+ * Every daemon serves the same arena (same shape and seed) with the same
+ * slots per card and bus budget (--bus-gbps: the host backend's copy
+ * threads, the CUDA backend's per-card landing throttle).  baseline and
+ * zero use the daemon only for the arena: their slots are their own (the
+ * profile's hottest experts, or every expert), like an engine today.  In
+ * the daemon modes engine 0 loads the same profile into the static tier
+ * and waits until its copies have landed; then every engine of the mode
+ * is started at once (READY / GO on their stdin).
+ *
+ * Each engine writes one checksum per window; every window's checksum
+ * must be equal in every mode and every engine (the engines of a mode
+ * decode the same windows in rotated order), else the run fails (exit 1).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "eb.h"
+
+#define EB_MAX_ENGINES 8
+#define EB_MAX_DARGS 16
+
+struct drv {
+	const char *self, *daemon, *model, *csv, *label, *workdir_opt;
+	const char *dargs[EB_MAX_DARGS];
+	int ndargs;
+	enum eb_device device;
+	uint32_t cards, engines, layers, experts, topk, dense_iters, cpu_threads, pred_max, late_wait_us,
+		warm;
+	uint64_t expert_bytes;
+	double budget, scale, bus_gbps, cpu_gbps, dense_us;
+	struct eb_route_opts ro;
+	int modes[EB_NMODES], nmodes;
+	int fault_mode; /* tests: this mode's engine 0 corrupts one checksum (-1: none) */
+	unsigned timeout_s;
+	int keep;
+	/* derived */
+	char work[256], sock[300];
+	uint64_t slots_card;
+};
+
+struct row {
+	int ran, ok;
+	double tps, hit, mplw, late_seen, late_cpu, late_daemon, bus_gbps, secs, predictions, too_late;
+	double landed_late, dropped, layer_windows;
+	uint64_t uses, windows;
+};
+
+static pid_t g_pids[EB_MAX_ENGINES + 1];
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	for (int i = 0; i <= EB_MAX_ENGINES; i++)
+		if (g_pids[i] > 0)
+			kill(g_pids[i], SIGKILL);
+	static const char msg[] = "fs-engine-bench run: FAILED: timed out (--timeout)\n";
+	ssize_t w = write(2, msg, sizeof(msg) - 1);
+	(void)w;
+	_exit(3);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: fs-engine-bench run --daemon PATH [options]\n"
+		"Runs every mode (baseline, recency, predict, both, zero) side by side and prints the table.\n"
+		"  --daemon PATH        foresightd to start per mode (required)\n"
+		"  --device host|cuda   where resident experts and the dense part run (default host)\n"
+		"  --cards N            cards the layers are split over (default 1)\n"
+		"  --engines N          engine processes on the one tier (default 1)\n"
+		"  --budget F           slots as a share of layers x experts, all cards (default 0.26)\n"
+		"  --scale S            experts 1.8 MiB / S, bus 13.5 / S GB/s, CPU 32.6 / S GB/s (default 4)\n"
+		"  --layers N --experts N --topk N   synthetic model (default 16 x 512, top-10)\n"
+		"  --expert-bytes B --bus-gbps G --cpu-gbps G   override what --scale sets (cpu 0: unpaced)\n"
+		"  --model FILE.gguf    serve a GGUF model instead (shape from foresightd --describe)\n"
+		"  --trace FILE         a route CSV / .fstrace instead of synthetic routing\n"
+		"  --skew S --locality P --gen-seed N   synthetic routing (default 1.7, 0.25, 1)\n"
+		"  --tpw T              mean tokens per window (default 2.5: 2,3,2,3,...)\n"
+		"  --profile-windows N --windows N --warm N   (default 200, 400, 40)\n"
+		"  --dense-us US        dense part per layer, calibrated once (default 250)\n"
+		"  --dense-iters N      skip the calibration\n"
+		"  --cpu-threads N      CPU threads per engine for misses (default 4)\n"
+		"  --pred-max N         predictions per target layer and horizon (default 8)\n"
+		"  --late-wait-us N     wait this long for a copy in flight, then CPU (default 0)\n"
+		"  --modes a,b,...      a subset (baseline and zero are needed for the headroom share)\n"
+		"  --csv FILE           append one row per mode\n"
+		"  --label TEXT         first CSV column\n"
+		"  --daemon-arg ARG     extra foresightd argument (repeatable)\n"
+		"  --workdir DIR --keep logs and checksum files (default: a temporary folder, removed)\n"
+		"  --timeout S          whole run (default 900)\n"
+		"  --fault MODE         tests: that mode's engine 0 corrupts one window's checksum\n");
+}
+
+static int parse(struct drv *d, int argc, char **argv)
+{
+	static const struct option lo[] = {{"daemon", required_argument, NULL, 'D'},
+					   {"device", required_argument, NULL, 'd'},
+					   {"cards", required_argument, NULL, 'c'},
+					   {"engines", required_argument, NULL, 'n'},
+					   {"budget", required_argument, NULL, 'b'},
+					   {"scale", required_argument, NULL, 'S'},
+					   {"layers", required_argument, NULL, 'L'},
+					   {"experts", required_argument, NULL, 'E'},
+					   {"topk", required_argument, NULL, 'K'},
+					   {"expert-bytes", required_argument, NULL, 'B'},
+					   {"bus-gbps", required_argument, NULL, 'g'},
+					   {"cpu-gbps", required_argument, NULL, 'G'},
+					   {"model", required_argument, NULL, 'M'},
+					   {"trace", required_argument, NULL, 't'},
+					   {"skew", required_argument, NULL, 1},
+					   {"locality", required_argument, NULL, 2},
+					   {"gen-seed", required_argument, NULL, 3},
+					   {"tpw", required_argument, NULL, 4},
+					   {"profile-windows", required_argument, NULL, 5},
+					   {"windows", required_argument, NULL, 6},
+					   {"warm", required_argument, NULL, 7},
+					   {"dense-us", required_argument, NULL, 8},
+					   {"dense-iters", required_argument, NULL, 9},
+					   {"cpu-threads", required_argument, NULL, 10},
+					   {"pred-max", required_argument, NULL, 11},
+					   {"late-wait-us", required_argument, NULL, 12},
+					   {"modes", required_argument, NULL, 13},
+					   {"csv", required_argument, NULL, 14},
+					   {"label", required_argument, NULL, 15},
+					   {"daemon-arg", required_argument, NULL, 16},
+					   {"workdir", required_argument, NULL, 17},
+					   {"keep", no_argument, NULL, 18},
+					   {"timeout", required_argument, NULL, 19},
+					   {"fault", required_argument, NULL, 20},
+					   {"help", no_argument, NULL, 'h'},
+					   {NULL, 0, NULL, 0}};
+	eb_route_defaults(&d->ro);
+	d->cards = d->engines = 1;
+	d->layers = 16;
+	d->experts = 512;
+	d->topk = 10;
+	d->budget = 0.26;
+	d->scale = 4;
+	d->bus_gbps = d->cpu_gbps = -1;
+	d->dense_us = 250;
+	d->cpu_threads = 4;
+	d->pred_max = 8;
+	d->warm = 40;
+	d->timeout_s = 900;
+	d->label = "";
+	d->fault_mode = -1;
+	for (int i = 0; i < EB_NMODES; i++)
+		d->modes[i] = 1;
+	int ch;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'D':
+			d->daemon = optarg;
+			break;
+		case 'd':
+			d->device = strcmp(optarg, "cuda") == 0 ? EB_DEV_CUDA : EB_DEV_HOST;
+			break;
+		case 'c':
+			d->cards = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'n':
+			d->engines = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'b':
+			d->budget = strtod(optarg, NULL);
+			break;
+		case 'S':
+			d->scale = strtod(optarg, NULL);
+			break;
+		case 'L':
+			d->layers = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'E':
+			d->experts = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'K':
+			d->topk = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'B':
+			d->expert_bytes = strtoull(optarg, NULL, 0);
+			break;
+		case 'g':
+			d->bus_gbps = strtod(optarg, NULL);
+			break;
+		case 'G':
+			d->cpu_gbps = strtod(optarg, NULL);
+			break;
+		case 'M':
+			d->model = optarg;
+			break;
+		case 't':
+			d->ro.trace = optarg;
+			break;
+		case 1:
+			d->ro.skew = strtod(optarg, NULL);
+			break;
+		case 2:
+			d->ro.locality = strtod(optarg, NULL);
+			break;
+		case 3:
+			d->ro.gen_seed = strtoull(optarg, NULL, 0);
+			break;
+		case 4:
+			d->ro.tpw = strtod(optarg, NULL);
+			break;
+		case 5:
+			d->ro.profile_windows = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 6:
+			d->ro.windows = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 7:
+			d->warm = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 8:
+			d->dense_us = strtod(optarg, NULL);
+			break;
+		case 9:
+			d->dense_iters = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 10:
+			d->cpu_threads = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 11:
+			d->pred_max = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 12:
+			d->late_wait_us = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 13: {
+			memset(d->modes, 0, sizeof(d->modes));
+			char buf[128];
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			char *save = NULL;
+			for (char *s = strtok_r(buf, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
+				int m = eb_mode_by_name(s);
+				if (m < 0) {
+					fprintf(stderr, "fs-engine-bench run: unknown mode '%s'\n", s);
+					return -1;
+				}
+				d->modes[m] = 1;
+			}
+			break;
+		}
+		case 14:
+			d->csv = optarg;
+			break;
+		case 15:
+			d->label = optarg;
+			break;
+		case 16:
+			if (d->ndargs == EB_MAX_DARGS)
+				return -1;
+			d->dargs[d->ndargs++] = optarg;
+			break;
+		case 17:
+			d->workdir_opt = optarg;
+			break;
+		case 18:
+			d->keep = 1;
+			break;
+		case 19:
+			d->timeout_s = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 20:
+			d->fault_mode = eb_mode_by_name(optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (!d->daemon || d->cards < 1 || d->cards > 16 || d->engines < 1 || d->engines > EB_MAX_ENGINES ||
+	    !(d->budget > 0 && d->budget <= 1) || !(d->scale > 0)) {
+		usage(stderr);
+		return -1;
+	}
+	if (!d->expert_bytes)
+		d->expert_bytes = (uint64_t)llround(1.8 * 1048576.0 / d->scale / 64.0) * 64;
+	if (d->bus_gbps < 0)
+		d->bus_gbps = 13.5 / d->scale;
+	if (d->cpu_gbps < 0)
+		d->cpu_gbps = 32.6 / d->scale;
+	return 0;
+}
+
+/* ---- processes ------------------------------------------------------------- */
+
+/* Run argv, stdout into a pipe (*out), stdin from a pipe (*in), or files. */
+static pid_t spawn(char *const argv[], int *in, int *out, const char *logpath)
+{
+	int pin[2] = {-1, -1}, pout[2] = {-1, -1};
+	if ((in && pipe(pin) < 0) || (out && pipe(pout) < 0))
+		return -1;
+	pid_t p = fork();
+	if (p < 0)
+		return -1;
+	if (p == 0) {
+		if (in) {
+			dup2(pin[0], 0);
+			close(pin[0]);
+			close(pin[1]);
+		}
+		if (out) {
+			dup2(pout[1], 1);
+			close(pout[0]);
+			close(pout[1]);
+		}
+		if (logpath) {
+			int fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+			if (fd >= 0) {
+				if (!out)
+					dup2(fd, 1);
+				dup2(fd, 2);
+			}
+		}
+		execv(argv[0], argv);
+		fprintf(stderr, "fs-engine-bench run: exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	if (in) {
+		close(pin[0]);
+		*in = pin[1];
+	}
+	if (out) {
+		close(pout[1]);
+		*out = pout[0];
+	}
+	return p;
+}
+
+static int reap(pid_t p)
+{
+	int st;
+	while (waitpid(p, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Run argv to completion, its stdout into buf. */
+static int capture(char *const argv[], char *buf, size_t len)
+{
+	int out;
+	pid_t p = spawn(argv, NULL, &out, NULL);
+	if (p < 0)
+		return -1;
+	size_t n = 0;
+	ssize_t r;
+	while (n + 1 < len && (r = read(out, buf + n, len - n - 1)) > 0)
+		n += (size_t)r;
+	buf[n] = 0;
+	close(out);
+	return reap(p);
+}
+
+static pid_t daemon_start(struct drv *d, int policy, char *err, size_t errlen)
+{
+	char slots[32], cards[32], bus[32], L[32], E[32], K[32], B[32], log[320];
+	snprintf(slots, sizeof(slots), "%llu", (unsigned long long)d->slots_card);
+	snprintf(cards, sizeof(cards), "%u", d->cards);
+	snprintf(bus, sizeof(bus), "%.6g", d->bus_gbps);
+	snprintf(L, sizeof(L), "%u", d->layers);
+	snprintf(E, sizeof(E), "%u", d->experts);
+	snprintf(K, sizeof(K), "%u", d->topk);
+	snprintf(B, sizeof(B), "%llu", (unsigned long long)d->expert_bytes);
+	snprintf(log, sizeof(log), "%s/daemon-%s.log", d->work, eb_mode_name(policy));
+	const char *av[64];
+	int n = 0;
+	av[n++] = d->daemon;
+	av[n++] = "--backend";
+	av[n++] = d->device == EB_DEV_CUDA ? "cuda" : "host";
+	av[n++] = "--socket";
+	av[n++] = d->sock;
+	av[n++] = "--cards";
+	av[n++] = cards;
+	av[n++] = "--slots";
+	av[n++] = slots;
+	av[n++] = "--bus-gbps";
+	av[n++] = bus;
+	av[n++] = "--log-level";
+	av[n++] = "5";
+	if (d->model) {
+		av[n++] = "--model";
+		av[n++] = d->model;
+	} else {
+		av[n++] = "--layers";
+		av[n++] = L;
+		av[n++] = "--experts";
+		av[n++] = E;
+		av[n++] = "--experts-used";
+		av[n++] = K;
+		av[n++] = "--expert-bytes";
+		av[n++] = B;
+	}
+	/* The policy: the tiers of the mode, nothing else differs. */
+	if (policy == EB_RECENCY) {
+		av[n++] = "--predicted-slots";
+		av[n++] = "0";
+	} else if (policy == EB_PREDICT) {
+		av[n++] = "--recency-slots";
+		av[n++] = "0";
+	}
+	for (int i = 0; i < d->ndargs; i++)
+		av[n++] = d->dargs[i];
+	av[n] = NULL;
+	unlink(d->sock);
+	pid_t p = spawn((char *const *)av, NULL, NULL, log);
+	if (p < 0) {
+		snprintf(err, errlen, "cannot start %s", d->daemon);
+		return -1;
+	}
+	g_pids[EB_MAX_ENGINES] = p;
+	for (int i = 0; i < 3000; i++) { /* the arena is built before the socket opens */
+		struct eb_stats s;
+		char e2[256];
+		if (eb_ctl_stats(d->sock, &s, e2, sizeof(e2)) == 0)
+			return p;
+		int st;
+		if (waitpid(p, &st, WNOHANG) == p) {
+			snprintf(err, errlen, "foresightd exited at start (log: %s)", log);
+			g_pids[EB_MAX_ENGINES] = 0;
+			return -1;
+		}
+		usleep(100000);
+	}
+	snprintf(err, errlen, "foresightd did not answer within 300 s (log: %s)", log);
+	kill(p, SIGKILL);
+	reap(p);
+	g_pids[EB_MAX_ENGINES] = 0;
+	return -1;
+}
+
+static int daemon_stop(pid_t p)
+{
+	kill(p, SIGTERM);
+	int rc = reap(p);
+	g_pids[EB_MAX_ENGINES] = 0;
+	return rc;
+}
+
+/* ---- one mode ---------------------------------------------------------------- */
+
+static double kv(const char *line, const char *key)
+{
+	char pat[64];
+	snprintf(pat, sizeof(pat), " %s=", key);
+	const char *p = strstr(line, pat);
+	return p ? strtod(p + strlen(pat), NULL) : 0.0;
+}
+
+static int run_mode(struct drv *d, int mode, struct row *row, char *err, size_t errlen)
+{
+	char a[32][64];
+	char *av[EB_MAX_ENGINES][64];
+	int in[EB_MAX_ENGINES], out[EB_MAX_ENGINES];
+	FILE *fo[EB_MAX_ENGINES];
+	char ckpath[EB_MAX_ENGINES][320];
+	uint32_t ne = d->engines;
+	memset(row, 0, sizeof(*row));
+	row->ran = 1;
+	for (uint32_t i = 0; i < ne; i++) {
+		int n = 0, k = 0;
+#define ARG(s) (av[i][n++] = (char *)(s))
+#define ARGF(...) (snprintf(a[k], sizeof(a[k]), __VA_ARGS__), av[i][n++] = a[k++])
+		(void)k;
+		ARG(d->self);
+		ARG("engine");
+		ARG("--socket");
+		ARG(d->sock);
+		ARG("--mode");
+		ARG(eb_mode_name(mode));
+		ARG("--device");
+		ARG(d->device == EB_DEV_CUDA ? "cuda" : "host");
+		ARG("--cards");
+		ARGF("%u", d->cards);
+		ARG("--engine");
+		ARGF("%u", i);
+		ARG("--engines");
+		ARGF("%u", ne);
+		ARG("--budget");
+		ARGF("%llu", (unsigned long long)(d->slots_card * d->cards));
+		if (d->ro.trace) {
+			ARG("--trace");
+			ARG(d->ro.trace);
+		}
+		ARG("--skew");
+		ARGF("%.17g", d->ro.skew);
+		ARG("--locality");
+		ARGF("%.17g", d->ro.locality);
+		ARG("--gen-seed");
+		ARGF("%llu", (unsigned long long)d->ro.gen_seed);
+		ARG("--tpw");
+		ARGF("%.17g", d->ro.tpw);
+		ARG("--profile-windows");
+		ARGF("%u", d->ro.profile_windows);
+		ARG("--windows");
+		ARGF("%u", d->ro.windows);
+		ARG("--warm");
+		ARGF("%u", d->warm);
+		ARG("--dense-iters");
+		ARGF("%u", d->dense_iters);
+		ARG("--cpu-threads");
+		ARGF("%u", d->cpu_threads);
+		ARG("--cpu-gbps");
+		ARGF("%.17g", d->cpu_gbps);
+		ARG("--pred-max");
+		ARGF("%u", d->pred_max);
+		ARG("--late-wait-us");
+		ARGF("%u", d->late_wait_us);
+		ARG("--checksums");
+		snprintf(ckpath[i], sizeof(ckpath[i]), "%s/ck-%s-%u.txt", d->work, eb_mode_name(mode), i);
+		ARG(ckpath[i]);
+		ARG("--sync");
+		if (i == 0 && eb_mode_daemon(mode))
+			ARG("--load-profile");
+		if (i == 0 && mode == d->fault_mode) {
+			ARG("--fault-window");
+			ARG("0");
+		}
+		av[i][n] = NULL;
+#undef ARG
+#undef ARGF
+		pid_t p = spawn(av[i], &in[i], &out[i], NULL); /* the child has its own copy of a[] */
+		if (p < 0) {
+			snprintf(err, errlen, "cannot start an engine");
+			return -1;
+		}
+		g_pids[i] = p;
+		fo[i] = fdopen(out[i], "r");
+	}
+	char line[1024];
+	int rc = 0;
+	for (uint32_t i = 0; i < ne; i++)
+		if (!fgets(line, sizeof(line), fo[i]) || strncmp(line, "READY", 5) != 0) {
+			snprintf(err, errlen, "engine %u of mode %s did not start", i, eb_mode_name(mode));
+			rc = -1;
+		}
+	struct eb_stats s0 = {0}, s1 = {0};
+	char e2[256];
+	eb_ctl_stats(d->sock, &s0, e2, sizeof(e2));
+	uint64_t t0 = eb_now_ns();
+	for (uint32_t i = 0; i < ne; i++) {
+		if (rc == 0) {
+			ssize_t w = write(in[i], "GO\n", 3);
+			(void)w;
+		}
+		close(in[i]);
+	}
+	for (uint32_t i = 0; i < ne; i++) {
+		int got = 0;
+		while (fgets(line, sizeof(line), fo[i]))
+			if (strncmp(line, "RESULT ", 7) == 0) {
+				got = 1;
+				printf("  %s", line);
+				double secs = kv(line, "secs");
+				row->tps += secs > 0 ? kv(line, "tokens") / secs : 0;
+				row->secs = secs > row->secs ? secs : row->secs;
+				row->uses += (uint64_t)kv(line, "uses");
+				row->windows += (uint64_t)kv(line, "windows");
+				row->hit += kv(line, "hits");
+				row->mplw += kv(line, "misses");
+				row->late_seen += kv(line, "late_seen");
+				row->late_cpu += kv(line, "late_cpu");
+				row->predictions += kv(line, "predictions");
+				row->dropped += kv(line, "dropped");
+				row->layer_windows += kv(line, "layer_windows");
+			}
+		fclose(fo[i]);
+		int st = reap(g_pids[i]);
+		g_pids[i] = 0;
+		if (st != 0 || !got) {
+			if (rc == 0)
+				snprintf(err, errlen, "engine %u of mode %s failed (exit %d)", i,
+					 eb_mode_name(mode), st);
+			rc = -1;
+		}
+	}
+	double wall = (double)(eb_now_ns() - t0) / 1e9;
+	eb_ctl_stats(d->sock, &s1, e2, sizeof(e2));
+	if (rc != 0)
+		return rc;
+	row->mplw = row->layer_windows > 0 ? row->mplw / row->layer_windows : 0;
+	row->hit = row->uses ? row->hit / (double)row->uses : 0;
+	row->late_daemon = eb_mode_daemon(mode) ? s1.late - s0.late : 0;
+	row->landed_late = eb_mode_daemon(mode) ? s1.landed_late - s0.landed_late : 0;
+	row->too_late = eb_mode_daemon(mode) ? s1.too_late - s0.too_late : 0;
+	row->bus_gbps = eb_mode_daemon(mode) && wall > 0 ? (s1.bytes - s0.bytes) / wall / 1e9 : 0;
+	row->ok = 1;
+	return 0;
+}
+
+/* ---- checksums ------------------------------------------------------------------ */
+
+/* Compare every engine's per-window checksums of `mode` with ref (filled by
+ * the first file read).  Returns mismatches; prints the first few. */
+static uint64_t check_sums(struct drv *d, int mode, uint64_t *ref, uint8_t *have, uint32_t nwin,
+			   uint64_t *compared)
+{
+	uint64_t bad = 0;
+	for (uint32_t i = 0; i < d->engines; i++) {
+		char path[320];
+		snprintf(path, sizeof(path), "%s/ck-%s-%u.txt", d->work, eb_mode_name(mode), i);
+		FILE *f = fopen(path, "r");
+		if (!f) {
+			fprintf(stderr, "fs-engine-bench run: FAILED: %s: %s\n", path, strerror(errno));
+			return bad + 1;
+		}
+		unsigned w;
+		unsigned long long v;
+		uint32_t seen = 0;
+		while (fscanf(f, "%u %llx", &w, &v) == 2) {
+			if (w >= nwin) {
+				bad++;
+				continue;
+			}
+			seen++;
+			(*compared)++;
+			if (!have[w]) {
+				have[w] = 1;
+				ref[w] = v;
+			} else if (ref[w] != v) {
+				if (bad < 5)
+					fprintf(stderr,
+						"fs-engine-bench run: CHECKSUM MISMATCH: mode %s engine %u window %u: "
+						"%016llx, expected %016llx\n",
+						eb_mode_name(mode), i, w, v, (unsigned long long)ref[w]);
+				bad++;
+			}
+		}
+		fclose(f);
+		if (seen != nwin) {
+			fprintf(stderr, "fs-engine-bench run: FAILED: %s has %u windows, expected %u\n", path,
+				seen, nwin);
+			bad++;
+		}
+	}
+	return bad;
+}
+
+/* ---- the table --------------------------------------------------------------------- */
+
+static void table(struct drv *d, const struct row *rows, FILE *csv)
+{
+	const struct row *b = &rows[EB_BASELINE], *z = &rows[EB_ZERO];
+	int have_room = b->ok && z->ok && z->tps > b->tps;
+	printf("\n%u card(s), %u engine(s), %llu slots/card (%.0f %% of %u x %u experts), expert %.2f MiB, "
+	       "bus %.3g GB/s per card, CPU path %.3g GB/s\n",
+	       d->cards, d->engines, (unsigned long long)d->slots_card, d->budget * 100, d->layers,
+	       d->experts, (double)d->expert_bytes / 1048576.0, d->bus_gbps, d->cpu_gbps);
+	printf("| mode | tokens/s | hit rate | misses/layer-window | late: engine saw (-> CPU) | late: daemon "
+	       "counted | bus GB/s | share of zero-miss headroom |\n");
+	printf("|---|---|---|---|---|---|---|---|\n");
+	for (int m = 0; m < EB_NMODES; m++) {
+		const struct row *r = &rows[m];
+		if (!r->ran)
+			continue;
+		if (!r->ok) {
+			printf("| %s | FAILED | | | | | | |\n", eb_mode_name(m));
+			continue;
+		}
+		char share[32] = "n/a";
+		if (have_room)
+			snprintf(share, sizeof(share), "%.1f %%",
+				 100.0 * (r->tps - b->tps) / (z->tps - b->tps));
+		printf("| %s | %.1f | %.2f %% | %.3f | %.0f (%.0f) | %.0f | %.2f | %s |\n", eb_mode_name(m),
+		       r->tps, 100.0 * r->hit, r->mplw, r->late_seen, r->late_cpu, r->late_daemon,
+		       r->bus_gbps, share);
+		if (csv)
+			fprintf(csv,
+				"%s,%s,%s,%u,%u,%.4f,%llu,%llu,%.6g,%.6g,%.3f,%.6f,%.5f,%.0f,%.0f,%.0f,%.4f,%s,%.0f,%.0f,%.0f\n",
+				d->label, eb_mode_name(m), d->device == EB_DEV_CUDA ? "cuda" : "host",
+				d->cards, d->engines, d->budget, (unsigned long long)d->slots_card,
+				(unsigned long long)d->expert_bytes, d->bus_gbps, d->cpu_gbps, r->tps, r->hit,
+				r->mplw, r->late_seen, r->late_cpu, r->late_daemon, r->bus_gbps,
+				have_room ? share : "", r->predictions, r->too_late, r->landed_late);
+	}
+	fflush(stdout);
+}
+
+static int model_shape(struct drv *d, char *err, size_t errlen)
+{
+	char buf[1 << 16];
+	char *av[] = {(char *)d->daemon, (char *)"--model", (char *)d->model, (char *)"--describe", NULL};
+	if (capture(av, buf, sizeof(buf)) != 0) {
+		snprintf(err, errlen, "%s --model %s --describe failed", d->daemon, d->model);
+		return -1;
+	}
+	cJSON *j = cJSON_Parse(buf);
+	const cJSON *L = cJSON_GetObjectItemCaseSensitive(j, "layers");
+	const cJSON *E = cJSON_GetObjectItemCaseSensitive(j, "experts");
+	const cJSON *K = cJSON_GetObjectItemCaseSensitive(j, "experts_used");
+	if (!cJSON_IsNumber(L) || !cJSON_IsNumber(E)) {
+		snprintf(err, errlen, "--describe of %s: no layers/experts", d->model);
+		cJSON_Delete(j);
+		return -1;
+	}
+	d->layers = (uint32_t)L->valuedouble;
+	d->experts = (uint32_t)E->valuedouble;
+	d->topk = cJSON_IsNumber(K) && K->valuedouble > 0 ? (uint32_t)K->valuedouble : 8;
+	cJSON_Delete(j);
+	return 0;
+}
+
+int eb_driver_main(int argc, char **argv, const char *self)
+{
+	struct drv d;
+	memset(&d, 0, sizeof(d));
+	if (parse(&d, argc, argv) != 0)
+		return 2;
+	char err[512];
+	static char selfpath[4096];
+	if (!realpath(self, selfpath)) {
+		fprintf(stderr, "fs-engine-bench run: cannot resolve %s\n", self);
+		return 2;
+	}
+	d.self = selfpath;
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGALRM, on_alarm);
+	alarm(d.timeout_s);
+	if (d.workdir_opt) {
+		snprintf(d.work, sizeof(d.work), "%s", d.workdir_opt);
+		mkdir(d.work, 0755);
+	} else {
+		snprintf(d.work, sizeof(d.work), "/tmp/fs-engine-bench-XXXXXX");
+		if (!mkdtemp(d.work)) {
+			fprintf(stderr, "fs-engine-bench run: mkdtemp: %s\n", strerror(errno));
+			return 2;
+		}
+	}
+	/* The socket in a short folder of its own: a unix socket path has room
+	 * for ~100 bytes, and --workdir may be deep. */
+	char sockdir[] = "/tmp/fseb-XXXXXX";
+	if (!mkdtemp(sockdir)) {
+		fprintf(stderr, "fs-engine-bench run: mkdtemp: %s\n", strerror(errno));
+		return 2;
+	}
+	snprintf(d.sock, sizeof(d.sock), "%s/s.sock", sockdir);
+	if (d.model && model_shape(&d, err, sizeof(err)) != 0) {
+		fprintf(stderr, "fs-engine-bench run: %s\n", err);
+		return 2;
+	}
+	if (d.ro.trace) {
+		struct fs_trace t = {0};
+		if (fs_trace_load(&t, d.ro.trace, err, sizeof(err)) != 0) {
+			fprintf(stderr, "fs-engine-bench run: %s\n", err);
+			return 2;
+		}
+		if (!d.model) {
+			d.layers = t.layers;
+			d.experts = t.experts;
+			d.topk = t.topk;
+		}
+		fs_trace_free(&t);
+	}
+	d.slots_card = (uint64_t)llround(d.budget * d.layers * d.experts / d.cards);
+	if (d.slots_card < 1)
+		d.slots_card = 1;
+	/* The same routing the engines build: the window count for the checks. */
+	struct eb_route r;
+	if (eb_route_build(&r, &d.ro, d.layers, d.experts, d.topk, err, sizeof(err)) != 0) {
+		fprintf(stderr, "fs-engine-bench run: %s\n", err);
+		return 2;
+	}
+	uint32_t nwin = r.nwin;
+	eb_route_free(&r);
+	if (!d.dense_iters) {
+		char buf[256], us[32];
+		snprintf(us, sizeof(us), "%.6g", d.dense_us);
+		char *av[] = {(char *)d.self,
+			      (char *)"calibrate",
+			      (char *)"--device",
+			      (char *)(d.device == EB_DEV_CUDA ? "cuda" : "host"),
+			      (char *)"--dense-us",
+			      us,
+			      NULL};
+		unsigned it = 0;
+		double got = 0;
+		if (capture(av, buf, sizeof(buf)) != 0 ||
+		    sscanf(buf, "dense_iters %u us %lf", &it, &got) != 2) {
+			fprintf(stderr, "fs-engine-bench run: calibration failed: %s\n", buf);
+			return 2;
+		}
+		d.dense_iters = it;
+		printf("dense part: %u iterations = %.1f us per layer (target %.0f us)\n", it, got,
+		       d.dense_us);
+	}
+	printf("shape: %u layers x %u experts, top-%u, %.2f MiB per expert, %.2f tokens per window, %u decode "
+	       "windows (%u warm-up), %s routing\n",
+	       d.layers, d.experts, d.topk, (double)d.expert_bytes / 1048576.0, d.ro.tpw, nwin, d.warm,
+	       d.ro.trace ? d.ro.trace : "synthetic");
+	fflush(stdout);
+
+	struct row rows[EB_NMODES];
+	memset(rows, 0, sizeof(rows));
+	int fail = 0;
+	/* daemon A: baseline, zero (arena only), recency; B: predict; C: both */
+	static const int groups[3][3] = {
+		{EB_BASELINE, EB_ZERO, EB_RECENCY}, {EB_PREDICT, -1, -1}, {EB_BOTH, -1, -1}};
+	static const int policy[3] = {EB_RECENCY, EB_PREDICT, EB_BOTH};
+	for (int g = 0; g < 3; g++) {
+		int any = 0;
+		for (int k = 0; k < 3; k++)
+			any |= groups[g][k] >= 0 && d.modes[groups[g][k]];
+		if (!any)
+			continue;
+		pid_t dp = daemon_start(&d, policy[g], err, sizeof(err));
+		if (dp < 0) {
+			fprintf(stderr, "fs-engine-bench run: FAILED: %s\n", err);
+			fail = 1;
+			break;
+		}
+		for (int k = 0; k < 3; k++) {
+			int m = groups[g][k];
+			if (m < 0 || !d.modes[m])
+				continue;
+			if (run_mode(&d, m, &rows[m], err, sizeof(err)) != 0) {
+				fprintf(stderr, "fs-engine-bench run: FAILED: %s\n", err);
+				fail = 1;
+			}
+		}
+		int st = daemon_stop(dp);
+		if (st != 0) {
+			fprintf(stderr,
+				"fs-engine-bench run: FAILED: foresightd exited %d (log %s/daemon-%s.log)\n",
+				st, d.work, eb_mode_name(policy[g]));
+			fail = 1;
+		}
+	}
+
+	/* Checksums: every window, every mode, every engine. */
+	uint64_t *ref = calloc(nwin, sizeof(*ref));
+	uint8_t *have = calloc(nwin, 1);
+	uint64_t bad = 0, compared = 0;
+	int modes_checked = 0;
+	for (int m = 0; m < EB_NMODES && ref && have; m++)
+		if (rows[m].ok) {
+			bad += check_sums(&d, m, ref, have, nwin, &compared);
+			modes_checked++;
+		}
+	uint64_t run_ck = EB_FNV_INIT;
+	for (uint32_t w = 0; w < nwin && ref; w++)
+		run_ck = eb_fnv(run_ck, &ref[w], sizeof(ref[w]));
+	free(ref);
+	free(have);
+
+	FILE *csv = NULL;
+	if (d.csv) {
+		struct stat st;
+		int fresh = stat(d.csv, &st) != 0 || st.st_size == 0;
+		csv = fopen(d.csv, "a");
+		if (csv && fresh)
+			fprintf(csv,
+				"label,mode,device,cards,engines,budget,slots_per_card,expert_bytes,bus_gbps,"
+				"cpu_gbps,tokens_per_s,hit_rate,misses_per_layer_window,late_engine,"
+				"late_engine_cpu,late_daemon,bus_gbps_used,headroom_share,predictions,too_late,"
+				"landed_late\n");
+	}
+	table(&d, rows, csv);
+	if (csv)
+		fclose(csv);
+	printf("checksums: %llu window results compared over %d modes x %u engine(s): %s\n",
+	       (unsigned long long)compared, modes_checked, d.engines,
+	       bad           ? "MISMATCH" :
+	       modes_checked ? "all equal" :
+			       "none");
+	printf("run checksum %016llx\n", (unsigned long long)run_ck);
+	if (bad) {
+		fprintf(stderr, "fs-engine-bench run: FAILED: %llu checksum mismatches across modes\n",
+			(unsigned long long)bad);
+		fail = 1;
+	}
+	unlink(d.sock);
+	char fdsock[320];
+	snprintf(fdsock, sizeof(fdsock), "%s.fd", d.sock);
+	unlink(fdsock);
+	rmdir(sockdir);
+	if (!d.keep && !d.workdir_opt && !fail) {
+		char cmd[400];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d.work);
+		int sr = system(cmd);
+		(void)sr;
+	} else {
+		printf("logs: %s\n", d.work);
+	}
+	return fail ? 1 : 0;
+}

@@ -1,0 +1,674 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * eb_engine.c: one engine process running one mode (fs-engine-bench
+ * engine ...; the driver starts it).
+ *
+ * Per decode window of T tokens, per MoE layer (layer l runs on card
+ * l * cards / layers, the residency core's default home):
+ *   1. the dense part on the layer's card (a kernel of calibrated length);
+ *   2. mode predict/both: router-ahead predictions for layers l+1..l+3
+ *      (the trace-oracle predictor of tools/replay at the discussion's
+ *      recall table), the best `pred_max` not-yet-resident candidates per
+ *      target layer and horizon, posted through the ring;
+ *   3. the layer's distinct experts from the routing: each one resident
+ *      (own pool, or the daemon's slot through the held epoch, including
+ *      copies that landed since: fs_lookup_live) is computed on the device
+ *      from its slot; every other one on the CPU threads from the arena,
+ *      at the same time; a use is posted with hit/miss;
+ *   4. the layer's output: the dense words plus every routed expert's
+ *      contribution, on the host.
+ * A window's checksum is the FNV-1a 64 of its tokens' final hidden words;
+ * it depends only on the routing and the expert bytes, never on where an
+ * expert was computed, so it must be equal in every mode.
+ *
+ * Late landings: an expert the held epoch maps to a slot whose ready word
+ * does not carry the mapped generation yet (its copy is in flight).  The
+ * engine then waits up to --late-wait-us for the word (0: not at all) and
+ * otherwise computes it on the CPU; both outcomes are counted.  The
+ * daemon's own count of uses that missed while a copy was in flight
+ * (counter `late`, which also sees copies published after the window's
+ * epoch) is read by the driver.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <foresight/foresight.h>
+
+#include "eb.h"
+#include "fs_regions.h"
+#include "replay_predict.h"
+
+struct eng_opts {
+	const char *socket, *checksums;
+	int mode;
+	enum eb_device device;
+	uint32_t cards, engine, engines;
+	uint64_t budget; /* slots, all cards and engines (own-pool baseline) */
+	struct eb_route_opts ro;
+	uint32_t warm, dense_iters, cpu_threads, pred_max, late_wait_us, max_windows;
+	double cpu_gbps;
+	int load_profile, sync, predictor_kernel;
+	int64_t fault_window; /* tests: corrupt this window's checksum (-1: none) */
+	uint64_t pred_seed;
+};
+
+struct eng {
+	struct eng_opts o;
+	fs_client *c;
+	struct fs_model_info m;
+	struct eb_route r;
+	struct eb_dev *dev;
+	struct eb_cpu *cpu;
+	struct replay_predictor pred;
+	int have_pred;
+	/* own pool (baseline, zero-miss) */
+	uint32_t *own_slot; /* [L * E] */
+	uint8_t *own_base[FS_MAX_CARDS];
+	uint64_t own_sb;
+	uint32_t own_slots[FS_MAX_CARDS];
+	/* scratch */
+	struct eb_use *uses;
+	struct eb_job *gjobs, *cjobs;
+	uint16_t *pex;
+	float *psc;
+	uint32_t *porder;
+	/* counts over the measured windows */
+	uint64_t uses_n, hits, misses, late_seen, late_waited, late_cpu, predictions, cpu_bytes, dev_bytes;
+	uint64_t windows, tokens, layer_windows;
+	uint64_t cpu_ns, dense_ns, wait_ns;
+	FILE *ck;
+	uint64_t run_ck;
+};
+
+static uint32_t card_of(const struct eng *e, uint32_t layer)
+{
+	return (uint32_t)((uint64_t)layer * e->o.cards / e->m.layers);
+}
+
+/* ---- the own pool: a static profile, or every expert ------------------ */
+
+struct ranked {
+	uint32_t count;
+	uint16_t layer, expert;
+};
+
+static int by_count_desc(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	if (x->expert != y->expert)
+		return x->expert < y->expert ? -1 : 1;
+	return x->layer < y->layer ? -1 : x->layer > y->layer;
+}
+
+static int own_pool(struct eng *e, char *err, size_t errlen)
+{
+	uint32_t L = e->m.layers, E = e->m.experts;
+	size_t n = (size_t)L * E;
+	e->own_slot = malloc(n * sizeof(*e->own_slot));
+	struct ranked *rk = malloc(n * sizeof(*rk));
+	if (!e->own_slot || !rk) {
+		free(rk);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		e->own_slot[i] = UINT32_MAX;
+		rk[i] = (struct ranked){e->r.profile[i], (uint16_t)(i / E), (uint16_t)(i % E)};
+	}
+	e->own_sb = (e->m.max_expert_bytes + 4095) / 4096 * 4096;
+	qsort(rk, n, sizeof(*rk), by_count_desc);
+	for (uint32_t card = 0; card < e->o.cards; card++) {
+		uint64_t cap;
+		if (e->o.mode == EB_ZERO) {
+			cap = 0;
+			for (uint32_t l = 0; l < L; l++)
+				cap += card_of(e, l) == card ? E : 0;
+		} else {
+			cap = e->o.budget / e->o.cards / e->o.engines;
+		}
+		e->own_slots[card] = (uint32_t)cap;
+		if (cap == 0)
+			continue;
+		e->own_base[card] = eb_dev_alloc(e->dev, card, cap * e->own_sb);
+		if (!e->own_base[card]) {
+			snprintf(err, errlen, "cannot allocate %llu bytes for %llu slots on card %u",
+				 (unsigned long long)(cap * e->own_sb), (unsigned long long)cap, card);
+			free(rk);
+			return -1;
+		}
+		uint32_t used = 0;
+		for (size_t i = 0; i < n && used < cap; i++) {
+			if (card_of(e, rk[i].layer) != card)
+				continue;
+			struct fs_expert_blob b;
+			if (fs_arena_expert(e->c, rk[i].layer, rk[i].expert, &b) != 0 || b.bytes == 0)
+				continue;
+			if (eb_dev_put(e->dev, card, e->own_base[card] + (uint64_t)used * e->own_sb, b.data,
+				       b.bytes) != 0) {
+				snprintf(err, errlen, "copy into the own pool failed");
+				free(rk);
+				return -1;
+			}
+			e->own_slot[(size_t)rk[i].layer * E + rk[i].expert] = used++;
+		}
+	}
+	free(rk);
+	return 0;
+}
+
+/* ---- the daemon's slots ----------------------------------------------- */
+
+/* The held epoch maps (card, layer, expert) to a slot whose copy has not
+ * landed yet: *slot and *gen set.  Reads the view's table by the layout of
+ * proto/fs_regions.h (the client API answers only "landed or not"). */
+static int in_flight(const struct eng *e, const struct fs_view *v, uint32_t card, uint32_t layer,
+		     uint32_t expert, uint32_t *slot, uint32_t *gen)
+{
+	if (!v->tab_ || v->epoch == 0)
+		return 0;
+	uint64_t ent = __atomic_load_n(
+		&v->tab_[((uint64_t)card * e->m.layers + layer) * e->m.experts + expert], __ATOMIC_RELAXED);
+	if (ent == FS_ENTRY_NONE || FS_ENTRY_GEN(ent) == FS_GEN_NONE)
+		return 0;
+	const uint32_t *ready = fs_card_ready_words(e->c, card);
+	struct fs_card_info ci;
+	if (!ready || fs_client_card(e->c, card, &ci) != 0 || FS_ENTRY_SLOT(ent) >= ci.slots)
+		return 0;
+	*slot = FS_ENTRY_SLOT(ent);
+	*gen = FS_ENTRY_GEN(ent);
+	return __atomic_load_n(&ready[*slot], __ATOMIC_ACQUIRE) != *gen;
+}
+
+/* Where expert (layer, x) is, for the device: its pointer, or NULL (CPU). */
+static const void *resident(struct eng *e, const struct fs_view *v, uint32_t w, uint32_t layer, uint32_t x,
+			    uint32_t card, int measured)
+{
+	if (!eb_mode_daemon(e->o.mode)) {
+		uint32_t s = e->own_slot[(size_t)layer * e->m.experts + x];
+		return s == UINT32_MAX ? NULL : e->own_base[card] + (uint64_t)s * e->own_sb;
+	}
+	struct fs_slot s;
+	int hit = fs_lookup_live(e->c, v, card, layer, x, &s);
+	uint32_t slot, gen;
+	if (!hit && in_flight(e, v, card, layer, x, &slot, &gen)) {
+		if (measured)
+			e->late_seen++;
+		if (e->o.late_wait_us) {
+			const uint32_t *ready = fs_card_ready_words(e->c, card);
+			uint64_t until = eb_now_ns() + (uint64_t)e->o.late_wait_us * 1000u;
+			while (__atomic_load_n(&ready[slot], __ATOMIC_ACQUIRE) != gen && eb_now_ns() < until)
+				;
+			hit = fs_lookup(e->c, v, card, layer, x, &s);
+		}
+		if (measured)
+			*(hit ? &e->late_waited : &e->late_cpu) += 1;
+	}
+	fs_post_usage(e->c, w, layer, x, card, hit);
+	if (!hit)
+		return NULL;
+	return e->o.device == EB_DEV_CUDA ? s.device : s.host;
+}
+
+/* ---- predictions --------------------------------------------------------- */
+
+static void predict(struct eng *e, const struct fs_view *v, uint32_t w, uint32_t dw, uint32_t layer)
+{
+	for (unsigned h = 1; h <= 3; h++) {
+		uint32_t target = layer + h;
+		if (target >= e->m.layers)
+			break;
+		uint32_t n = replay_predict(&e->pred, dw, e->r.first[dw], e->r.ntok[dw], target, h, e->pex,
+					    e->psc);
+		/* best first, ties by expert id: insertion sort of indices */
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t j = i;
+			while (j > 0 && e->psc[e->porder[j - 1]] < e->psc[i])
+				j--;
+			memmove(&e->porder[j + 1], &e->porder[j], (i - j) * sizeof(*e->porder));
+			e->porder[j] = i;
+		}
+		uint32_t card = card_of(e, target), posted = 0;
+		for (uint32_t i = 0; i < n && posted < e->o.pred_max; i++) {
+			uint32_t x = e->pex[e->porder[i]];
+			if (fs_lookup_live(e->c, v, card, target, x, NULL))
+				continue;
+			if (fs_post_predict(e->c, w, target, x, card, e->psc[e->porder[i]], h,
+					    FS_SOURCE_ROUTER_AHEAD) == 0)
+				posted++;
+		}
+		e->predictions += posted;
+	}
+}
+
+/* ---- one window ------------------------------------------------------------ */
+
+static int window(struct eng *e, uint32_t k, uint32_t dw, int measured)
+{
+	uint32_t w = k + 1, ntok = e->r.ntok[dw], L = e->m.layers;
+	uint32_t h[EB_MAX_T * EB_D], keys[EB_MAX_T];
+	for (uint32_t t = 0; t < ntok; t++)
+		for (uint32_t j = 0; j < EB_D; j++)
+			h[t * EB_D + j] = eb_embed(e->r.first[dw] + t, j);
+	struct fs_view v = {0};
+	int daemon = eb_mode_daemon(e->o.mode);
+	if (daemon) {
+		fs_window_begin(e->c, w, ntok);
+		if (fs_acquire(e->c, &v) != 0) {
+			fprintf(stderr, "fs-engine-bench: acquire failed\n");
+			return -1;
+		}
+	}
+	for (uint32_t l = 0; l < L; l++) {
+		uint32_t card = card_of(e, l);
+		uint64_t t0 = eb_now_ns();
+		if (eb_dev_dense(e->dev, card, h, ntok, l, e->o.dense_iters) != 0)
+			return -1;
+		uint64_t t1 = eb_now_ns();
+		for (uint32_t t = 0; t < ntok; t++)
+			keys[t] = eb_key(&h[t * EB_D], l);
+		if (daemon && eb_mode_predicts(e->o.mode) && e->have_pred)
+			predict(e, &v, w, dw, l);
+		uint32_t nu = eb_route_uses(&e->r, dw, l, e->uses), ng = 0, nc = 0;
+		for (uint32_t i = 0; i < nu; i++) {
+			uint32_t x = e->uses[i].expert;
+			struct fs_expert_blob b;
+			if (fs_arena_expert(e->c, l, x, &b) != 0)
+				return -1;
+			if (b.bytes == 0)
+				continue; /* a dense layer of a GGUF model: no routed expert */
+			const void *p = resident(e, &v, w, l, x, card, measured);
+			struct eb_job *j = p ? &e->gjobs[ng++] : &e->cjobs[nc++];
+			*j = (struct eb_job){.ptr = p ? p : b.data,
+					     .bytes = b.bytes,
+					     .expert = x,
+					     .mask = e->uses[i].mask};
+			if (measured)
+				*(p ? &e->dev_bytes : &e->cpu_bytes) += b.bytes;
+		}
+		if (eb_dev_experts_start(e->dev, card, e->gjobs, ng, keys, ntok) != 0)
+			return -1;
+		uint64_t t2 = eb_now_ns();
+		eb_cpu_run(e->cpu, e->cjobs, nc, keys, ntok);
+		uint64_t t3 = eb_now_ns();
+		if (eb_dev_experts_wait(e->dev, card) != 0)
+			return -1;
+		uint64_t t4 = eb_now_ns();
+		/* the layer's output: dense words + the routed experts' contributions */
+		for (uint32_t t = 0; t < ntok; t++)
+			for (uint32_t j = 0; j < EB_D; j++) {
+				uint32_t a = h[t * EB_D + j];
+				for (uint32_t i = 0; i < ng; i++)
+					if (e->gjobs[i].mask & (1u << t))
+						a += eb_contrib(e->gjobs[i].y[t], e->gjobs[i].expert, l, j);
+				for (uint32_t i = 0; i < nc; i++)
+					if (e->cjobs[i].mask & (1u << t))
+						a += eb_contrib(e->cjobs[i].y[t], e->cjobs[i].expert, l, j);
+				h[t * EB_D + j] = a;
+			}
+		if (measured) {
+			e->uses_n += ng + nc;
+			e->hits += ng;
+			e->misses += nc;
+			e->layer_windows += (ng + nc) > 0;
+			e->dense_ns += t1 - t0;
+			e->cpu_ns += t3 - t2;
+			e->wait_ns += t4 - t3;
+		}
+	}
+	if (daemon) {
+		fs_window_end(e->c, w);
+		fs_release(e->c, &v);
+	}
+	uint64_t ck = eb_fnv(EB_FNV_INIT, h, (size_t)ntok * EB_D * sizeof(uint32_t));
+	if ((int64_t)dw == e->o.fault_window)
+		ck ^= 1; /* --fault-window: proves the driver notices */
+	if (e->ck)
+		fprintf(e->ck, "%u %016llx\n", dw, (unsigned long long)ck);
+	if (measured) {
+		e->windows++;
+		e->tokens += ntok;
+	}
+	return 0;
+}
+
+/* ---- set-up ---------------------------------------------------------------- */
+
+static int wait_settled(const char *socket)
+{
+	double last = -1;
+	int stable = 0;
+	for (int i = 0; i < 1200 && stable < 4; i++) {
+		struct eb_stats s;
+		char err[256];
+		if (eb_ctl_stats(socket, &s, err, sizeof(err)) != 0) {
+			fprintf(stderr, "fs-engine-bench: stats: %s\n", err);
+			return -1;
+		}
+		stable = s.loading == 0 && s.copied == last ? stable + 1 : 0;
+		last = s.copied;
+		usleep(50000);
+	}
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: fs-engine-bench engine --socket PATH --mode MODE [options]\n"
+		   "  (normally started by `fs-engine-bench run`; see bench/engine/README.md)\n"
+		   "  --mode baseline|recency|predict|both|zero   --device host|cuda   --cards N\n"
+		   "  --engine I --engines N   --budget SLOTS (own-pool baseline: all cards and engines)\n"
+		   "  --trace FILE | --skew S --locality P --gen-seed N   --tpw T   --profile-windows N\n"
+		   "  --windows N --warm N   --dense-iters N   --cpu-threads N --cpu-gbps G\n"
+		   "  --pred-max N --pred-seed N --predictor oracle|kernel   --late-wait-us N\n"
+		   "  --load-profile   --sync (print READY, wait for a line on stdin)   --checksums FILE\n"
+		   "  --fault-window W (tests: corrupt window W's checksum)\n");
+}
+
+static int parse(struct eng_opts *o, int argc, char **argv)
+{
+	static const struct option lo[] = {{"socket", required_argument, NULL, 's'},
+					   {"mode", required_argument, NULL, 'm'},
+					   {"device", required_argument, NULL, 'd'},
+					   {"cards", required_argument, NULL, 'c'},
+					   {"engine", required_argument, NULL, 'i'},
+					   {"engines", required_argument, NULL, 'n'},
+					   {"budget", required_argument, NULL, 'b'},
+					   {"trace", required_argument, NULL, 't'},
+					   {"skew", required_argument, NULL, 1},
+					   {"locality", required_argument, NULL, 2},
+					   {"gen-seed", required_argument, NULL, 3},
+					   {"tpw", required_argument, NULL, 4},
+					   {"profile-windows", required_argument, NULL, 5},
+					   {"windows", required_argument, NULL, 6},
+					   {"warm", required_argument, NULL, 7},
+					   {"dense-iters", required_argument, NULL, 8},
+					   {"cpu-threads", required_argument, NULL, 9},
+					   {"cpu-gbps", required_argument, NULL, 10},
+					   {"pred-max", required_argument, NULL, 11},
+					   {"pred-seed", required_argument, NULL, 12},
+					   {"predictor", required_argument, NULL, 13},
+					   {"late-wait-us", required_argument, NULL, 14},
+					   {"load-profile", no_argument, NULL, 15},
+					   {"sync", no_argument, NULL, 16},
+					   {"checksums", required_argument, NULL, 17},
+					   {"fault-window", required_argument, NULL, 18},
+					   {"help", no_argument, NULL, 'h'},
+					   {NULL, 0, NULL, 0}};
+	memset(o, 0, sizeof(*o));
+	eb_route_defaults(&o->ro);
+	o->mode = -1;
+	o->cards = 1;
+	o->engines = 1;
+	o->warm = 40;
+	o->dense_iters = 1000;
+	o->cpu_threads = 4;
+	o->pred_max = 8;
+	o->pred_seed = 1;
+	o->fault_window = -1;
+	int ch;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (ch) {
+		case 's':
+			o->socket = optarg;
+			break;
+		case 'm':
+			o->mode = eb_mode_by_name(optarg);
+			break;
+		case 'd':
+			if (strcmp(optarg, "host") && strcmp(optarg, "cuda")) {
+				fprintf(stderr, "fs-engine-bench: --device host|cuda\n");
+				return -1;
+			}
+			o->device = strcmp(optarg, "cuda") == 0 ? EB_DEV_CUDA : EB_DEV_HOST;
+			break;
+		case 'c':
+			o->cards = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'i':
+			o->engine = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'n':
+			o->engines = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'b':
+			o->budget = strtoull(optarg, NULL, 0);
+			break;
+		case 't':
+			o->ro.trace = optarg;
+			break;
+		case 1:
+			o->ro.skew = strtod(optarg, NULL);
+			break;
+		case 2:
+			o->ro.locality = strtod(optarg, NULL);
+			break;
+		case 3:
+			o->ro.gen_seed = strtoull(optarg, NULL, 0);
+			break;
+		case 4:
+			o->ro.tpw = strtod(optarg, NULL);
+			break;
+		case 5:
+			o->ro.profile_windows = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 6:
+			o->ro.windows = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 7:
+			o->warm = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 8:
+			o->dense_iters = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 9:
+			o->cpu_threads = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 10:
+			o->cpu_gbps = strtod(optarg, NULL);
+			break;
+		case 11:
+			o->pred_max = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 12:
+			o->pred_seed = strtoull(optarg, NULL, 0);
+			break;
+		case 13:
+			if (strcmp(optarg, "oracle") && strcmp(optarg, "kernel")) {
+				fprintf(stderr, "fs-engine-bench: --predictor oracle|kernel\n");
+				return -1;
+			}
+			o->predictor_kernel = strcmp(optarg, "kernel") == 0;
+			break;
+		case 14:
+			o->late_wait_us = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 15:
+			o->load_profile = 1;
+			break;
+		case 16:
+			o->sync = 1;
+			break;
+		case 17:
+			o->checksums = optarg;
+			break;
+		case 18:
+			o->fault_window = strtoll(optarg, NULL, 0);
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (!o->socket || o->mode < 0 || o->cards < 1 || o->cards > FS_MAX_CARDS || o->engines < 1 ||
+	    o->engine >= o->engines) {
+		usage(stderr);
+		return -1;
+	}
+	return 0;
+}
+
+static int setup(struct eng *e, char *err, size_t errlen)
+{
+	struct eng_opts *o = &e->o;
+	char name[32];
+	snprintf(name, sizeof(name), "eb-%s-%u", eb_mode_name(o->mode), o->engine);
+	struct fs_client_opts co = {.socket_path = o->socket, .name = name, .no_reattach = 1};
+	int rc = fs_client_open(&e->c, &co);
+	if (rc < 0) {
+		snprintf(err, errlen, "attach to %s: %s", o->socket, fs_strerror(rc));
+		return -1;
+	}
+	fs_client_model(e->c, &e->m);
+	if (eb_mode_daemon(o->mode)) {
+		struct fs_card_info ci;
+		if (o->cards > e->m.cards) {
+			snprintf(err, errlen, "--cards %u but foresightd serves %u", o->cards, e->m.cards);
+			return -1;
+		}
+		if (fs_client_card(e->c, 0, &ci) == 0 && (ci.is_cuda != 0) != (o->device == EB_DEV_CUDA)) {
+			snprintf(err, errlen, "foresightd runs the %s backend but --device is %s",
+				 ci.is_cuda ? "cuda" : "host", o->device == EB_DEV_CUDA ? "cuda" : "host");
+			return -1;
+		}
+	}
+	uint32_t K = e->m.experts_used ? e->m.experts_used : 8;
+	if (eb_route_build(&e->r, &o->ro, e->m.layers, e->m.experts, K, err, errlen) != 0)
+		return -1;
+	if (eb_dev_open(&e->dev, o->device, o->cards, err, errlen) != 0)
+		return -1;
+	if (eb_cpu_create(&e->cpu, o->cpu_threads, o->cpu_gbps) != 0) {
+		snprintf(err, errlen, "cannot start %u CPU threads", o->cpu_threads);
+		return -1;
+	}
+	uint32_t cap = EB_MAX_T * e->r.t.topk;
+	e->uses = calloc(cap, sizeof(*e->uses));
+	e->gjobs = calloc(cap, sizeof(*e->gjobs));
+	e->cjobs = calloc(cap, sizeof(*e->cjobs));
+	e->pex = calloc(e->m.experts, sizeof(*e->pex));
+	e->psc = calloc(e->m.experts, sizeof(*e->psc));
+	e->porder = calloc(e->m.experts, sizeof(*e->porder));
+	if (!e->uses || !e->gjobs || !e->cjobs || !e->pex || !e->psc || !e->porder) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (eb_mode_predicts(o->mode)) {
+		if (o->predictor_kernel) {
+			/* The hook for kernels/router_ahead.cu: the kernel applies layer
+			 * l+h's router to layer l's hidden state and posts into the ring
+			 * itself.  Not wired here yet. */
+			snprintf(
+				err, errlen,
+				"--predictor kernel: the router-ahead kernel (kernels/router_ahead.cu) is not "
+				"wired into fs-engine-bench yet; use --predictor oracle");
+			return -1;
+		}
+		struct replay_model rm;
+		replay_model_defaults(&rm);
+		rm.seed = o->pred_seed;
+		if (replay_predictor_init(&e->pred, &e->r.t, &rm) != 0) {
+			snprintf(err, errlen, "predictor: out of memory");
+			return -1;
+		}
+		e->have_pred = 1;
+	}
+	if (!eb_mode_daemon(o->mode) && own_pool(e, err, errlen) != 0)
+		return -1;
+	if (eb_mode_daemon(o->mode) && o->load_profile) {
+		if (eb_ctl_profile_load(o->socket, e->m.layers, e->m.experts, e->r.profile, err, errlen) != 0)
+			return -1;
+		if (wait_settled(o->socket) != 0) {
+			snprintf(err, errlen, "the daemon's static tier did not settle");
+			return -1;
+		}
+	}
+	if (o->checksums) {
+		e->ck = fopen(o->checksums, "w");
+		if (!e->ck) {
+			snprintf(err, errlen, "%s: %s", o->checksums, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void teardown(struct eng *e)
+{
+	if (e->ck)
+		fclose(e->ck);
+	if (e->have_pred)
+		replay_predictor_free(&e->pred);
+	eb_cpu_destroy(e->cpu);
+	eb_dev_close(e->dev);
+	if (e->c)
+		fs_client_close(e->c);
+	eb_route_free(&e->r);
+	free(e->own_slot);
+	free(e->uses);
+	free(e->gjobs);
+	free(e->cjobs);
+	free(e->pex);
+	free(e->psc);
+	free(e->porder);
+}
+
+int eb_engine_main(int argc, char **argv)
+{
+	struct eng e;
+	memset(&e, 0, sizeof(e));
+	if (parse(&e.o, argc, argv) != 0)
+		return 2;
+	char err[512];
+	if (setup(&e, err, sizeof(err)) != 0) {
+		fprintf(stderr, "fs-engine-bench engine (%s): %s\n", eb_mode_name(e.o.mode), err);
+		teardown(&e);
+		return 2;
+	}
+	if (e.o.sync) {
+		printf("READY\n");
+		fflush(stdout);
+		char line[16];
+		if (!fgets(line, sizeof(line), stdin)) {
+			teardown(&e);
+			return 2;
+		}
+	}
+	uint32_t n = e.r.nwin, start = (uint32_t)((uint64_t)e.o.engine * n / e.o.engines);
+	uint32_t warm = e.o.warm < n ? e.o.warm : 0;
+	uint64_t t0 = 0;
+	int rc = 0;
+	for (uint32_t k = 0; k < n && rc == 0; k++) {
+		if (k == warm)
+			t0 = eb_now_ns();
+		rc = window(&e, k, (start + k) % n, k >= warm);
+	}
+	double secs = (double)(eb_now_ns() - t0) / 1e9;
+	if (rc != 0) {
+		fprintf(stderr, "fs-engine-bench engine (%s): a device or arena call failed\n",
+			eb_mode_name(e.o.mode));
+		teardown(&e);
+		return 1;
+	}
+	printf("RESULT mode=%s engine=%u windows=%llu tokens=%llu secs=%.6f uses=%llu hits=%llu misses=%llu "
+	       "layer_windows=%llu late_seen=%llu late_waited=%llu late_cpu=%llu predictions=%llu "
+	       "cpu_bytes=%llu dev_bytes=%llu dense_s=%.4f cpu_s=%.4f wait_s=%.4f dropped=%llu\n",
+	       eb_mode_name(e.o.mode), e.o.engine, (unsigned long long)e.windows,
+	       (unsigned long long)e.tokens, secs, (unsigned long long)e.uses_n, (unsigned long long)e.hits,
+	       (unsigned long long)e.misses, (unsigned long long)e.layer_windows,
+	       (unsigned long long)e.late_seen, (unsigned long long)e.late_waited,
+	       (unsigned long long)e.late_cpu, (unsigned long long)e.predictions,
+	       (unsigned long long)e.cpu_bytes, (unsigned long long)e.dev_bytes, (double)e.dense_ns / 1e9,
+	       (double)e.cpu_ns / 1e9, (double)e.wait_ns / 1e9, (unsigned long long)fs_client_dropped(e.c));
+	fflush(stdout);
+	teardown(&e);
+	return 0;
+}

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * eb_main.c: fs-engine-bench's subcommands.
+ *   fs-engine-bench run [options]        the benchmark (bench/engine/README.md)
+ *   fs-engine-bench engine [options]     one engine process (the driver starts them)
+ *   fs-engine-bench calibrate [options]  dense-part iterations for a time per layer
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eb.h"
+
+static const char *const mode_names[EB_NMODES] = {"baseline", "recency", "predict", "both", "zero"};
+
+const char *eb_mode_name(int m)
+{
+	return m >= 0 && m < EB_NMODES ? mode_names[m] : "?";
+}
+
+int eb_mode_by_name(const char *s)
+{
+	for (int i = 0; i < EB_NMODES; i++)
+		if (strcmp(s, mode_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+int eb_mode_daemon(int m)
+{
+	return m == EB_RECENCY || m == EB_PREDICT || m == EB_BOTH;
+}
+
+int eb_mode_predicts(int m)
+{
+	return m == EB_PREDICT || m == EB_BOTH;
+}
+
+/* Iterations of the dense loop that take `us` per layer on this device
+ * (card 0), at 3 tokens a window.  Prints "dense_iters N us X". */
+int eb_calibrate_main(int argc, char **argv)
+{
+	static const struct option lo[] = {{"device", required_argument, NULL, 'd'},
+					   {"dense-us", required_argument, NULL, 'u'},
+					   {NULL, 0, NULL, 0}};
+	enum eb_device kind = EB_DEV_HOST;
+	double us = 250;
+	int ch;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		if (ch == 'd')
+			kind = strcmp(optarg, "cuda") == 0 ? EB_DEV_CUDA : EB_DEV_HOST;
+		else if (ch == 'u')
+			us = strtod(optarg, NULL);
+		else {
+			fprintf(stderr,
+				"usage: fs-engine-bench calibrate --device host|cuda --dense-us US\n");
+			return 2;
+		}
+	}
+	struct eb_dev *d;
+	char err[256];
+	if (eb_dev_open(&d, kind, 1, err, sizeof(err)) != 0) {
+		fprintf(stderr, "fs-engine-bench calibrate: %s\n", err);
+		return 2;
+	}
+	double iters = 256, t = 0;
+	for (int round = 0; round < 6; round++) {
+		t = eb_dev_dense_time(d, (uint32_t)iters, 7);
+		if (t <= 0)
+			break;
+		double want = iters * (us * 1e-6) / t;
+		if (want < 1)
+			want = 1;
+		if (want > 4e9)
+			want = 4e9;
+		if (round >= 2 && want > iters * 0.97 && want < iters * 1.03)
+			break;
+		iters = want;
+	}
+	t = eb_dev_dense_time(d, (uint32_t)iters, 7);
+	printf("dense_iters %u us %.1f\n", (uint32_t)iters, t * 1e6);
+	eb_dev_close(d);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && strcmp(argv[1], "engine") == 0)
+		return eb_engine_main(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "calibrate") == 0)
+		return eb_calibrate_main(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "run") == 0)
+		return eb_driver_main(argc - 1, argv + 1, argv[0]);
+	fprintf(stderr,
+		"usage: fs-engine-bench run|engine|calibrate [options]   (--help after one of them)\n");
+	return 2;
+}

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# bench/engine/run.sh: the headline benchmark (issue #10) on a GPU machine
+# with no package registry (the lent nvidia-h200-x2: 2 x H200, 32 cores).
+#
+#   bash bench/engine/run.sh [OUTDIR]     (OUTDIR default $OUT or /tmp/fs-engine)
+#
+# 1. unpacks the .debs carried in .debs/ (tools/device-setup.sh), builds
+#    Release in build-engine (foresightd and fs-engine-bench only);
+# 2. runs `fs-engine-bench run --device cuda` over the matrix below: every
+#    config runs all five modes side by side (same routing, same slot
+#    budget, same bus budget) and prints its table; a config is not started
+#    once EB_DEADLINE_S (default 330) seconds have passed since the start,
+#    so the whole script stays well inside a 10-minute call;
+# 3. writes OUTDIR/engine-results.md (the tables), OUTDIR/engine-results.csv
+#    (one row per mode and config), OUTDIR/engine-run.log, the daemon logs
+#    and per-window checksums of each config under OUTDIR/work-LABEL/.
+# Exits non-zero when a config fails (a mode or engine whose window
+# checksums differ from the others fails its config).
+#
+# Matrix (label: cards, engines, slot budget as a share of all experts):
+#   1c1e-26 1c1e-52 1c2e-26 2c1e-26 2c2e-26 1c2e-52 2c1e-52 2c2e-52
+# Bus budget: PCIe Gen4 x8 per card, scaled with the experts (--scale 4:
+# 0.45 MiB experts over 3.375 GB/s = one 1.8 MiB expert over 13.5 GB/s).
+# Extra arguments for every config: EB_ARGS (e.g. EB_ARGS="--windows 800");
+# only some configs: EB_CONFIGS (labels, e.g. EB_CONFIGS="2c1e-52 2c2e-52").
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+OUTDIR=${1:-${OUT:-/tmp/fs-engine}}
+mkdir -p "$OUTDIR"
+exec > >(tee "$OUTDIR/engine-run.log") 2>&1
+T0=$(date +%s)
+DEADLINE=${EB_DEADLINE_S:-330}
+THREADS=${EB_CPU_THREADS:-8}
+
+echo "== machine"
+date -u +%Y-%m-%dT%H:%MZ
+nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current --format=csv || true
+nvidia-smi topo -m 2>/dev/null | head -n 4 || true
+nproc
+NGPU=$(nvidia-smi -L 2>/dev/null | wc -l || echo 0)
+
+echo "== dependencies and build"
+# shellcheck disable=SC1091
+source tools/device-setup.sh /tmp/fsdeps >/dev/null
+cmake -S . -B build-engine -DCMAKE_BUILD_TYPE=Release -DFS_BUILD_TESTS=OFF >/dev/null
+cmake --build build-engine -j"$(nproc)" --target foresightd fs-engine-bench 2>&1 | grep -E "error|warning" || true
+B=build-engine/bench/engine/fs-engine-bench
+D=build-engine/daemon/foresightd
+test -x "$B" && test -x "$D"
+echo "built in $(($(date +%s) - T0)) s"
+
+CSV=$OUTDIR/engine-results.csv
+MD=$OUTDIR/engine-results.md
+rm -f "$CSV" "$MD"
+fail=0
+declare -a CKS=()
+# shellcheck disable=SC2206 # EB_ARGS is a word list on purpose
+EXTRA=(${EB_ARGS:-})
+for spec in "1c1e-26 1 1 0.26" "1c1e-52 1 1 0.52" "1c2e-26 1 2 0.26" "2c1e-26 2 1 0.26" \
+	"2c2e-26 2 2 0.26" "1c2e-52 1 2 0.52" "2c1e-52 2 1 0.52" "2c2e-52 2 2 0.52"; do
+	read -r label cards engines budget <<<"$spec"
+	if [ -n "${EB_CONFIGS:-}" ] && ! [[ " $EB_CONFIGS " == *" $label "* ]]; then
+		continue
+	fi
+	now=$(($(date +%s) - T0))
+	if [ "$now" -ge "$DEADLINE" ]; then
+		echo "== $label: SKIPPED (${now} s elapsed, deadline ${DEADLINE} s)" | tee -a "$MD"
+		continue
+	fi
+	if [ "$cards" -gt "$NGPU" ]; then
+		echo "== $label: SKIPPED (needs $cards GPUs, $NGPU here)" | tee -a "$MD"
+		continue
+	fi
+	echo "== $label: $cards card(s), $engines engine(s), budget $budget (${now} s elapsed)"
+	out=$OUTDIR/out-$label.txt
+	rc=0
+	"$B" run --daemon "$D" --device cuda --cards "$cards" --engines "$engines" --budget "$budget" \
+		--cpu-threads "$THREADS" --csv "$CSV" --label "$label" --workdir "$OUTDIR/work-$label" \
+		--timeout 240 "${EXTRA[@]}" >"$out" 2>&1 || rc=$?
+	cat "$out"
+	{
+		echo "### $label (exit $rc)"
+		grep -E '^(\||[0-9] card|dense part|shape|checksums|run checksum)' "$out" || true
+		echo
+	} >>"$MD"
+	[ "$rc" = 0 ] || fail=1
+	ck=$(sed -n 's/^run checksum \([0-9a-f]*\)$/\1/p' "$out")
+	[ -n "$ck" ] && CKS+=("$label:$ck")
+done
+
+# Within a config every mode and engine must agree (fs-engine-bench fails
+# otherwise); across configs the run checksums differ by construction: the
+# dense part's length is calibrated per config and enters every window.
+echo "== run checksums per config (informational)"
+printf '%s\n' "${CKS[@]}"
+echo "== tables: $MD, rows: $CSV ($(($(date +%s) - T0)) s in all)"
+echo "engine bench: $([ $fail = 0 ] && echo passed || echo FAILED)"
+exit $fail

@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fs-bench-ra: the router-ahead kernel's cost, and its path into the daemon.
+ *
+ *   fs-bench-ra kernel [REPS]     time per launch at model shapes, against
+ *                                 the memory floor and a cuBLAS GEMM + top-k
+ *                                 baseline, all measured in this run
+ *   fs-bench-ra e2e SOCKET [N]    with a foresightd --backend cuda running:
+ *                                 launch -> records seen by the daemon, and
+ *                                 launch -> first copy issued, N launches
+ *
+ * Times per launch come from CUDA graphs of 50 back-to-back launches (GPU
+ * time, host launch cost excluded), best of REPS replays.  The floor is the
+ * routers' bytes over the device read bandwidth measured by a streaming
+ * read kernel here.  The baseline is what an engine without this kernel
+ * would run: one cublasGemmEx for all horizons' logits (bf16 in, f32 out)
+ * and a top-M kernel (one block per token and horizon), with neither
+ * aggregation nor posting, so it is a lower bound for that path.
+ */
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "foresight/foresight.h"
+#include "foresight/router_ahead.h"
+
+#define CK(x)                                                                                              \
+	do {                                                                                               \
+		cudaError_t e_ = (x);                                                                      \
+		if (e_ != cudaSuccess) {                                                                   \
+			fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+			exit(1);                                                                           \
+		}                                                                                          \
+	} while (0)
+
+#define GRAPH_LAUNCHES 50
+
+static uint64_t rng = 88172645463325252ull;
+static float frand(void)
+{
+	rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+	return (float)(rng >> 40) / 16777216.0f - 0.5f;
+}
+
+static void *dev_bf16(size_t n, float scale)
+{
+	__nv_bfloat16 *h = (__nv_bfloat16 *)malloc(n * 2), *d;
+	for (size_t i = 0; i < n; i++)
+		h[i] = __float2bfloat16(frand() * scale);
+	CK(cudaMalloc((void **)&d, n * 2));
+	CK(cudaMemcpy(d, h, n * 2, cudaMemcpyHostToDevice));
+	free(h);
+	return d;
+}
+
+/* ---- the floor: streaming read bandwidth ------------------------------ */
+
+__global__ void read_kernel(const uint4 *p, size_t n, unsigned *sink)
+{
+	unsigned acc = 0;
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		uint4 v = __ldcs(p + i);
+		acc ^= v.x ^ v.y ^ v.z ^ v.w;
+	}
+	if (acc == 0x12345678u)
+		*sink = acc; /* keeps the loads */
+}
+
+static double read_gbps(void)
+{
+	size_t bytes = 2ull << 30;
+	uint4 *p;
+	unsigned *sink;
+	CK(cudaMalloc((void **)&p, bytes));
+	CK(cudaMalloc((void **)&sink, 4));
+	CK(cudaMemset(p, 1, bytes));
+	int sms;
+	CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+	cudaEvent_t a, b;
+	CK(cudaEventCreate(&a));
+	CK(cudaEventCreate(&b));
+	float best = 1e30f;
+	for (int r = 0; r < 5; r++) {
+		CK(cudaEventRecord(a));
+		read_kernel<<<sms * 8, 512>>>(p, bytes / 16, sink);
+		CK(cudaEventRecord(b));
+		CK(cudaEventSynchronize(b));
+		float ms;
+		CK(cudaEventElapsedTime(&ms, a, b));
+		best = ms < best ? ms : best;
+	}
+	cudaFree(p), cudaFree(sink);
+	return (double)bytes / (best * 1e6);
+}
+
+/* ---- the baseline's top-M: one block per (horizon, token) ------------- */
+
+__global__ void topm_kernel(const float *logits, int E, int T, int M, unsigned *out)
+{
+	/* logits: column-major [K*E][T] from cuBLAS: column t holds all rows. */
+	const int t = blockIdx.x, k = blockIdx.y;
+	const float *col = logits + (size_t)t * gridDim.y * E + (size_t)k * E;
+	__shared__ float bl[256];
+	__shared__ int be[256];
+	float prev_l = INFINITY;
+	int prev_e = -1;
+	for (int m = 0; m < M; m++) {
+		float l = -INFINITY;
+		int e = -1;
+		for (int i = threadIdx.x; i < E; i += blockDim.x) {
+			float v = col[i];
+			bool below = v < prev_l || (v == prev_l && i > prev_e);
+			if (below && (e < 0 || v > l || (v == l && i < e)))
+				l = v, e = i;
+		}
+		bl[threadIdx.x] = l, be[threadIdx.x] = e;
+		__syncthreads();
+		for (int s = blockDim.x / 2; s > 0; s /= 2) {
+			if (threadIdx.x < s) {
+				float ol = bl[threadIdx.x + s];
+				int oe = be[threadIdx.x + s];
+				if (oe >= 0 && (be[threadIdx.x] < 0 || ol > bl[threadIdx.x] ||
+						(ol == bl[threadIdx.x] && oe < be[threadIdx.x])))
+					bl[threadIdx.x] = ol, be[threadIdx.x] = oe;
+			}
+			__syncthreads();
+		}
+		prev_l = bl[0], prev_e = be[0];
+		if (threadIdx.x == 0)
+			out[((size_t)k * T + t) * M + m] = (unsigned)prev_e;
+		__syncthreads();
+	}
+}
+
+/* GPU time of one replay of a graph of GRAPH_LAUNCHES launches, / launches. */
+static double graph_us(cudaGraphExec_t ge, cudaStream_t st, int reps)
+{
+	cudaEvent_t a, b;
+	CK(cudaEventCreate(&a));
+	CK(cudaEventCreate(&b));
+	CK(cudaGraphLaunch(ge, st)); /* warm */
+	CK(cudaStreamSynchronize(st));
+	float best = 1e30f;
+	for (int r = 0; r < reps; r++) {
+		CK(cudaEventRecord(a, st));
+		CK(cudaGraphLaunch(ge, st));
+		CK(cudaEventRecord(b, st));
+		CK(cudaEventSynchronize(b));
+		float ms;
+		CK(cudaEventElapsedTime(&ms, a, b));
+		best = ms < best ? ms : best;
+	}
+	cudaEventDestroy(a), cudaEventDestroy(b);
+	return best * 1000.0 / GRAPH_LAUNCHES;
+}
+
+struct shape {
+	const char *name;
+	int d, E;
+};
+
+static int bench_kernel(int reps)
+{
+	static const struct shape shapes[] = {{"Qwen3-Next", 2048, 512},
+					      {"Qwen3-30B-A3B", 2048, 128},
+					      {"Mixtral-8x7B", 4096, 8},
+					      {"DeepSeek-V3", 7168, 256}};
+	static const int tokens[] = {1, 2, 4, 8, 16, 64};
+	cudaDeviceProp prop;
+	CK(cudaGetDeviceProperties(&prop, 0));
+	double bw = read_gbps();
+	printf("device: %s, read bandwidth measured here: %.0f GB/s\n", prop.name, bw);
+	printf("time per launch: CUDA graph of %d launches, best of %d replays; top-M 10 (Mixtral 2), "
+	       "max_out 48 (8); bf16 routers and hidden rows\n\n",
+	       GRAPH_LAUNCHES, reps);
+	printf("| model | d | E | K | T | router MiB | floor us | kernel us | kernel/floor | cuBLAS+top-M us | "
+	       "baseline/kernel |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+	cublasHandle_t cb;
+	if (cublasCreate(&cb) != CUBLAS_STATUS_SUCCESS) {
+		fprintf(stderr, "cublasCreate failed\n");
+		return 1;
+	}
+	cudaStream_t st;
+	CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+	cublasSetStream(cb, st);
+	for (unsigned si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++) {
+		const struct shape *s = &shapes[si];
+		for (int K = 1; K <= 3; K += 2) {
+			/* routers stacked: one GEMM serves every horizon in the baseline */
+			char *routers = (char *)dev_bf16((size_t)K * s->E * s->d, 0.05f);
+			for (unsigned ti = 0; ti < sizeof(tokens) / sizeof(tokens[0]); ti++) {
+				int T = tokens[ti];
+				if (K == 3 && T != 1 && T != 8)
+					continue;
+				int M = s->E < 10 ? 2 : 10, OUT = s->E < 48 ? s->E : 48;
+				void *hid = dev_bf16((size_t)T * s->d, 1.0f);
+				struct fs_ra_params p;
+				memset(&p, 0, sizeof(p));
+				p.hidden = hid, p.hidden_type = FS_RA_BF16, p.tokens = (uint32_t)T;
+				p.dim = (uint32_t)s->d, p.router_type = FS_RA_BF16,
+				p.experts = (uint32_t)s->E;
+				p.horizons = (uint32_t)K, p.top_m = (uint32_t)M, p.max_out = (uint32_t)OUT;
+				for (int k = 0; k < K; k++)
+					p.router[k] = routers + (size_t)k * s->E * s->d * 2;
+				CK(cudaMalloc((void **)&p.out_expert, (size_t)K * OUT * 4));
+				CK(cudaMalloc((void **)&p.out_score, (size_t)K * OUT * 4));
+				CK(cudaMalloc((void **)&p.out_count, 3 * 4));
+				size_t sb = fs_ra_scratch_bytes(&p);
+				CK(cudaMalloc(&p.scratch, sb));
+				CK(cudaMemset(p.scratch, 0, sb));
+
+				cudaGraph_t g;
+				cudaGraphExec_t ge;
+				CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+				for (int i = 0; i < GRAPH_LAUNCHES; i++)
+					if (fs_ra_launch(&p, st) != 0)
+						return fprintf(stderr, "launch failed\n"), 1;
+				CK(cudaStreamEndCapture(st, &g));
+				CK(cudaGraphInstantiate(&ge, g, 0));
+				double kus = graph_us(ge, st, reps);
+				cudaGraphExecDestroy(ge), cudaGraphDestroy(g);
+
+				/* baseline: logits (K*E x T, f32) = routers (K*E x d) . hidden^T */
+				float *logits;
+				unsigned *topm;
+				CK(cudaMalloc((void **)&logits, (size_t)K * s->E * T * 4));
+				CK(cudaMalloc((void **)&topm, (size_t)K * T * M * 4));
+				const float one = 1.0f, zero = 0.0f;
+				CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+				for (int i = 0; i < GRAPH_LAUNCHES; i++) {
+					cublasStatus_t cs = cublasGemmEx(
+						cb, CUBLAS_OP_T, CUBLAS_OP_N, K * s->E, T, s->d, &one,
+						routers, CUDA_R_16BF, s->d, hid, CUDA_R_16BF, s->d, &zero,
+						logits, CUDA_R_32F, K * s->E, CUBLAS_COMPUTE_32F,
+						CUBLAS_GEMM_DEFAULT);
+					if (cs != CUBLAS_STATUS_SUCCESS)
+						return fprintf(stderr, "cublasGemmEx: %d\n", (int)cs), 1;
+					topm_kernel<<<dim3(T, K), 256, 0, st>>>(logits, s->E, T, M, topm);
+				}
+				CK(cudaStreamEndCapture(st, &g));
+				CK(cudaGraphInstantiate(&ge, g, 0));
+				double bus = graph_us(ge, st, reps);
+				cudaGraphExecDestroy(ge), cudaGraphDestroy(g);
+
+				double mib = (double)K * s->E * s->d * 2 / (1 << 20);
+				double floor_us = (double)K * s->E * s->d * 2 / (bw * 1e3);
+				printf("| %s | %d | %d | %d | %d | %.2f | %.2f | %.2f | %.1f | %.2f | %.2f |\n",
+				       s->name, s->d, s->E, K, T, mib, floor_us, kus, kus / floor_us, bus,
+				       bus / kus);
+				fflush(stdout);
+				cudaFree(logits), cudaFree(topm), cudaFree(hid), cudaFree(p.scratch);
+				cudaFree(p.out_expert), cudaFree(p.out_score), cudaFree(p.out_count);
+			}
+			cudaFree(routers);
+		}
+	}
+	cublasDestroy(cb);
+	return 0;
+}
+
+/* ---- end to end: the daemon sees the kernel's records ----------------- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The daemon's clients[] entry for us: dev_seen_ns and dev_records. */
+static int dev_seen(fs_client *c, double *seen_ns, double *records)
+{
+	static char buf[1 << 20];
+	int n = fs_client_stats_json(c, buf, sizeof(buf));
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		return -1;
+	cJSON *o = cJSON_Parse(buf);
+	const cJSON *cl = cJSON_GetObjectItemCaseSensitive(o, "clients"), *it;
+	int found = -1;
+	pid_t me = getpid();
+	cJSON_ArrayForEach(it, cl)
+	{
+		const cJSON *pid = cJSON_GetObjectItemCaseSensitive(it, "pid");
+		if (cJSON_IsNumber(pid) && (pid_t)pid->valuedouble == me) {
+			*seen_ns = cJSON_GetObjectItemCaseSensitive(it, "dev_seen_ns")->valuedouble;
+			*records = cJSON_GetObjectItemCaseSensitive(it, "dev_records")->valuedouble;
+			found = 0;
+		}
+	}
+	cJSON_Delete(o);
+	return found;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int bench_e2e(const char *sock, int n)
+{
+	struct fs_client_opts o;
+	memset(&o, 0, sizeof(o));
+	o.socket_path = sock;
+	o.name = "fs-bench-ra";
+	fs_client *c;
+	int r = fs_client_open(&c, &o);
+	if (r < 0)
+		return fprintf(stderr, "fs_client_open: %s\n", fs_strerror(r)), 1;
+	struct fs_model_info mi;
+	fs_client_model(c, &mi);
+	void *desc;
+	if ((r = fs_dev_ring_enable(c, &desc)) < 0)
+		return fprintf(stderr, "fs_dev_ring_enable: %s\n", fs_client_last_error(c)), 1;
+	const int d = 2048, T = 4, M = 8, OUT = 16;
+	int E = (int)mi.experts, L = (int)mi.layers;
+	char *hidpool = (char *)dev_bf16((size_t)n * T * d, 1.0f);
+	char *routers = (char *)dev_bf16((size_t)L * E * d, 0.05f);
+	struct fs_ra_params p;
+	memset(&p, 0, sizeof(p));
+	p.hidden_type = FS_RA_BF16, p.tokens = T, p.dim = d, p.router_type = FS_RA_BF16;
+	p.experts = (uint32_t)E, p.horizons = 1, p.top_m = M, p.max_out = OUT, p.desc = desc, p.card = 0;
+	CK(cudaMalloc((void **)&p.out_expert, OUT * 4));
+	CK(cudaMalloc((void **)&p.out_score, OUT * 4));
+	CK(cudaMalloc((void **)&p.out_count, 3 * 4));
+	size_t sb = fs_ra_scratch_bytes(&p);
+	CK(cudaMalloc(&p.scratch, sb));
+	CK(cudaMemset(p.scratch, 0, sb));
+	cudaStream_t st;
+	CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+	double *seen = (double *)calloc(n, sizeof(double)), *issued = (double *)calloc(n, sizeof(double));
+	int nseen = 0, nissued = 0;
+	uint64_t predicted = 0, copied = 0;
+	double recs_before = 0, recs_after = 0, tmp;
+	dev_seen(c, &tmp, &recs_before);
+	for (int i = 0; i < n; i++) {
+		int layer = i % (L - 1);
+		p.layer = (uint32_t)layer, p.window = (uint32_t)i;
+		p.router[0] = routers + (size_t)(layer + 1) * E * d * 2;
+		p.hidden = hidpool + (size_t)i * T * d * 2; /* fresh rows: new candidates */
+		uint64_t t0 = now_ns();
+		if (fs_ra_launch(&p, st) != 0)
+			return fprintf(stderr, "launch failed\n"), 1;
+		CK(cudaStreamSynchronize(st));
+		/* The daemon's receipt time (its clock: CLOCK_MONOTONIC too). */
+		double s_ns = 0, recs = 0;
+		uint64_t until = now_ns() + 200000000ull;
+		while (now_ns() < until && (dev_seen(c, &s_ns, &recs) < 0 || s_ns < (double)t0))
+			;
+		if (s_ns >= (double)t0)
+			seen[nseen++] = (s_ns - (double)t0) / 1000.0;
+		/* The copies it issued for the predicted experts: the earliest
+		 * issue stamp after the launch among those that have landed. */
+		uint32_t oe[OUT], on = 0;
+		CK(cudaMemcpy(&on, p.out_count, 4, cudaMemcpyDeviceToHost));
+		CK(cudaMemcpy(oe, p.out_expert, sizeof(oe), cudaMemcpyDeviceToHost));
+		double first = -1;
+		uint32_t landed = 0;
+		until = now_ns() + 50000000ull;
+		while (now_ns() < until) {
+			struct fs_view v;
+			fs_acquire(c, &v);
+			landed = 0;
+			for (uint32_t j = 0; j < on && j < (uint32_t)OUT; j++) {
+				struct fs_slot sl;
+				if (!fs_lookup_live(c, &v, 0, (uint32_t)layer + 1, oe[j], &sl))
+					continue;
+				uint64_t is = fs_slot_issued_ns(c, &sl);
+				if (is < t0)
+					continue; /* resident before this launch */
+				landed++;
+				double us = (double)(is - t0) / 1000.0;
+				if (first < 0 || us < first)
+					first = us;
+			}
+			fs_release(c, &v);
+			if (landed == on)
+				break;
+		}
+		predicted += on;
+		copied += landed;
+		if (first >= 0)
+			issued[nissued++] = first;
+	}
+	dev_seen(c, &tmp, &recs_after);
+	qsort(seen, nseen, sizeof(double), cmp_d);
+	qsort(issued, nissued, sizeof(double), cmp_d);
+	printf("e2e: %d launches (T %d, top-M %d, %d candidates max), %.0f records consumed from the device ring, "
+	       "%llu dropped\n",
+	       n, T, M, OUT, recs_after - recs_before, (unsigned long long)fs_dev_ring_dropped(c));
+	printf("predicted experts copied after the launch and landed within 50 ms: %llu of %llu\n",
+	       (unsigned long long)copied, (unsigned long long)predicted);
+	printf("| path | p50 us | p99 us | samples |\n|---|---|---|---|\n");
+	if (nseen)
+		printf("| kernel launch -> daemon consumed the records | %.1f | %.1f | %d |\n",
+		       seen[nseen / 2], seen[(nseen * 99) / 100], nseen);
+	if (nissued)
+		printf("| kernel launch -> first copy issued | %.1f | %.1f | %d |\n", issued[nissued / 2],
+		       issued[(nissued * 99) / 100], nissued);
+	fs_client_close(c);
+	return nseen == n && recs_after - recs_before >= (double)predicted ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && strcmp(argv[1], "kernel") == 0)
+		return bench_kernel(argc > 2 ? atoi(argv[2]) : 20);
+	if (argc >= 3 && strcmp(argv[1], "e2e") == 0)
+		return bench_e2e(argv[2], argc > 3 ? atoi(argv[3]) : 200);
+	fprintf(stderr, "usage: fs-bench-ra kernel [REPS] | e2e SOCKET [N]\n");
+	return 2;
+}

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# bench/peer/run.sh: the peer path on a 2-GPU machine (nvidia-h200-x2), in
+# under 5 minutes, with no package registry.
+#
+#   bash bench/peer/run.sh [OUTDIR]        (OUTDIR default $OUT or /tmp/fs-peer)
+#
+# 1. unpacks .debs/ (tools/device-setup.sh) and builds Release in build-gpu
+#    (shared with bench/gpu/run.sh: a second script only rebuilds what changed);
+# 2. raw: fs-peer-bench raw: a kernel on card A reading expert-sized blobs in
+#    A's memory, in B's memory through peer access, against pinned host -> A
+#    copies and B -> A peer copies (256 KiB, 1.8 MiB, 16 MiB), with ratios;
+# 3. the GPU test of the peer path (ctest peer_gpu_test: a quick raw run that
+#    checks a peer read returns the bytes written);
+# 4. daemon: foresightd --backend cuda on both cards, two engines (one per
+#    card, each running every layer: data parallel) reading through the peer
+#    path (one tier across the cards), then the same with FORESIGHT_PEER=off
+#    (each card its own tier), both with the LRU policy, then one tier with
+#    the tiers: hit rate, distinct experts held, duplicates, verified peer
+#    reads; fsctl stats shows the peer reach;
+# 5. writes OUTDIR/peer-results.md (the lead turns it into docs/results/peer.md).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+OUTDIR=${1:-${OUT:-/tmp/fs-peer}}
+mkdir -p "$OUTDIR"
+LOG=$OUTDIR/peer-run.log
+exec > >(tee "$LOG") 2>&1
+
+echo "== machine"
+date -u +%Y-%m-%dT%H:%MZ
+nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv || true
+nvidia-smi topo -m || true
+
+echo "== dependencies and build"
+# shellcheck disable=SC1091
+source tools/device-setup.sh /tmp/fsdeps >/dev/null
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build-gpu -j"$(nproc)" --target foresightd fsctl fs-peer-bench 2>&1 | grep -E "error|warning" || true
+B=build-gpu
+D=$B/daemon/foresightd
+P=$B/bench/peer/fs-peer-bench
+F=$B/tools/fsctl/fsctl
+test -x "$D" && test -x "$P" && test -x "$F"
+
+echo "== raw: peer read vs local read vs host copy"
+RAW=$(timeout 120 "$P" raw) || { echo "$RAW"; echo "raw run FAILED"; exit 1; }
+echo "$RAW"
+
+echo "== GPU test of the peer path"
+tests_rc=0
+timeout 60 "$P" raw --quick | grep -E "SKIP|check" || tests_rc=1
+
+RUN=$(mktemp -d /tmp/fsp-XXXXXX)
+start_daemon() # args...
+{
+	"$D" --backend cuda --socket "$RUN/s.sock" "$@" 2>>"$RUN/d.log" &
+	DPID=$!
+	for _ in $(seq 600); do
+		"$F" --socket "$RUN/s.sock" ping >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	echo "daemon did not start"; tail "$RUN/d.log"; return 1
+}
+stop_daemon() { kill "$DPID"; wait "$DPID" || true; }
+
+# 16 layers x 128 experts of 1.8 MiB (3.8 GB arena), top-8; 320 slots per
+# card: one card holds 16 % of the experts, both together 31 %.
+# Runs: the untiered LRU policy with one tier across the cards (peer path)
+# and with each card its own tier (FORESIGHT_PEER=off): the same policy, so
+# the difference is the sharing; then the default tiered policy, one tier.
+# (With tiers and no peer reach, a layer's reserved slots follow the last
+# card that used it, which two data-parallel engines turn into a tug of
+# war: not a fair "own tier" baseline, so it is not run.)
+MODEL=(--layers 16 --experts 128 --experts-used 8 --expert-bytes 1887436 --slots 320 --publish-us 100)
+WINDOWS=600
+RUNS=("peer 0" "own 0" "peer 1")
+declare -A RES
+for run in "${RUNS[@]}"; do
+	read -r mode tiers <<<"$run"
+	echo "== daemon: two engines, $mode, --tiers $tiers"
+	if [ "$mode" = own ]; then export FORESIGHT_PEER=off; else unset FORESIGHT_PEER; fi
+	start_daemon "${MODEL[@]}" --tiers "$tiers"
+	unset FORESIGHT_PEER
+	use=$([ "$mode" = peer ] && echo 1 || echo 0)
+	timeout 120 "$P" engine "$RUN/s.sock" 0 "$use" $WINDOWS 200 >"$RUN/e0.out" 2>&1 &
+	E0=$!
+	timeout 120 "$P" engine "$RUN/s.sock" 1 "$use" $WINDOWS 200 >"$RUN/e1.out" 2>&1 &
+	E1=$!
+	rc0=0
+	rc1=0
+	wait $E0 || rc0=$?
+	wait $E1 || rc1=$?
+	cat "$RUN/e0.out" "$RUN/e1.out"
+	if [ $rc0 != 0 ] || [ $rc1 != 0 ]; then
+		echo "engine FAILED ($rc0, $rc1)"
+		tests_rc=1
+	fi
+	"$F" --socket "$RUN/s.sock" stats | sed -n '/# Cards/,/# Layers/p' | head -20
+	RES[$run]=$(grep -h "hit_rate" "$RUN/e0.out" "$RUN/e1.out" || true)
+	stop_daemon
+done
+
+field() { sed -n "s/.* $1 \([0-9.]*\).*/\1/p" <<<"$2" | head -1; }
+{
+	echo "## raw (one run, card A = device 0 reading, card B = device 1)"
+	echo
+	grep "^|" <<<"$RAW"
+	echo
+	echo "GB/s back to back over 1 GiB of distinct blobs (us per blob, p50 us of one blob alone)."
+	echo
+	echo "## two engines on two cards (data parallel), $WINDOWS windows, 16 layers x 128 experts of 1.8 MiB, top-8, 320 slots per card"
+	echo
+	echo "| mode | card | hit rate | local | peer | unreachable | miss | distinct experts held (of 2048) | duplicates | verified reads / mismatches |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
+	for run in "${RUNS[@]}"; do
+		read -r mode tiers <<<"$run"
+		label="$([ "$mode" = peer ] && echo "one tier, peer path" || echo "own tier per card"), $([ "$tiers" = 1 ] && echo tiers || echo "LRU (--tiers 0)")"
+		while read -r line; do
+			[ -n "$line" ] || continue
+			card=$(sed -n 's/^engine card \([0-9]*\).*/\1/p' <<<"$line")
+			echo "| $label | $card |" \
+				"$(field hit_rate "$line") | $(field local "$line") | $(field peer "$line") |" \
+				"$(field unreachable "$line") | $(field miss "$line") | $(field distinct_held "$line") |" \
+				"$(field dup_held "$line") | $(field verified "$line") / $(field mismatches "$line") |"
+		done <<<"${RES[$run]}"
+	done
+} | tee "$OUTDIR/peer-results.md"
+echo "daemon log tail:"; tail -n 8 "$RUN/d.log"
+rm -rf "$RUN"
+echo "peer tests: $([ $tests_rc = 0 ] && echo passed || echo FAILED)"
+exit $tests_rc

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fsr_place.c: one expert tier across cards (the rule is stated in fsr.h,
+ * "Placement across cards").
+ *
+ * The reach matrix says which card reads which: bit j of reach[i] is set
+ * when an engine on card i can read card j's slots directly (CUDA peer
+ * access over NVLink or PCIe P2P; on the host backend every card's pool is
+ * host memory, so every card reads every other).  Without any cross-card
+ * bit the core behaves as it always did: each card keeps its own tier and
+ * a record's card is where its expert goes.
+ *
+ * With one, every path that could start a copy asks fsr_held_elsewhere()
+ * first (the scheduler, the profile's fill, the untiered pool), and every
+ * record is routed by fsr_place_card() to the card that holds its expert
+ * or should: no card ever loads an expert that a card it reads holds.
+ * Cost: a loop over the cards a card reads (at most 16) per record and per
+ * copy; the working table (slot_of per card) is the only index, so there
+ * is nothing more to keep consistent.
+ */
+#include <errno.h>
+
+#include "fsr_internal.h"
+
+void fsr_place_init(struct fsr *r, const uint16_t reach[FS_MAX_CARDS])
+{
+	uint16_t all = (uint16_t)((1u << r->cards) - 1u);
+	r->one_tier = 0;
+	for (uint32_t i = 0; i < r->cards; i++) {
+		r->reach[i] = (uint16_t)((reach ? reach[i] & all : 0u) | (1u << i));
+		if (r->reach[i] != (uint16_t)(1u << i))
+			r->one_tier = 1;
+	}
+}
+
+/* The card `from` reads that holds idx (LOADING or RESIDENT): `from`
+ * itself first, else the lowest other; FSR_NONE when none does. */
+uint32_t fsr_holder(const struct fsr *r, uint32_t from, uint32_t idx)
+{
+	if (r->card[from].slot_of[idx] != FSR_NONE)
+		return from;
+	if (!r->one_tier)
+		return FSR_NONE;
+	for (uint32_t c = 0; c < r->cards; c++)
+		if (c != from && fsr_reaches(r, from, c) && r->card[c].slot_of[idx] != FSR_NONE)
+			return c;
+	return FSR_NONE;
+}
+
+/* Would a copy of idx into `card` duplicate what `card` can already read? */
+int fsr_held_elsewhere(const struct fsr *r, uint32_t card, uint32_t idx)
+{
+	if (!r->one_tier)
+		return 0;
+	for (uint32_t c = 0; c < r->cards; c++)
+		if (c != card && fsr_reaches(r, card, c) && r->card[c].slot_of[idx] != FSR_NONE)
+			return 1;
+	return 0;
+}
+
+/* The card a record from `from` about (layer, idx) acts on: the holder it
+ * reads, else the layer's home when `from` reads it, else `from`. */
+uint32_t fsr_place_card(const struct fsr *r, uint32_t from, uint32_t layer, uint32_t idx)
+{
+	if (!r->one_tier)
+		return from;
+	uint32_t h = fsr_holder(r, from, idx);
+	if (h != FSR_NONE)
+		return h;
+	uint32_t home = r->home[layer];
+	return fsr_reaches(r, from, home) ? home : from;
+}
+
+/* A use of `layer` reported from `card`: may the layer's home move there?
+ * Without one tier, at once (as always).  With one, only once the home
+ * card has been silent about the layer for FSR_HOME_IDLE_WINDOWS windows
+ * (fsr.h says why). */
+int fsr_home_may_move(struct fsr *r, uint32_t layer, uint32_t card)
+{
+	if (r->home[layer] == card) {
+		r->home_seen[layer] = r->wins;
+		return 0;
+	}
+	if (r->one_tier && r->wins - r->home_seen[layer] < FSR_HOME_IDLE_WINDOWS)
+		return 0;
+	r->home_seen[layer] = r->wins;
+	return 1;
+}
+
+uint32_t fsr_lookup_from(const struct fsr *r, uint32_t from, uint32_t layer, uint32_t expert, uint32_t *card)
+{
+	if (from >= r->cards || layer >= r->layers || expert >= r->experts)
+		return FSR_NONE;
+	uint32_t idx = fsr_idx(r, layer, expert);
+	uint32_t h = fsr_holder(r, from, idx);
+	if (h == FSR_NONE)
+		return FSR_NONE;
+	if (card)
+		*card = h;
+	return r->card[h].slot_of[idx];
+}
+
+int fsr_set_reach(struct fsr *r, const uint16_t reach[FS_MAX_CARDS])
+{
+	for (uint32_t c = 0; c < r->cards; c++)
+		if (r->card[c].nfree != r->card[c].nslots)
+			return -EBUSY;
+	fsr_place_init(r, reach);
+	return 0;
+}
+
+uint16_t fsr_reach(const struct fsr *r, uint32_t card)
+{
+	return card < r->cards ? r->reach[card] : 0;
+}

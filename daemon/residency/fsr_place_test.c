@@ -1,0 +1,497 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* fsr_place_test.c: one expert tier across cards (fsr_place.c): no card
+ * loads what a card it reads holds, a use from card A of an expert on card
+ * B is served from B, layers keep their slots on their home card, and two
+ * cards that read each other fill evenly and hold distinct experts. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_counters.h"
+#include "fsr.h"
+
+#define PL 4u  /* layers */
+#define PE 32u /* experts */
+#define PCL 4u /* clients */
+
+static uint64_t now_;
+static uint64_t tbl_[FS_MAX_CARDS * PL * PE];
+
+static struct fsr_config pcfg(uint32_t cards, uint32_t slots, int tiers, uint16_t reach_all)
+{
+	struct fsr_config c = {
+		.cards = cards, .layers = PL, .experts = PE, .max_clients = PCL, .uniform_bytes = 1000};
+	for (uint32_t i = 0; i < cards; i++) {
+		c.slots[i] = slots;
+		c.reach[i] = reach_all;
+	}
+	if (tiers) {
+		fsr_config_tiers(&c);
+		c.bus_gbps = 0; /* these tests are about slots, not the bus */
+	} else {
+		fsr_config_defaults(&c);
+	}
+	now_ = 0;
+	return c;
+}
+
+static struct fsr *mk(struct fsr_config c)
+{
+	struct fsr *r = fsr_create(&c);
+	cr_assert_not_null(r);
+	for (uint32_t k = 0; k < PCL; k++)
+		cr_assert_eq(fsr_client_add(r, k), 0);
+	return r;
+}
+
+static void ok(const struct fsr *r)
+{
+	int rc = fsr_check(r);
+	cr_assert_eq(rc, 0, "fsr_check failed at fsr_check.c:%d", -rc);
+}
+
+static void rec(struct fsr *r, uint32_t client, uint8_t type, uint8_t aux, uint32_t card, uint32_t layer,
+		uint32_t expert, uint32_t window)
+{
+	struct fs_rec x = {.type = type,
+			   .aux = aux,
+			   .layer = (uint16_t)layer,
+			   .expert = (uint16_t)expert,
+			   .card = (uint16_t)card,
+			   .window = window};
+	if (type == FS_REC_PREDICT) {
+		float score = 1.0f;
+		memcpy(&x.value, &score, sizeof(score));
+	}
+	fsr_record(r, client, &x, now_);
+}
+
+static void use(struct fsr *r, uint32_t client, uint32_t card, uint32_t layer, uint32_t expert, int hit,
+		uint32_t window)
+{
+	rec(r, client, FS_REC_USAGE, hit ? FS_USE_HIT : FS_USE_MISS, card, layer, expert, window);
+}
+
+static void predict(struct fsr *r, uint32_t client, uint32_t card, uint32_t layer, uint32_t expert,
+		    uint32_t window)
+{
+	rec(r, client, FS_REC_PREDICT, FS_PRED_AUX(1, FS_SRC_ROUTER_AHEAD), card, layer, expert, window);
+}
+
+static void window_end(struct fsr *r, uint32_t client, uint32_t window)
+{
+	rec(r, client, FS_REC_WIN_END, 0, 0, 0, 0, window);
+}
+
+/* Publish, pass in every client's holds as free, reclaim; copy and land
+ * everything every card wants, a few rounds. */
+static void settle(struct fsr *r, uint32_t cards)
+{
+	static const uint64_t none[FS_MAX_HOLDS];
+	struct fsr_copy cp[64];
+	for (int round = 0; round < 6; round++) {
+		fsr_fill(r, tbl_);
+		fsr_publish(r);
+		for (uint32_t k = 0; k < PCL; k++)
+			fsr_client_holds(r, k, none);
+		fsr_reclaim(r);
+		for (uint32_t c = 0; c < cards; c++) {
+			unsigned n = fsr_take_copies(r, c, cp, 64, now_);
+			for (unsigned i = 0; i < n; i++)
+				fsr_copy_done(r, c, cp[i].slot, cp[i].gen, now_);
+		}
+		now_ += 1000;
+	}
+}
+
+/* How many cards map (layer, expert) in the working table. */
+static uint32_t holders(const struct fsr *r, uint32_t cards, uint32_t layer, uint32_t expert)
+{
+	uint32_t n = 0;
+	for (uint32_t c = 0; c < cards; c++)
+		n += fsr_lookup(r, c, layer, expert) != FSR_NONE;
+	return n;
+}
+
+static uint32_t occupied(const struct fsr *r, uint32_t card, uint32_t slots)
+{
+	uint32_t n = 0;
+	for (uint32_t s = 0; s < slots; s++) {
+		struct fsr_slot_info si;
+		cr_assert_eq(fsr_slot_info(r, card, s, &si), 0);
+		n += si.state == FSR_LOADING || si.state == FSR_RESIDENT;
+	}
+	return n;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint32_t rnd(uint64_t *s, uint32_t n)
+{
+	return (uint32_t)(rng_next(s) % n);
+}
+
+/* Skewed expert ids: the low ones are hot. */
+static uint32_t skewed(uint64_t *s, uint32_t n)
+{
+	uint32_t a = rnd(s, n), b = rnd(s, n);
+	return a < b ? a : b;
+}
+
+/* ---- the reach matrix ---------------------------------------------------- */
+
+Test(place, reach_defaults_own_card_and_set_only_while_empty)
+{
+	struct fsr *r = mk(pcfg(3, 8, 0, 0));
+	for (uint32_t c = 0; c < 3; c++)
+		cr_assert_eq(fsr_reach(r, c), 1u << c, "card %u reads only itself by default", c);
+	uint16_t all[FS_MAX_CARDS] = {0xffff, 0xffff, 0xffff};
+	cr_assert_eq(fsr_set_reach(r, all), 0);
+	for (uint32_t c = 0; c < 3; c++)
+		cr_assert_eq(fsr_reach(r, c), 0x7u, "bits past the cards are dropped");
+	predict(r, 0, 0, 0, 1, 1);
+	settle(r, 3);
+	cr_assert_eq(fsr_set_reach(r, all), -EBUSY, "a slot in use: the reach is fixed");
+	ok(r);
+	fsr_destroy(r);
+}
+
+/* ---- a use from card A of an expert on card B ---------------------------- */
+
+static void served_from_holder(int tiers)
+{
+	struct fsr *r = mk(pcfg(2, 8, tiers, 0x3));
+	struct fsr_copy cp[8];
+	/* Layer 2 runs on card 1 (the default split: layers 2, 3 -> card 1). */
+	use(r, 0, 1, 2, 5, 0, 1);
+	settle(r, 2);
+	uint32_t on1 = fsr_lookup(r, 1, 2, 5);
+	cr_assert_neq(on1, FSR_NONE, "the miss was copied to card 1");
+	/* An engine on card 0 misses, predicts and uses (2, 5): card 1 has it. */
+	use(r, 1, 0, 2, 5, 0, 2);
+	predict(r, 1, 0, 2, 5, 2);
+	use(r, 1, 0, 2, 5, 1, 2);
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, now_), 0, "nothing to copy to card 0");
+	settle(r, 2);
+	cr_assert_eq(fsr_lookup(r, 0, 2, 5), FSR_NONE, "not copied again to card 0");
+	uint32_t card = 99;
+	cr_assert_eq(fsr_lookup_from(r, 0, 2, 5, &card), on1, "card 0 finds card 1's slot");
+	cr_assert_eq(card, 1);
+	cr_assert_eq(fsr_lookup_from(r, 1, 2, 5, &card), on1);
+	cr_assert_eq(card, 1);
+	cr_assert_eq(holders(r, 2, 2, 5), 1);
+	ok(r);
+	fsr_destroy(r);
+
+	/* Control: the same records with cards that do not read each other
+	 * copy it to card 0 too (the detector above can fail). */
+	r = mk(pcfg(2, 8, tiers, 0));
+	use(r, 0, 1, 2, 5, 0, 1);
+	settle(r, 2);
+	use(r, 1, 0, 2, 5, 0, 2);
+	predict(r, 1, 0, 2, 5, 2);
+	settle(r, 2);
+	cr_assert_eq(holders(r, 2, 2, 5), tiers ? holders(r, 2, 2, 5) : 2u);
+	card = 99;
+	cr_assert_eq(fsr_lookup_from(r, 0, 2, 5, &card), fsr_lookup(r, 0, 2, 5),
+		     "without reach, card 0 finds only its own");
+	ok(r);
+	fsr_destroy(r);
+}
+
+Test(place, use_on_card_a_of_expert_on_card_b_served_from_b_untiered)
+{
+	served_from_holder(0);
+}
+
+Test(place, use_on_card_a_of_expert_on_card_b_served_from_b_tiers)
+{
+	served_from_holder(1);
+}
+
+Test(place, control_without_reach_the_untiered_pool_duplicates)
+{
+	/* Untiered, the record's card is where a want goes: two cards that
+	 * do not read each other each copy what they miss. */
+	struct fsr *r = mk(pcfg(2, 8, 0, 0));
+	use(r, 0, 1, 2, 5, 0, 1);
+	use(r, 1, 0, 2, 5, 0, 1);
+	settle(r, 2);
+	cr_assert_eq(holders(r, 2, 2, 5), 2);
+	ok(r);
+	fsr_destroy(r);
+}
+
+Test(place, hit_from_card_a_keeps_card_b_copy_recent)
+{
+	/* Untiered card 1 with two slots: (2, 1) then (2, 2).  A hit from card
+	 * 0 on (2, 1) makes it card 1's most recent, so room for a third
+	 * expert is made by evicting (2, 2). */
+	struct fsr_config c = pcfg(2, 2, 0, 0x3);
+	c.slots[0] = 1;
+	struct fsr *r = mk(c);
+	predict(r, 0, 1, 2, 1, 1); /* layer 2's home is card 1 */
+	settle(r, 2);
+	predict(r, 0, 1, 2, 2, 1);
+	settle(r, 2);
+	cr_assert_neq(fsr_lookup(r, 1, 2, 1), FSR_NONE);
+	cr_assert_neq(fsr_lookup(r, 1, 2, 2), FSR_NONE);
+	use(r, 1, 0, 2, 1, 1, 2); /* client 1 on card 0: a hit through the peer path */
+	predict(r, 2, 1, 2, 3, 3);
+	settle(r, 2);
+	cr_assert_neq(fsr_lookup(r, 1, 2, 1), FSR_NONE, "the expert read from card 0 stays");
+	cr_assert_eq(fsr_lookup(r, 1, 2, 2), FSR_NONE, "the unused one went");
+	cr_assert_neq(fsr_lookup(r, 1, 2, 3), FSR_NONE);
+	ok(r);
+	fsr_destroy(r);
+}
+
+Test(place, asymmetric_reach_copies_only_for_the_card_that_cannot_read)
+{
+	/* Card 0 reads card 1; card 1 does not read card 0. */
+	struct fsr_config c = pcfg(2, 8, 0, 0);
+	c.reach[0] = 0x3;
+	struct fsr *r = mk(c);
+	predict(r, 0, 1, 0, 7, 1); /* (0, 7) on card 1 */
+	predict(r, 0, 0, 1, 4, 1); /* (1, 4) on card 0 */
+	settle(r, 2);
+	predict(r, 1, 0, 0, 7, 2); /* card 0 reads card 1: nothing to copy */
+	predict(r, 1, 1, 1, 4, 2); /* card 1 cannot read card 0: its own copy */
+	settle(r, 2);
+	cr_assert_eq(fsr_lookup(r, 0, 0, 7), FSR_NONE);
+	cr_assert_neq(fsr_lookup(r, 1, 1, 4), FSR_NONE);
+	cr_assert_eq(holders(r, 2, 1, 4), 2, "the one duplicate the rule allows");
+	uint32_t card = 99;
+	fsr_lookup_from(r, 1, 1, 4, &card);
+	cr_assert_eq(card, 1);
+	ok(r);
+	fsr_destroy(r);
+}
+
+Test(place, a_prediction_goes_to_the_card_it_names_unless_a_readable_card_holds_it)
+{
+	struct fsr *r = mk(pcfg(2, 8, 0, 0x3));
+	predict(r, 0, 1, 0, 2, 1); /* layer 0's home is card 0; the engine says card 1 */
+	settle(r, 2);
+	cr_assert_neq(fsr_lookup(r, 1, 0, 2), FSR_NONE);
+	cr_assert_eq(fsr_lookup(r, 0, 0, 2), FSR_NONE);
+	predict(r, 0, 0, 0, 2, 2); /* card 0 reads card 1: nothing to copy */
+	settle(r, 2);
+	cr_assert_eq(holders(r, 2, 0, 2), 1);
+	ok(r);
+	fsr_destroy(r);
+}
+
+/* ---- layers and their home cards ----------------------------------------- */
+
+Test(place, layer_split_places_on_the_home_card_and_home_moves_after_idle_windows)
+{
+	struct fsr *r = mk(pcfg(2, 32, 1, 0x3));
+	/* Default split: layers 0, 1 -> card 0; 2, 3 -> card 1.  An engine
+	 * on card 1 missing layer 0 (data parallel): the copy goes to layer
+	 * 0's home, card 0, which card 1 reads. */
+	use(r, 1, 1, 0, 3, 0, 1);
+	use(r, 0, 0, 0, 4, 0, 1);
+	use(r, 0, 0, 2, 6, 0, 1); /* card 0 missing layer 2: to card 1 */
+	settle(r, 2);
+	cr_assert_neq(fsr_lookup(r, 0, 0, 3), FSR_NONE);
+	cr_assert_neq(fsr_lookup(r, 0, 0, 4), FSR_NONE);
+	cr_assert_neq(fsr_lookup(r, 1, 2, 6), FSR_NONE);
+	cr_assert_eq(holders(r, 2, 0, 3) + holders(r, 2, 0, 4) + holders(r, 2, 2, 6), 3);
+	struct fsr_tier_info ti;
+	fsr_tier_info(r, 0, 0, FSR_TIER_RECENCY, &ti);
+	cr_assert_gt(ti.quota, 0, "layer 0's reserved slots stay on card 0");
+	/* Card 0 falls silent about layer 0 while card 1 keeps using it: the
+	 * home moves once FSR_HOME_IDLE_WINDOWS windows have ended. */
+	uint32_t w = 2;
+	for (; w < 2 + FSR_HOME_IDLE_WINDOWS - 1; w++) {
+		use(r, 1, 1, 0, 3, 1, w);
+		window_end(r, 1, w);
+	}
+	fsr_tier_info(r, 0, 0, FSR_TIER_RECENCY, &ti);
+	cr_assert_gt(ti.quota, 0, "not yet: %u windows", w - 2);
+	use(r, 1, 1, 0, 3, 1, w);
+	window_end(r, 1, w++);
+	use(r, 1, 1, 0, 9, 0, w);
+	fsr_tier_info(r, 0, 0, FSR_TIER_RECENCY, &ti);
+	cr_assert_eq(ti.quota, 0, "layer 0 moved to card 1");
+	fsr_tier_info(r, 1, 0, FSR_TIER_RECENCY, &ti);
+	cr_assert_gt(ti.quota, 0);
+	settle(r, 2);
+	cr_assert_neq(fsr_lookup(r, 1, 0, 9), FSR_NONE, "a new miss of layer 0 lands on card 1");
+	cr_assert_eq(holders(r, 2, 0, 3), 1, "what card 0 still holds is read from there");
+	ok(r);
+	fsr_destroy(r);
+}
+
+Test(place, without_reach_a_use_moves_the_home_at_once)
+{
+	/* The old behaviour, kept for cards that do not read each other. */
+	struct fsr *r = mk(pcfg(2, 32, 1, 0));
+	use(r, 0, 1, 0, 3, 0, 1);
+	struct fsr_tier_info ti;
+	fsr_tier_info(r, 1, 0, FSR_TIER_RECENCY, &ti);
+	cr_assert_gt(ti.quota, 0);
+	fsr_tier_info(r, 0, 0, FSR_TIER_RECENCY, &ti);
+	cr_assert_eq(ti.quota, 0);
+	fsr_destroy(r);
+}
+
+/* ---- free slots: two data-parallel engines sharing one tier -------------- */
+
+struct dp_result {
+	uint32_t occ[2];
+	uint32_t distinct, dups;
+};
+
+static struct dp_result data_parallel(uint16_t reach, uint64_t seed)
+{
+	enum { SLOTS = 40, WINDOWS = 120 };
+	struct fsr *r = mk(pcfg(2, SLOTS, 1, reach));
+	uint64_t s = seed;
+	for (uint32_t w = 1; w <= WINDOWS; w++) {
+		for (uint32_t cl = 0; cl < 2; cl++) { /* client 0 runs on card 0, client 1 on card 1 */
+			rec(r, cl, FS_REC_WIN_BEGIN, 0, 0, 0, 0, w);
+			for (uint32_t l = 0; l < PL; l++)
+				for (int k = 0; k < 3; k++) {
+					uint32_t e = skewed(&s, PE), card;
+					int hit = fsr_lookup_from(r, cl, l, e, &card) != FSR_NONE;
+					use(r, cl, cl, l, e, hit, w);
+				}
+			window_end(r, cl, w);
+		}
+		settle(r, 2);
+		int rc = fsr_check(r);
+		cr_assert_eq(rc, 0, "window %u: fsr_check.c:%d", w, -rc);
+	}
+	struct dp_result out = {{occupied(r, 0, SLOTS), occupied(r, 1, SLOTS)}, 0, 0};
+	for (uint32_t l = 0; l < PL; l++)
+		for (uint32_t e = 0; e < PE; e++) {
+			uint32_t h = holders(r, 2, l, e);
+			out.distinct += h > 0;
+			out.dups += h > 1 ? h - 1 : 0;
+		}
+	fsr_destroy(r);
+	return out;
+}
+
+Test(place, data_parallel_engines_fill_both_cards_with_distinct_experts)
+{
+	for (uint64_t seed = 1; seed <= 5; seed++) {
+		struct dp_result one = data_parallel(0x3, seed);
+		cr_assert_eq(one.dups, 0, "seed %llu: one tier holds no duplicate", (unsigned long long)seed);
+		/* Both cards' slots are used, and about evenly: each holds its
+		 * home layers' share (a spare slot each, at most). */
+		for (int c = 0; c < 2; c++)
+			cr_assert_geq(one.occ[c], 40 * 9 / 10, "seed %llu: card %d holds %u of 40",
+				      (unsigned long long)seed, c, one.occ[c]);
+		uint32_t diff = one.occ[0] > one.occ[1] ? one.occ[0] - one.occ[1] : one.occ[1] - one.occ[0];
+		cr_assert_leq(diff, 4, "seed %llu: %u vs %u slots", (unsigned long long)seed, one.occ[0],
+			      one.occ[1]);
+		cr_assert_eq(one.distinct, one.occ[0] + one.occ[1]);
+
+		/* Control: cards that do not read each other.  A use moves its
+		 * layer's home at once, so two engines running every layer drag
+		 * every layer's reserved slots back and forth and whichever card
+		 * reported last ends up with all of them (the other near empty). */
+		struct dp_result own = data_parallel(0, seed);
+		cr_assert_gt(one.distinct, own.distinct,
+			     "seed %llu: %u vs %u distinct (own tiers %u + %u slots)",
+			     (unsigned long long)seed, one.distinct, own.distinct, own.occ[0], own.occ[1]);
+	}
+}
+
+/* ---- random demand --------------------------------------------------------- */
+
+/* Records from random clients naming random cards (or none), copies taken
+ * and landed in random order, publishes with random holds: after every
+ * step, no expert on two cards that read each other (checked here and by
+ * fsr_check), and the core stays sound. */
+static void random_demand(int tiers, uint16_t reach, uint64_t seed, int expect_dups)
+{
+	enum { CARDS = 3, STEPS = 6000 };
+	struct fsr_config c = pcfg(CARDS, 6, tiers, reach);
+	c.slots[1] = 3;
+	c.slots[2] = 9;
+	struct fsr *r = mk(c);
+	uint64_t s = seed;
+	struct fsr_copy fl[CARDS * 64];
+	unsigned nfl = 0, max_dup = 0;
+	uint32_t win[PCL] = {1, 1, 1, 1};
+	for (unsigned step = 0; step < STEPS; step++) {
+		now_ += 1 + rnd(&s, 5000);
+		uint32_t op = rnd(&s, 10), cl = rnd(&s, PCL);
+		uint32_t card = rnd(&s, CARDS + 1);
+		if (card == CARDS)
+			card = FS_CARD_NONE;
+		uint32_t l = rnd(&s, PL), e = skewed(&s, PE);
+		if (op < 3) {
+			use(r, cl, card, l, e, rnd(&s, 2), win[cl]);
+		} else if (op < 5) {
+			predict(r, cl, card, l, e, win[cl]);
+		} else if (op == 5) {
+			window_end(r, cl, win[cl]);
+			win[cl]++;
+			rec(r, cl, FS_REC_WIN_BEGIN, 0, 0, 0, 0, win[cl]);
+		} else if (op == 6) {
+			uint32_t k = rnd(&s, CARDS);
+			if (nfl + 8 <= sizeof(fl) / sizeof(fl[0]))
+				nfl += fsr_take_copies(r, k, fl + nfl, 8, now_);
+		} else if (op == 7 && nfl) {
+			uint32_t i = rnd(&s, nfl);
+			fsr_copy_done(r, fl[i].card, fl[i].slot, fl[i].gen, now_);
+			fl[i] = fl[--nfl];
+		} else {
+			fsr_fill(r, tbl_);
+			uint64_t ep = fsr_publish(r);
+			for (uint32_t k = 0; k < PCL; k++) {
+				uint64_t h[FS_MAX_HOLDS] = {
+					rnd(&s, 3) ? 0 : ep - rnd(&s, ep < 3 ? (uint32_t)ep : 3)};
+				fsr_client_holds(r, k, h);
+			}
+			fsr_reclaim(r);
+		}
+		for (uint32_t y = 0; y < PL; y++)
+			for (uint32_t x = 0; x < PE; x++) {
+				unsigned h = holders(r, CARDS, y, x);
+				if (h > max_dup)
+					max_dup = h;
+				if (!expect_dups && h > 1)
+					cr_assert_fail("seed %llu step %u: (%u, %u) on %u cards",
+						       (unsigned long long)seed, step, y, x, h);
+			}
+		if (step % 64 == 0 || step == STEPS - 1) {
+			int rc = fsr_check(r);
+			if (rc)
+				cr_assert_fail("seed %llu step %u: fsr_check.c:%d", (unsigned long long)seed,
+					       step, -rc);
+		}
+	}
+	if (expect_dups)
+		cr_assert_gt(max_dup, 1, "seed %llu: cards on their own tiers never held a duplicate?",
+			     (unsigned long long)seed);
+	fsr_destroy(r);
+}
+
+Test(place, random_demand_never_duplicates_across_cards_that_read_each_other)
+{
+	for (uint64_t seed = 1; seed <= 8; seed++) {
+		random_demand(0, 0x7, seed, 0);
+		random_demand(1, 0x7, seed, 0);
+	}
+}
+
+Test(place, random_demand_control_cards_on_their_own_tiers_duplicate)
+{
+	for (uint64_t seed = 1; seed <= 3; seed++) {
+		random_demand(0, 0, seed, 1);
+		random_demand(1, 0, seed, 1);
+	}
+}
