@@ -75,18 +75,27 @@ stop_daemon() { kill "$DPID"; wait "$DPID" || true; }
 # war: not a fair "own tier" baseline, so it is not run.)
 MODEL=(--layers 16 --experts 128 --experts-used 8 --expert-bytes 1887436 --slots 320 --publish-us 100)
 WINDOWS=600
-RUNS=("peer 0" "own 0" "peer 1")
+# "single": the ceiling the issue compares against, ONE card holding the
+# combined slots (640) with both engines on it.  PEER_RUNS picks runs.
+RUNS=("peer 0" "own 0" "peer 1" "single 0" "single 1")
+if [ -n "${PEER_RUNS:-}" ]; then IFS=',' read -r -a RUNS <<<"$PEER_RUNS"; fi
 declare -A RES
 for run in "${RUNS[@]}"; do
 	read -r mode tiers <<<"$run"
 	echo "== daemon: two engines, $mode, --tiers $tiers"
 	if [ "$mode" = own ]; then export FORESIGHT_PEER=off; else unset FORESIGHT_PEER; fi
-	start_daemon "${MODEL[@]}" --tiers "$tiers"
+	second=1
+	if [ "$mode" = single ]; then
+		start_daemon "${MODEL[@]}" --tiers "$tiers" --cards 1 --slots 640
+		second=0
+	else
+		start_daemon "${MODEL[@]}" --tiers "$tiers"
+	fi
 	unset FORESIGHT_PEER
 	use=$([ "$mode" = peer ] && echo 1 || echo 0)
 	timeout 120 "$P" engine "$RUN/s.sock" 0 "$use" $WINDOWS 200 >"$RUN/e0.out" 2>&1 &
 	E0=$!
-	timeout 120 "$P" engine "$RUN/s.sock" 1 "$use" $WINDOWS 200 >"$RUN/e1.out" 2>&1 &
+	timeout 120 "$P" engine "$RUN/s.sock" $second "$use" $WINDOWS 200 >"$RUN/e1.out" 2>&1 &
 	E1=$!
 	rc0=0
 	rc1=0
@@ -116,7 +125,12 @@ field() { sed -n "s/.* $1 \([0-9.]*\).*/\1/p" <<<"$2" | head -1; }
 	echo "|---|---|---|---|---|---|---|---|---|---|"
 	for run in "${RUNS[@]}"; do
 		read -r mode tiers <<<"$run"
-		label="$([ "$mode" = peer ] && echo "one tier, peer path" || echo "own tier per card"), $([ "$tiers" = 1 ] && echo tiers || echo "LRU (--tiers 0)")"
+		case $mode in
+		peer) label="one tier, peer path" ;;
+		own) label="own tier per card" ;;
+		*) label="ONE card, 640 slots, both engines" ;;
+		esac
+		label="$label, $([ "$tiers" = 1 ] && echo tiers || echo "LRU (--tiers 0)")"
 		while read -r line; do
 			[ -n "$line" ] || continue
 			card=$(sed -n 's/^engine card \([0-9]*\).*/\1/p' <<<"$line")
