@@ -66,28 +66,28 @@ Test(dev_ring, predictions_arrive_and_become_copies, .timeout = 60)
 	struct fs_model_info mi;
 	cr_assert_eq(fs_client_model(c, &mi), 0);
 	cr_assert_geq(mi.layers, 4u);
-	/* Window 1 begins, the engine is at layer 0 (the host ring), and the
-	 * kernel posts ten candidates for layer 3 (the device ring). */
-	cr_assert_eq(fs_window_begin(c, 1, 4), 0);
-	cr_assert_eq(fs_post_usage(c, 1, 0, 7, FS_ANY_CARD, 0), 0);
+	/* Ten candidates for layer 3, as the kernel posts them (no window and
+	 * no usage: the engine's clock stays unknown, so no deadline can pass
+	 * on a slow machine; which candidates the predicted tier keeps is
+	 * fsr_tier_test's business). */
 	for (uint32_t e = 0; e < 10; e++)
 		cr_assert_eq(fs_dev_ring_post_predict(c, 1, 3, e, FS_ANY_CARD, 1.0f - 0.05f * (float)e, 1),
 			     0);
 	cr_assert_eq(wait_records(c, 10), 0, "the daemon did not consume the device ring's 10 records");
-	/* ... and copied them (as many as the layer's predicted tier holds:
-	 * a few slots; the best scores first). */
-	int best = 0;
+	/* ... and copied predicted experts into a card's slots. */
+	unsigned landed = 0;
 	uint64_t until = fsh_now_ms() + 5000;
-	while (!best && fsh_now_ms() < until) {
+	while (!landed && fsh_now_ms() < until) {
 		struct fs_view v;
 		cr_assert_eq(fs_acquire(c, &v), 0);
-		for (uint32_t card = 0; card < mi.cards; card++) {
-			struct fs_slot s;
-			best |= fs_lookup_live(c, &v, card, 3, 0, &s);
-		}
+		for (uint32_t card = 0; card < mi.cards; card++)
+			for (uint32_t e = 0; e < 10; e++) {
+				struct fs_slot s;
+				landed += (unsigned)fs_lookup_live(c, &v, card, 3, e, &s);
+			}
 		fs_release(c, &v);
 	}
-	cr_assert(best, "the best-scored prediction (layer 3, expert 0) never landed");
+	cr_assert_geq(landed, 1u, "none of the 10 predicted experts landed");
 	/* Bad arguments never reach the ring. */
 	cr_assert_eq(fs_dev_ring_post_predict(c, 1, 3, 0, 0, -1.0f, 1), -EINVAL);
 	cr_assert_eq(fs_dev_ring_post_predict(c, 1, 3, 0, 0, 1.0f, 0), -EINVAL);
