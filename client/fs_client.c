@@ -18,6 +18,7 @@
 
 #define BG_PERIOD_NS 100000000ull /* heartbeat and daemon check */
 #define CTL_TIMEOUT_MS 2000
+#define REATTACH_TIMEOUT_MS 500 /* one re-attach try (background thread) */
 
 extern char *program_invocation_short_name;
 
@@ -116,7 +117,18 @@ static void *bg_main(void *arg)
 		} else if (!c->no_reattach) {
 			struct fs_att *na;
 			pthread_mutex_lock(&c->ctl_lock);
+			/* A request sent while no daemon listens waits for one: cap
+			 * each try, so a daemon that comes back is found on the next
+			 * try (every BG_PERIOD_NS) rather than after a long wait. */
+			if (c->req_open) {
+				nng_socket_set_ms(c->req, NNG_OPT_RECVTIMEO, REATTACH_TIMEOUT_MS);
+				nng_socket_set_ms(c->req, NNG_OPT_SENDTIMEO, REATTACH_TIMEOUT_MS);
+			}
 			int r = c->req_open ? fs_att_create(c, &na) : -ENOTCONN;
+			if (c->req_open) {
+				nng_socket_set_ms(c->req, NNG_OPT_RECVTIMEO, CTL_TIMEOUT_MS);
+				nng_socket_set_ms(c->req, NNG_OPT_SENDTIMEO, CTL_TIMEOUT_MS);
+			}
 			pthread_mutex_unlock(&c->ctl_lock);
 			if (r == 0) {
 				__atomic_store_n(&c->arena_cur, na->arena, __ATOMIC_RELEASE);

@@ -40,8 +40,13 @@ Test(fs_query, stats_json_card_device_and_no_parts, .timeout = 60)
 	cr_assert_gt(n, (int)sizeof(small), "stats length %d", n);
 	cr_assert_eq(strlen(small), sizeof(small) - 1, "truncated like snprintf");
 	cr_assert_eq(fs_client_stats_json(c, NULL, 0) > 0, 1);
-	char *buf = malloc((size_t)n + 1);
-	cr_assert_eq(fs_client_stats_json(c, buf, (size_t)n + 1), n);
+	/* Two replies may differ in length (uptime, counters): a roomy buffer
+	 * takes the whole of the next one. */
+	size_t cap = (size_t)n + 4096;
+	char *buf = malloc(cap);
+	int n2 = fs_client_stats_json(c, buf, cap);
+	cr_assert(n2 > 0 && (size_t)n2 < cap, "stats length %d", n2);
+	cr_assert_eq(strlen(buf), (size_t)n2);
 	cJSON *o = cJSON_Parse(buf);
 	cr_assert_not_null(o, "%s", buf);
 	const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "model");
