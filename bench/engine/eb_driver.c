@@ -43,6 +43,7 @@ struct drv {
 	const char *self, *daemon, *model, *csv, *label, *workdir_opt;
 	const char *dargs[EB_MAX_DARGS];
 	int ndargs;
+	int pred_charged; /* --pred-cost charged */
 	enum eb_device device;
 	uint32_t cards, engines, layers, experts, topk, dense_iters, cpu_threads, pred_max, late_wait_us,
 		warm;
@@ -101,6 +102,9 @@ static void usage(FILE *f)
 		"  --dense-iters N      skip the calibration\n"
 		"  --cpu-threads N      CPU threads per engine for misses (default 4)\n"
 		"  --pred-max N         predictions per target layer and horizon (default 8)\n"
+		"  --pred-cost free|charged   the oracle predictor's own work: computed before the\n"
+		"                       run (free, default: a router-ahead kernel runs on the GPU,\n"
+		"                       off the engine thread) or on the engine thread, per layer\n"
 		"  --late-wait-us N     wait this long for a copy in flight, then CPU (default 0)\n"
 		"  --modes a,b,...      a subset (baseline and zero are needed for the headroom share)\n"
 		"  --csv FILE           append one row per mode\n"
@@ -147,6 +151,7 @@ static int parse(struct drv *d, int argc, char **argv)
 					   {"keep", no_argument, NULL, 18},
 					   {"timeout", required_argument, NULL, 19},
 					   {"fault", required_argument, NULL, 20},
+					   {"pred-cost", required_argument, NULL, 21},
 					   {"help", no_argument, NULL, 'h'},
 					   {NULL, 0, NULL, 0}};
 	eb_route_defaults(&d->ro);
@@ -285,6 +290,13 @@ static int parse(struct drv *d, int argc, char **argv)
 			break;
 		case 20:
 			d->fault_mode = eb_mode_by_name(optarg);
+			break;
+		case 21:
+			if (strcmp(optarg, "free") && strcmp(optarg, "charged")) {
+				fprintf(stderr, "fs-engine-bench: --pred-cost free|charged\n");
+				return -1;
+			}
+			d->pred_charged = strcmp(optarg, "charged") == 0;
 			break;
 		case 'h':
 			usage(stdout);
@@ -530,6 +542,8 @@ static int run_mode(struct drv *d, int mode, struct row *row, char *err, size_t 
 		ARGF("%.17g", d->cpu_gbps);
 		ARG("--pred-max");
 		ARGF("%u", d->pred_max);
+		if (d->pred_charged)
+			ARG("--pred-charged");
 		ARG("--late-wait-us");
 		ARGF("%u", d->late_wait_us);
 		ARG("--checksums");

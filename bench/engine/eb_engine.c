@@ -51,7 +51,7 @@ struct eng_opts {
 	struct eb_route_opts ro;
 	uint32_t warm, dense_iters, cpu_threads, pred_max, late_wait_us, max_windows;
 	double cpu_gbps;
-	int load_profile, sync, predictor_kernel;
+	int load_profile, sync, predictor_kernel, pred_charged;
 	int64_t fault_window; /* tests: corrupt this window's checksum (-1: none) */
 	uint64_t pred_seed;
 };
@@ -65,6 +65,13 @@ struct eng {
 	struct eb_cpu *cpu;
 	struct replay_predictor pred;
 	int have_pred;
+	/* The predictor's candidates, best first, for every (window, layer,
+	 * horizon), computed before the run: a router-ahead kernel runs on the
+	 * GPU beside the layer, so its cost is not the engine thread's
+	 * (--pred-cost charged computes them in the loop instead). */
+	uint32_t *ptab_off; /* [(nwin * L + layer) * 3 + h - 1], then the end */
+	uint16_t *ptab_ex, *tmp_ex;
+	float *ptab_sc, *tmp_sc;
 	/* own pool (baseline, zero-miss) */
 	uint32_t *own_slot; /* [L * E] */
 	uint8_t *own_base[FS_MAX_CARDS];
@@ -217,29 +224,86 @@ static const void *resident(struct eng *e, const struct fs_view *v, uint32_t w, 
 
 /* ---- predictions --------------------------------------------------------- */
 
+/* The predictor's candidates for (dw, target, h), best first (ties by
+ * expert id) into ex/sc; returns how many. */
+static uint32_t candidates(struct eng *e, uint32_t dw, uint32_t target, unsigned h, uint16_t *ex, float *sc)
+{
+	uint32_t n = replay_predict(&e->pred, dw, e->r.first[dw], e->r.ntok[dw], target, h, e->pex, e->psc);
+	/* insertion sort of indices */
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t j = i;
+		while (j > 0 && e->psc[e->porder[j - 1]] < e->psc[i])
+			j--;
+		memmove(&e->porder[j + 1], &e->porder[j], (i - j) * sizeof(*e->porder));
+		e->porder[j] = i;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		ex[i] = e->pex[e->porder[i]];
+		sc[i] = e->psc[e->porder[i]];
+	}
+	return n;
+}
+
+/* Candidates kept per (window, layer, horizon) in the table: the loop posts
+ * at most pred_max of them, skipping resident ones. */
+#define PTAB_KEEP(e) ((e)->o.pred_max * 4u)
+
+static int ptab_build(struct eng *e)
+{
+	uint32_t L = e->m.layers, nw = e->r.nwin, keep = PTAB_KEEP(e);
+	size_t cells = (size_t)nw * L * 3;
+	e->ptab_off = calloc(cells + 1, sizeof(*e->ptab_off));
+	e->ptab_ex = calloc(cells * keep, sizeof(*e->ptab_ex));
+	e->ptab_sc = calloc(cells * keep, sizeof(*e->ptab_sc));
+	uint16_t *ex = calloc(e->m.experts, sizeof(*ex));
+	float *sc = calloc(e->m.experts, sizeof(*sc));
+	if (!e->ptab_off || !e->ptab_ex || !e->ptab_sc || !ex || !sc) {
+		free(ex), free(sc);
+		return -1;
+	}
+	uint32_t at = 0;
+	for (uint32_t dw = 0; dw < nw; dw++)
+		for (uint32_t l = 0; l < L; l++)
+			for (unsigned h = 1; h <= 3; h++) {
+				size_t cell = ((size_t)dw * L + l) * 3 + h - 1;
+				e->ptab_off[cell] = at;
+				if (l + h >= L)
+					continue;
+				uint32_t n = candidates(e, dw, l + h, h, ex, sc);
+				n = n < keep ? n : keep;
+				memcpy(&e->ptab_ex[at], ex, n * sizeof(*ex));
+				memcpy(&e->ptab_sc[at], sc, n * sizeof(*sc));
+				at += n;
+			}
+	e->ptab_off[cells] = at;
+	free(ex), free(sc);
+	return 0;
+}
+
 static void predict(struct eng *e, const struct fs_view *v, uint32_t w, uint32_t dw, uint32_t layer)
 {
 	for (unsigned h = 1; h <= 3; h++) {
 		uint32_t target = layer + h;
 		if (target >= e->m.layers)
 			break;
-		uint32_t n = replay_predict(&e->pred, dw, e->r.first[dw], e->r.ntok[dw], target, h, e->pex,
-					    e->psc);
-		/* best first, ties by expert id: insertion sort of indices */
-		for (uint32_t i = 0; i < n; i++) {
-			uint32_t j = i;
-			while (j > 0 && e->psc[e->porder[j - 1]] < e->psc[i])
-				j--;
-			memmove(&e->porder[j + 1], &e->porder[j], (i - j) * sizeof(*e->porder));
-			e->porder[j] = i;
+		const uint16_t *ex;
+		const float *sc;
+		uint32_t n;
+		if (e->ptab_off) {
+			size_t cell = ((size_t)dw * e->m.layers + layer) * 3 + h - 1;
+			ex = &e->ptab_ex[e->ptab_off[cell]];
+			sc = &e->ptab_sc[e->ptab_off[cell]];
+			n = e->ptab_off[cell + 1] - e->ptab_off[cell];
+		} else { /* --pred-cost charged: the predictor runs here */
+			n = candidates(e, dw, target, h, e->tmp_ex, e->tmp_sc);
+			ex = e->tmp_ex, sc = e->tmp_sc;
 		}
 		uint32_t card = card_of(e, target), posted = 0;
 		for (uint32_t i = 0; i < n && posted < e->o.pred_max; i++) {
-			uint32_t x = e->pex[e->porder[i]];
-			if (fs_lookup_live(e->c, v, card, target, x, NULL))
+			if (fs_lookup_live(e->c, v, card, target, ex[i], NULL))
 				continue;
-			if (fs_post_predict(e->c, w, target, x, card, e->psc[e->porder[i]], h,
-					    FS_SOURCE_ROUTER_AHEAD) == 0)
+			if (fs_post_predict(e->c, w, target, ex[i], card, sc[i], h, FS_SOURCE_ROUTER_AHEAD) ==
+			    0)
 				posted++;
 		}
 		e->predictions += posted;
@@ -366,6 +430,7 @@ static void usage(FILE *f)
 		   "  --trace FILE | --skew S --locality P --gen-seed N   --tpw T   --profile-windows N\n"
 		   "  --windows N --warm N   --dense-iters N   --cpu-threads N --cpu-gbps G\n"
 		   "  --pred-max N --pred-seed N --predictor oracle|kernel   --late-wait-us N\n"
+		   "  --pred-charged       compute the oracle's candidates per layer on this thread\n"
 		   "  --load-profile   --sync (print READY, wait for a line on stdin)   --checksums FILE\n"
 		   "  --fault-window W (tests: corrupt window W's checksum)\n");
 }
@@ -398,6 +463,7 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 					   {"sync", no_argument, NULL, 16},
 					   {"checksums", required_argument, NULL, 17},
 					   {"fault-window", required_argument, NULL, 18},
+					   {"pred-charged", no_argument, NULL, 19},
 					   {"help", no_argument, NULL, 'h'},
 					   {NULL, 0, NULL, 0}};
 	memset(o, 0, sizeof(*o));
@@ -501,6 +567,9 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 		case 18:
 			o->fault_window = strtoll(optarg, NULL, 0);
 			break;
+		case 19:
+			o->pred_charged = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -557,7 +626,10 @@ static int setup(struct eng *e, char *err, size_t errlen)
 	e->pex = calloc(e->m.experts, sizeof(*e->pex));
 	e->psc = calloc(e->m.experts, sizeof(*e->psc));
 	e->porder = calloc(e->m.experts, sizeof(*e->porder));
-	if (!e->uses || !e->gjobs || !e->cjobs || !e->pex || !e->psc || !e->porder) {
+	e->tmp_ex = calloc(e->m.experts, sizeof(*e->tmp_ex));
+	e->tmp_sc = calloc(e->m.experts, sizeof(*e->tmp_sc));
+	if (!e->uses || !e->gjobs || !e->cjobs || !e->pex || !e->psc || !e->porder || !e->tmp_ex ||
+	    !e->tmp_sc) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -580,6 +652,10 @@ static int setup(struct eng *e, char *err, size_t errlen)
 			return -1;
 		}
 		e->have_pred = 1;
+		if (!o->pred_charged && ptab_build(e) != 0) {
+			snprintf(err, errlen, "predictor table: out of memory");
+			return -1;
+		}
 	}
 	if (!eb_mode_daemon(o->mode) && own_pool(e, err, errlen) != 0)
 		return -1;
@@ -619,6 +695,11 @@ static void teardown(struct eng *e)
 	free(e->pex);
 	free(e->psc);
 	free(e->porder);
+	free(e->tmp_ex);
+	free(e->tmp_sc);
+	free(e->ptab_off);
+	free(e->ptab_ex);
+	free(e->ptab_sc);
 }
 
 int eb_engine_main(int argc, char **argv)
