@@ -430,6 +430,8 @@ char *fsd_control_reply(struct fsd *d, const void *req, size_t len, const struct
 	return txt;
 }
 
+#define FSD_CONTROL_SEND_MS 200
+
 static void on_rep(uv_poll_t *h, int status, int events)
 {
 	(void)status;
@@ -447,8 +449,14 @@ static void on_rep(uv_poll_t *h, int status, int events)
 			  nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pe.pid) == 0;
 		char *txt = fsd_control_reply(d, nng_msg_body(m), nng_msg_len(m), &pe);
 		nng_msg_clear(m);
-		if (txt && nng_msg_append(m, txt, strlen(txt)) == 0 &&
-		    nng_sendmsg(d->rep, m, NNG_FLAG_NONBLOCK) == 0)
+		/* Not NNG_FLAG_NONBLOCK: nng's REP fails a non-blocking send while
+		 * the pipe's previous send has not completed, and a client that
+		 * sends its next request (attach after hello) as soon as it read
+		 * the previous reply can find it so.  The reply was then lost and
+		 * the client waited out its 2 s timeout.  Blocking, the send waits
+		 * for that completion (microseconds), at most FSD_CONTROL_SEND_MS
+		 * for a peer that stopped reading. */
+		if (txt && nng_msg_append(m, txt, strlen(txt)) == 0 && nng_sendmsg(d->rep, m, 0) == 0)
 			m = NULL;
 		if (m)
 			nng_msg_free(m);
@@ -470,6 +478,8 @@ int fsd_control_start(struct fsd *d)
 	/* Up to twice the limit arrives here and is refused with a reply (and
 	 * counted); nng closes the connection of anything larger. */
 	nng_socket_set_size(d->rep, NNG_OPT_RECVMAXSZ, FSD_CONTROL_RECV_MAX);
+	/* Replies are sent blocking, for at most this long (on_rep says why). */
+	nng_socket_set_ms(d->rep, NNG_OPT_SENDTIMEO, FSD_CONTROL_SEND_MS);
 	/* A second daemon on the same socket must fail, not steal it: probe first. */
 	nng_socket probe;
 	if (nng_req0_open(&probe) == 0) {
