@@ -39,6 +39,20 @@ struct eb_route_opts {
 	uint32_t windows;         /* decode windows */
 };
 void eb_route_defaults(struct eb_route_opts *o);
+/* The routing options, the same for the driver and an engine: their
+ * getopt_long entries (codes 't' and 1..6), and one applied to *o.
+ * Returns 1 when `code` was one of them. */
+// clang-format off
+#define EB_ROUTE_LONGOPTS                                      \
+	{"trace", required_argument, NULL, 't'},               \
+	{"skew", required_argument, NULL, 1},                  \
+	{"locality", required_argument, NULL, 2},              \
+	{"gen-seed", required_argument, NULL, 3},              \
+	{"tpw", required_argument, NULL, 4},                   \
+	{"profile-windows", required_argument, NULL, 5},       \
+	{"windows", required_argument, NULL, 6}
+// clang-format on
+int eb_route_opt(struct eb_route_opts *o, int code, const char *arg);
 
 /* The routing, cut into windows. */
 struct eb_route {

@@ -130,13 +130,7 @@ static int parse(struct drv *d, int argc, char **argv)
 					   {"bus-gbps", required_argument, NULL, 'g'},
 					   {"cpu-gbps", required_argument, NULL, 'G'},
 					   {"model", required_argument, NULL, 'M'},
-					   {"trace", required_argument, NULL, 't'},
-					   {"skew", required_argument, NULL, 1},
-					   {"locality", required_argument, NULL, 2},
-					   {"gen-seed", required_argument, NULL, 3},
-					   {"tpw", required_argument, NULL, 4},
-					   {"profile-windows", required_argument, NULL, 5},
-					   {"windows", required_argument, NULL, 6},
+					   EB_ROUTE_LONGOPTS,
 					   {"warm", required_argument, NULL, 7},
 					   {"dense-us", required_argument, NULL, 8},
 					   {"dense-iters", required_argument, NULL, 9},
@@ -174,6 +168,8 @@ static int parse(struct drv *d, int argc, char **argv)
 	int ch;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		if (eb_route_opt(&d->ro, ch, optarg))
+			continue;
 		switch (ch) {
 		case 'D':
 			d->daemon = optarg;
@@ -213,27 +209,6 @@ static int parse(struct drv *d, int argc, char **argv)
 			break;
 		case 'M':
 			d->model = optarg;
-			break;
-		case 't':
-			d->ro.trace = optarg;
-			break;
-		case 1:
-			d->ro.skew = strtod(optarg, NULL);
-			break;
-		case 2:
-			d->ro.locality = strtod(optarg, NULL);
-			break;
-		case 3:
-			d->ro.gen_seed = strtoull(optarg, NULL, 0);
-			break;
-		case 4:
-			d->ro.tpw = strtod(optarg, NULL);
-			break;
-		case 5:
-			d->ro.profile_windows = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 6:
-			d->ro.windows = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
 		case 7:
 			d->warm = (uint32_t)strtoul(optarg, NULL, 0);

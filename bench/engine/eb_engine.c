@@ -444,13 +444,7 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 					   {"engine", required_argument, NULL, 'i'},
 					   {"engines", required_argument, NULL, 'n'},
 					   {"budget", required_argument, NULL, 'b'},
-					   {"trace", required_argument, NULL, 't'},
-					   {"skew", required_argument, NULL, 1},
-					   {"locality", required_argument, NULL, 2},
-					   {"gen-seed", required_argument, NULL, 3},
-					   {"tpw", required_argument, NULL, 4},
-					   {"profile-windows", required_argument, NULL, 5},
-					   {"windows", required_argument, NULL, 6},
+					   EB_ROUTE_LONGOPTS,
 					   {"warm", required_argument, NULL, 7},
 					   {"dense-iters", required_argument, NULL, 8},
 					   {"cpu-threads", required_argument, NULL, 9},
@@ -480,6 +474,8 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 	int ch;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		if (eb_route_opt(&o->ro, ch, optarg))
+			continue;
 		switch (ch) {
 		case 's':
 			o->socket = optarg;
@@ -505,27 +501,6 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 			break;
 		case 'b':
 			o->budget = strtoull(optarg, NULL, 0);
-			break;
-		case 't':
-			o->ro.trace = optarg;
-			break;
-		case 1:
-			o->ro.skew = strtod(optarg, NULL);
-			break;
-		case 2:
-			o->ro.locality = strtod(optarg, NULL);
-			break;
-		case 3:
-			o->ro.gen_seed = strtoull(optarg, NULL, 0);
-			break;
-		case 4:
-			o->ro.tpw = strtod(optarg, NULL);
-			break;
-		case 5:
-			o->ro.profile_windows = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 6:
-			o->ro.windows = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
 		case 7:
 			o->warm = (uint32_t)strtoul(optarg, NULL, 0);
