@@ -118,6 +118,25 @@ int eb_dev_experts_start(struct eb_dev *d, uint32_t card, struct eb_job *jobs, u
 int eb_dev_experts_wait(struct eb_dev *d, uint32_t card);
 /* Measured seconds of the dense part at `iters` on card 0 (calibration). */
 double eb_dev_dense_time(struct eb_dev *d, uint32_t iters, uint32_t reps);
+/* The router-ahead kernel (CUDA only; -1 on the host device) on card's
+ * side stream, and a wait for every launch (before its inputs change). */
+struct fs_ra_params;
+int eb_dev_ra(struct eb_dev *d, uint32_t card, const struct fs_ra_params *p);
+int eb_dev_ra_sync(struct eb_dev *d);
+
+/* ---- router-ahead inputs (eb_ra.c) ------------------------------------- */
+
+/* Routers and hidden rows (bf16) that carry r's routing (eb_ra.c says how);
+ * dim: the hidden size. */
+struct eb_ra;
+int eb_ra_create(struct eb_ra **out, const struct eb_route *r, uint32_t dim, uint64_t seed, char *err,
+		 size_t errlen);
+void eb_ra_free(struct eb_ra *ra);
+const uint16_t *eb_ra_routers(const struct eb_ra *ra, uint64_t *bytes); /* [L][E][dim] */
+const uint16_t *eb_ra_hidden_all(const struct eb_ra *ra, uint64_t *bytes);
+uint64_t eb_ra_row(const struct eb_ra *ra, uint32_t dw, uint32_t layer); /* first row of (dw, layer) */
+/* Measured per-token recall [horizon - 1][within 10, 24, 48 candidates]. */
+void eb_ra_recall(const struct eb_ra *ra, double out[3][3]);
 
 #ifdef EB_HAVE_CUDA
 /* eb_dev_cuda.cu */
@@ -131,6 +150,8 @@ int eb_cuda_dense(struct eb_cuda *g, uint32_t card, uint32_t *h, uint32_t ntok, 
 int eb_cuda_experts_start(struct eb_cuda *g, uint32_t card, struct eb_job *jobs, uint32_t n,
 			  const uint32_t *keys, uint32_t ntok);
 int eb_cuda_experts_wait(struct eb_cuda *g, uint32_t card);
+int eb_cuda_ra(struct eb_cuda *g, uint32_t card, const struct fs_ra_params *p);
+int eb_cuda_ra_sync(struct eb_cuda *g); /* 1 when done, 0 on error */
 #endif
 
 /* ---- control plane ------------------------------------------------------- */

@@ -196,3 +196,23 @@ double eb_dev_dense_time(struct eb_dev *d, uint32_t iters, uint32_t reps)
 	}
 	return best;
 }
+
+int eb_dev_ra(struct eb_dev *d, uint32_t card, const struct fs_ra_params *p)
+{
+#ifdef EB_HAVE_CUDA
+	if (d->kind == EB_DEV_CUDA)
+		return eb_cuda_ra(d->cuda, card, p);
+#endif
+	(void)d, (void)card, (void)p;
+	return -1;
+}
+
+int eb_dev_ra_sync(struct eb_dev *d)
+{
+#ifdef EB_HAVE_CUDA
+	if (d->kind == EB_DEV_CUDA)
+		return eb_cuda_ra_sync(d->cuda) ? 0 : -1;
+#endif
+	(void)d;
+	return 0;
+}

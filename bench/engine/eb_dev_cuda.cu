@@ -21,6 +21,7 @@
 extern "C" {
 #include "eb.h"
 }
+#include <foresight/router_ahead.h>
 
 #define EB_CUDA_JOBS 1024u
 #define EB_THREADS 256u
@@ -38,6 +39,7 @@ struct eb_keys {
 struct eb_ccard {
 	int dev;
 	cudaStream_t s;
+	cudaStream_t ra; /* the router-ahead kernel's own stream, beside the layer's */
 	uint32_t *h_pin, *d_h;
 	eb_djob *j_pin, *d_j;
 	uint32_t *y_pin, *d_y;
@@ -47,6 +49,7 @@ struct eb_ccard {
 
 struct eb_cuda {
 	uint32_t cards;
+	int ra_last; /* card of the last router-ahead launch, -1: none */
 	struct eb_ccard c[16];
 };
 
@@ -128,11 +131,13 @@ extern "C" int eb_cuda_open(struct eb_cuda **out, uint32_t cards, char *err, siz
 	if (!g)
 		return -1;
 	g->cards = cards;
+	g->ra_last = -1;
 	for (uint32_t i = 0; i < cards; i++) {
 		struct eb_ccard *c = &g->c[i];
 		c->dev = (int)i;
 		if (!ok(cudaSetDevice(c->dev), "cudaSetDevice") ||
 		    !ok(cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking), "cudaStreamCreate") ||
+		    !ok(cudaStreamCreateWithFlags(&c->ra, cudaStreamNonBlocking), "cudaStreamCreate") ||
 		    !ok(cudaMallocHost((void **)&c->h_pin, EB_MAX_T * EB_D * 4), "cudaMallocHost") ||
 		    !ok(cudaMalloc((void **)&c->d_h, EB_MAX_T * EB_D * 4), "cudaMalloc") ||
 		    !ok(cudaMallocHost((void **)&c->j_pin, EB_CUDA_JOBS * sizeof(eb_djob)),
@@ -156,6 +161,10 @@ extern "C" void eb_cuda_close(struct eb_cuda *g)
 		cudaSetDevice(c->dev);
 		if (c->s)
 			cudaStreamSynchronize(c->s);
+		if (c->ra) {
+			cudaStreamSynchronize(c->ra);
+			cudaStreamDestroy(c->ra);
+		}
 		cudaFreeHost(c->h_pin);
 		cudaFreeHost(c->j_pin);
 		cudaFreeHost(c->y_pin);
@@ -245,4 +254,33 @@ extern "C" int eb_cuda_experts_wait(struct eb_cuda *g, uint32_t card)
 	for (uint32_t i = 0; i < c->n; i++)
 		memcpy(c->jobs[i].y, &c->y_pin[i * EB_MAX_T], sizeof(c->jobs[i].y));
 	return 0;
+}
+
+/* The router-ahead kernel on card's own side stream: it reads only its
+ * inputs, so it runs beside the layer's expert kernel.  A client's device
+ * ring takes one producer at a time (foresight.h), so a launch on another
+ * card first waits for the previous one. */
+extern "C" int eb_cuda_ra(struct eb_cuda *g, uint32_t card, const struct fs_ra_params *p)
+{
+	if (g->ra_last >= 0 && (uint32_t)g->ra_last != card && !eb_cuda_ra_sync(g))
+		return -1;
+	struct eb_ccard *c = &g->c[card];
+	cudaSetDevice(c->dev);
+	int rc = fs_ra_launch(p, c->ra);
+	if (rc != 0) {
+		fprintf(stderr, "fs-engine-bench: fs_ra_launch on card %u: %d\n", card, rc);
+		return -1;
+	}
+	g->ra_last = (int)card;
+	return 0;
+}
+
+/* Every router-ahead launch done (before its inputs change). */
+extern "C" int eb_cuda_ra_sync(struct eb_cuda *g)
+{
+	if (g->ra_last < 0)
+		return 1;
+	struct eb_ccard *c = &g->c[g->ra_last];
+	cudaSetDevice(c->dev);
+	return ok(cudaStreamSynchronize(c->ra), "router-ahead");
 }

@@ -44,6 +44,10 @@ struct drv {
 	const char *dargs[EB_MAX_DARGS];
 	int ndargs;
 	int pred_charged; /* --pred-cost charged */
+	int dp;           /* --placement dp */
+	int peer_off;     /* --peer off: foresightd --peer off, engines read their own card only */
+	int predictor_kernel;
+	uint32_t ra_dim, ra_top;
 	enum eb_device device;
 	uint32_t cards, engines, layers, experts, topk, dense_iters, cpu_threads, pred_max, late_wait_us,
 		warm;
@@ -62,7 +66,8 @@ struct drv {
 struct row {
 	int ran, ok;
 	double tps, hit, mplw, late_seen, late_cpu, late_daemon, bus_gbps, secs, predictions, too_late;
-	double landed_late, dropped, layer_windows;
+	double landed_late, dropped, layer_windows, peer;
+	char recall[96]; /* --predictor kernel: engine 0's measured recall */
 	uint64_t uses, windows;
 };
 
@@ -106,6 +111,16 @@ static void usage(FILE *f)
 		"                       run (free, default: a router-ahead kernel runs on the GPU,\n"
 		"                       off the engine thread) or on the engine thread, per layer\n"
 		"  --late-wait-us N     wait this long for a copy in flight, then CPU (default 0)\n"
+		"  --predictor oracle|kernel   oracle (default): the trace-oracle at the discussion's\n"
+		"                       recall table; kernel: the router-ahead kernel (kernels/) on\n"
+		"                       synthetic routers and hidden rows that carry the trace's routing\n"
+		"                       (bench/engine/eb_ra.c), posting through the device ring\n"
+		"  --ra-dim D --ra-top M   kernel: hidden size (default 2048), top-M per token (24)\n"
+		"  --placement split|dp layers split over the cards (default), or data parallel: engine i\n"
+		"                       runs every layer on card i %% cards (the baseline's own pool there)\n"
+		"  --peer on|off        on (default): one tier across cards that read each other, engines\n"
+		"                       read experts in place on the other card; off: foresightd --peer off,\n"
+		"                       each card its own tier\n"
 		"  --modes a,b,...      a subset (baseline and zero are needed for the headroom share)\n"
 		"  --csv FILE           append one row per mode\n"
 		"  --label TEXT         first CSV column\n"
@@ -146,6 +161,11 @@ static int parse(struct drv *d, int argc, char **argv)
 					   {"timeout", required_argument, NULL, 19},
 					   {"fault", required_argument, NULL, 20},
 					   {"pred-cost", required_argument, NULL, 21},
+					   {"placement", required_argument, NULL, 22},
+					   {"peer", required_argument, NULL, 23},
+					   {"predictor", required_argument, NULL, 24},
+					   {"ra-dim", required_argument, NULL, 25},
+					   {"ra-top", required_argument, NULL, 26},
 					   {"help", no_argument, NULL, 'h'},
 					   {NULL, 0, NULL, 0}};
 	eb_route_defaults(&d->ro);
@@ -272,6 +292,33 @@ static int parse(struct drv *d, int argc, char **argv)
 				return -1;
 			}
 			d->pred_charged = strcmp(optarg, "charged") == 0;
+			break;
+		case 22:
+			if (strcmp(optarg, "split") && strcmp(optarg, "dp")) {
+				fprintf(stderr, "fs-engine-bench: --placement split|dp\n");
+				return -1;
+			}
+			d->dp = strcmp(optarg, "dp") == 0;
+			break;
+		case 23:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				fprintf(stderr, "fs-engine-bench: --peer on|off\n");
+				return -1;
+			}
+			d->peer_off = strcmp(optarg, "off") == 0;
+			break;
+		case 24:
+			if (strcmp(optarg, "oracle") && strcmp(optarg, "kernel")) {
+				fprintf(stderr, "fs-engine-bench: --predictor oracle|kernel\n");
+				return -1;
+			}
+			d->predictor_kernel = strcmp(optarg, "kernel") == 0;
+			break;
+		case 25:
+			d->ra_dim = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 26:
+			d->ra_top = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
 		case 'h':
 			usage(stdout);
@@ -412,6 +459,10 @@ static pid_t daemon_start(struct drv *d, int policy, char *err, size_t errlen)
 		av[n++] = "--recency-slots";
 		av[n++] = "0";
 	}
+	if (d->peer_off) {
+		av[n++] = "--peer";
+		av[n++] = "off";
+	}
 	for (int i = 0; i < d->ndargs; i++)
 		av[n++] = d->dargs[i];
 	av[n] = NULL;
@@ -519,6 +570,24 @@ static int run_mode(struct drv *d, int mode, struct row *row, char *err, size_t 
 		ARGF("%u", d->pred_max);
 		if (d->pred_charged)
 			ARG("--pred-charged");
+		if (d->dp) {
+			ARG("--placement");
+			ARG("dp");
+		}
+		if (!d->peer_off)
+			ARG("--peer");
+		if (d->predictor_kernel) {
+			ARG("--predictor");
+			ARG("kernel");
+		}
+		if (d->ra_dim) {
+			ARG("--ra-dim");
+			ARGF("%u", d->ra_dim);
+		}
+		if (d->ra_top) {
+			ARG("--ra-top");
+			ARGF("%u", d->ra_top);
+		}
 		ARG("--late-wait-us");
 		ARGF("%u", d->late_wait_us);
 		ARG("--checksums");
@@ -572,6 +641,15 @@ static int run_mode(struct drv *d, int mode, struct row *row, char *err, size_t 
 				row->uses += (uint64_t)kv(line, "uses");
 				row->windows += (uint64_t)kv(line, "windows");
 				row->hit += kv(line, "hits");
+				row->peer += kv(line, "peer_hits");
+				const char *r10 = strstr(line, " ra_recall10=");
+				if (r10 && !row->recall[0] && kv(line, "ra_launches") > 0) {
+					const char *r48 = strstr(line, " ra_recall48=");
+					snprintf(row->recall, sizeof(row->recall), "%.*s (within 48: %.*s)",
+						 (int)strcspn(r10 + 13, " \n"), r10 + 13,
+						 r48 ? (int)strcspn(r48 + 13, " \n") : 0,
+						 r48 ? r48 + 13 : "");
+				}
 				row->mplw += kv(line, "misses");
 				row->late_seen += kv(line, "late_seen");
 				row->late_cpu += kv(line, "late_cpu");
@@ -595,6 +673,7 @@ static int run_mode(struct drv *d, int mode, struct row *row, char *err, size_t 
 		return rc;
 	row->mplw = row->layer_windows > 0 ? row->mplw / row->layer_windows : 0;
 	row->hit = row->uses ? row->hit / (double)row->uses : 0;
+	row->peer = row->uses ? row->peer / (double)row->uses : 0;
 	row->late_daemon = eb_mode_daemon(mode) ? s1.late - s0.late : 0;
 	row->landed_late = eb_mode_daemon(mode) ? s1.landed_late - s0.landed_late : 0;
 	row->too_late = eb_mode_daemon(mode) ? s1.too_late - s0.too_late : 0;
@@ -656,11 +735,22 @@ static uint64_t check_sums(struct drv *d, int mode, uint64_t *ref, uint8_t *have
 static void table(struct drv *d, const struct row *rows, FILE *csv)
 {
 	const struct row *b = &rows[EB_BASELINE], *z = &rows[EB_ZERO];
+	char recall[96] = "";
 	int have_room = b->ok && z->ok && z->tps > b->tps;
 	printf("\n%u card(s), %u engine(s), %llu slots/card (%.0f %% of %u x %u experts), expert %.2f MiB, "
 	       "bus %.3g GB/s per card, CPU path %.3g GB/s\n",
 	       d->cards, d->engines, (unsigned long long)d->slots_card, d->budget * 100, d->layers,
 	       d->experts, (double)d->expert_bytes / 1048576.0, d->bus_gbps, d->cpu_gbps);
+	printf("predictor: %s\n",
+	       d->predictor_kernel ?
+		       "router-ahead kernel (kernels/router_ahead.cu; CPU reference on the host device)" :
+	       d->pred_charged ? "trace oracle, ranked on the engine thread" :
+				 "trace oracle, ranked before the run");
+	printf("placement: %s; %s\n",
+	       d->dp ? "data parallel (engine i runs every layer on card i % cards)" :
+		       "layers split over the cards",
+	       d->peer_off ? "peer off: each card its own tier" :
+			     "peer on: one tier, experts read in place across cards");
 	printf("| mode | tokens/s | hit rate | misses/layer-window | late: engine saw (-> CPU) | late: daemon "
 	       "counted | bus GB/s | share of zero-miss headroom |\n");
 	printf("|---|---|---|---|---|---|---|---|\n");
@@ -676,18 +766,27 @@ static void table(struct drv *d, const struct row *rows, FILE *csv)
 		if (have_room)
 			snprintf(share, sizeof(share), "%.1f %%",
 				 100.0 * (r->tps - b->tps) / (z->tps - b->tps));
-		printf("| %s | %.1f | %.2f %% | %.3f | %.0f (%.0f) | %.0f | %.2f | %s |\n", eb_mode_name(m),
-		       r->tps, 100.0 * r->hit, r->mplw, r->late_seen, r->late_cpu, r->late_daemon,
-		       r->bus_gbps, share);
+		char hit[48];
+		int n = snprintf(hit, sizeof(hit), "%.2f %%", 100.0 * r->hit);
+		if (r->peer > 0)
+			snprintf(hit + n, sizeof(hit) - (size_t)n, " (%.2f %% peer)", 100.0 * r->peer);
+		printf("| %s | %.1f | %s | %.3f | %.0f (%.0f) | %.0f | %.2f | %s |\n", eb_mode_name(m),
+		       r->tps, hit, r->mplw, r->late_seen, r->late_cpu, r->late_daemon, r->bus_gbps, share);
+		if (r->recall[0])
+			snprintf(recall, sizeof(recall), "%s", r->recall);
 		if (csv)
 			fprintf(csv,
-				"%s,%s,%s,%u,%u,%.4f,%llu,%llu,%.6g,%.6g,%.3f,%.6f,%.5f,%.0f,%.0f,%.0f,%.4f,%s,%.0f,%.0f,%.0f\n",
+				"%s,%s,%s,%u,%u,%.4f,%llu,%llu,%.6g,%.6g,%.3f,%.6f,%.5f,%.0f,%.0f,%.0f,%.4f,%s,%.0f,%.0f,%.0f,%.6f\n",
 				d->label, eb_mode_name(m), d->device == EB_DEV_CUDA ? "cuda" : "host",
 				d->cards, d->engines, d->budget, (unsigned long long)d->slots_card,
 				(unsigned long long)d->expert_bytes, d->bus_gbps, d->cpu_gbps, r->tps, r->hit,
 				r->mplw, r->late_seen, r->late_cpu, r->late_daemon, r->bus_gbps,
-				have_room ? share : "", r->predictions, r->too_late, r->landed_late);
+				have_room ? share : "", r->predictions, r->too_late, r->landed_late, r->peer);
 	}
+	if (recall[0])
+		printf("router-ahead kernel, measured per-token recall within 10 candidates, 1/2/3 layers "
+		       "ahead: %s\n",
+		       recall);
 	fflush(stdout);
 }
 
@@ -867,7 +966,7 @@ int eb_driver_main(int argc, char **argv, const char *self)
 				"label,mode,device,cards,engines,budget,slots_per_card,expert_bytes,bus_gbps,"
 				"cpu_gbps,tokens_per_s,hit_rate,misses_per_layer_window,late_engine,"
 				"late_engine_cpu,late_daemon,bus_gbps_used,headroom_share,predictions,too_late,"
-				"landed_late\n");
+				"landed_late,peer_share\n");
 	}
 	table(&d, rows, csv);
 	if (csv)

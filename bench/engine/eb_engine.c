@@ -4,7 +4,9 @@
  * engine ...; the driver starts it).
  *
  * Per decode window of T tokens, per MoE layer (layer l runs on card
- * l * cards / layers, the residency core's default home):
+ * l * cards / layers, the residency core's default home: a layer split;
+ * or, with --placement dp, every layer on card engine % cards: data
+ * parallel, one engine per card):
  *   1. the dense part on the layer's card (a kernel of calibrated length);
  *   2. mode predict/both: router-ahead predictions for layers l+1..l+3
  *      (the trace-oracle predictor of tools/replay at the discussion's
@@ -38,6 +40,8 @@
 
 #include <foresight/foresight.h>
 
+#include <foresight/router_ahead.h>
+
 #include "eb.h"
 #include "fs_regions.h"
 #include "replay_predict.h"
@@ -52,7 +56,10 @@ struct eng_opts {
 	uint32_t warm, dense_iters, cpu_threads, pred_max, late_wait_us, max_windows;
 	double cpu_gbps;
 	int load_profile, sync, predictor_kernel, pred_charged;
-	int64_t fault_window; /* tests: corrupt this window's checksum (-1: none) */
+	uint32_t ra_dim, ra_top; /* --predictor kernel: hidden size, top-M per token */
+	int dp;                  /* --placement dp: every layer on card engine % cards */
+	int peer;                /* --peer: read experts other cards hold (fs_lookup_from) */
+	int64_t fault_window;    /* tests: corrupt this window's checksum (-1: none) */
 	uint64_t pred_seed;
 };
 
@@ -65,6 +72,19 @@ struct eng {
 	struct eb_cpu *cpu;
 	struct replay_predictor pred;
 	int have_pred;
+	/* --predictor kernel: the router-ahead kernel's inputs (eb_ra.c) on
+	 * every card this engine runs a layer on, and the residency bitmap
+	 * it skips by ([layer][E / 32], filled per window from the epoch). */
+	struct eb_ra *ra;
+	void *ra_desc;     /* the device ring (CUDA) */
+	uint32_t ra_words; /* bitmap words per layer */
+	uint32_t *ra_bits; /* host copy */
+	uint8_t *ra_routers[FS_MAX_CARDS], *ra_hidden[FS_MAX_CARDS];
+	uint32_t *ra_dbits[FS_MAX_CARDS];
+	void *ra_scratch[FS_MAX_CARDS];
+	uint32_t ra_out_ex[FS_RA_MAX_HORIZONS * FS_RA_MAX_OUT], ra_out_n[FS_RA_MAX_HORIZONS];
+	float ra_out_sc[FS_RA_MAX_HORIZONS * FS_RA_MAX_OUT];
+	uint64_t ra_launches;
 	/* The predictor's candidates, best first, for every (window, layer,
 	 * horizon), computed before the run: a router-ahead kernel runs on the
 	 * GPU beside the layer, so its cost is not the engine thread's
@@ -84,7 +104,8 @@ struct eng {
 	float *psc;
 	uint32_t *porder;
 	/* counts over the measured windows */
-	uint64_t uses_n, hits, misses, late_seen, late_waited, late_cpu, predictions, cpu_bytes, dev_bytes;
+	uint64_t uses_n, hits, peer_hits, misses, late_seen, late_waited, late_cpu, predictions, cpu_bytes,
+		dev_bytes;
 	uint64_t windows, tokens, layer_windows;
 	uint64_t cpu_ns, dense_ns, wait_ns;
 	FILE *ck;
@@ -93,7 +114,20 @@ struct eng {
 
 static uint32_t card_of(const struct eng *e, uint32_t layer)
 {
+	if (e->o.dp)
+		return e->o.engine % e->o.cards;
 	return (uint32_t)((uint64_t)layer * e->o.cards / e->m.layers);
+}
+
+/* Engines whose layers use `card` (they share its VRAM). */
+static uint32_t engines_on(const struct eng *e, uint32_t card)
+{
+	if (!e->o.dp)
+		return e->o.engines;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < e->o.engines; i++)
+		n += i % e->o.cards == card;
+	return n;
 }
 
 /* ---- the own pool: a static profile, or every expert ------------------ */
@@ -131,14 +165,15 @@ static int own_pool(struct eng *e, char *err, size_t errlen)
 	e->own_sb = (e->m.max_expert_bytes + 4095) / 4096 * 4096;
 	qsort(rk, n, sizeof(*rk), by_count_desc);
 	for (uint32_t card = 0; card < e->o.cards; card++) {
-		uint64_t cap;
-		if (e->o.mode == EB_ZERO) {
-			cap = 0;
-			for (uint32_t l = 0; l < L; l++)
-				cap += card_of(e, l) == card ? E : 0;
-		} else {
-			cap = e->o.budget / e->o.cards / e->o.engines;
-		}
+		uint64_t cap = 0, here = 0;
+		for (uint32_t l = 0; l < L; l++)
+			here += card_of(e, l) == card;
+		if (here == 0)
+			cap = 0; /* this engine runs nothing on that card */
+		else if (e->o.mode == EB_ZERO)
+			cap = here * E;
+		else
+			cap = e->o.budget / e->o.cards / engines_on(e, card);
 		e->own_slots[card] = (uint32_t)cap;
 		if (cap == 0)
 			continue;
@@ -192,6 +227,16 @@ static int in_flight(const struct eng *e, const struct fs_view *v, uint32_t card
 	return __atomic_load_n(&ready[*slot], __ATOMIC_ACQUIRE) != *gen;
 }
 
+/* Does the held epoch (or a copy landed since) put (layer, x) where an
+ * engine on `card` reads it: on the card, or, with --peer, on a card it
+ * reads? */
+static int held(const struct eng *e, const struct fs_view *v, uint32_t card, uint32_t layer, uint32_t x)
+{
+	if (fs_lookup_live(e->c, v, card, layer, x, NULL))
+		return 1;
+	return e->o.peer && fs_lookup_from(e->c, v, card, layer, x, NULL) == FS_PLACE_PEER;
+}
+
 /* Where expert (layer, x) is, for the device: its pointer, or NULL (CPU). */
 static const void *resident(struct eng *e, const struct fs_view *v, uint32_t w, uint32_t layer, uint32_t x,
 			    uint32_t card, int measured)
@@ -202,6 +247,16 @@ static const void *resident(struct eng *e, const struct fs_view *v, uint32_t w, 
 	}
 	struct fs_slot s;
 	int hit = fs_lookup_live(e->c, v, card, layer, x, &s);
+	if (!hit && e->o.peer) {
+		/* held by a card this one reads: read it there, in place */
+		struct fs_place pl;
+		if (fs_lookup_from(e->c, v, card, layer, x, &pl) == FS_PLACE_PEER) {
+			if (measured)
+				e->peer_hits++;
+			fs_post_usage(e->c, w, layer, x, card, 1);
+			return e->o.device == EB_DEV_CUDA ? pl.device : pl.host;
+		}
+	}
 	uint32_t slot, gen;
 	if (!hit && in_flight(e, v, card, layer, x, &slot, &gen)) {
 		if (measured)
@@ -300,7 +355,7 @@ static void predict(struct eng *e, const struct fs_view *v, uint32_t w, uint32_t
 		}
 		uint32_t card = card_of(e, target), posted = 0;
 		for (uint32_t i = 0; i < n && posted < e->o.pred_max; i++) {
-			if (fs_lookup_live(e->c, v, card, target, ex[i], NULL))
+			if (held(e, v, card, target, ex[i]))
 				continue;
 			if (fs_post_predict(e->c, w, target, ex[i], card, sc[i], h, FS_SOURCE_ROUTER_AHEAD) ==
 			    0)
@@ -308,6 +363,137 @@ static void predict(struct eng *e, const struct fs_view *v, uint32_t w, uint32_t
 		}
 		e->predictions += posted;
 	}
+}
+
+/* ---- the router-ahead kernel (--predictor kernel) ------------------------ */
+
+static int uses_card(const struct eng *e, uint32_t card)
+{
+	for (uint32_t l = 0; l < e->m.layers; l++)
+		if (card_of(e, l) == card)
+			return 1;
+	return 0;
+}
+
+static int ra_setup(struct eng *e, char *err, size_t errlen)
+{
+	uint32_t L = e->m.layers, E = e->m.experts;
+	if (eb_ra_create(&e->ra, &e->r, e->o.ra_dim, e->o.pred_seed, err, errlen) != 0)
+		return -1;
+	e->ra_words = (E + 31) / 32;
+	e->ra_bits = calloc((size_t)L * e->ra_words, sizeof(*e->ra_bits));
+	if (!e->ra_bits) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (e->o.device != EB_DEV_CUDA)
+		return 0; /* the CPU reference ranks, the ring takes the posts */
+	int rc = fs_dev_ring_enable(e->c, &e->ra_desc);
+	if (rc < 0) {
+		snprintf(err, errlen, "fs_dev_ring_enable: %s", fs_strerror(rc));
+		return -1;
+	}
+	uint64_t rb, hb;
+	const uint16_t *routers = eb_ra_routers(e->ra, &rb), *hidden = eb_ra_hidden_all(e->ra, &hb);
+	struct fs_ra_params sp = {.tokens = EB_MAX_T, .experts = E, .horizons = 3};
+	uint64_t scb = fs_ra_scratch_bytes(&sp);
+	void *zeros = calloc(1, scb);
+	uint64_t bb = (uint64_t)L * e->ra_words * sizeof(uint32_t);
+	for (uint32_t card = 0; card < e->o.cards && zeros; card++) {
+		if (!uses_card(e, card))
+			continue;
+		e->ra_routers[card] = eb_dev_alloc(e->dev, card, rb);
+		e->ra_hidden[card] = eb_dev_alloc(e->dev, card, hb);
+		e->ra_dbits[card] = eb_dev_alloc(e->dev, card, bb);
+		e->ra_scratch[card] = eb_dev_alloc(e->dev, card, scb);
+		if (!e->ra_routers[card] || !e->ra_hidden[card] || !e->ra_dbits[card] ||
+		    !e->ra_scratch[card] || eb_dev_put(e->dev, card, e->ra_routers[card], routers, rb) != 0 ||
+		    eb_dev_put(e->dev, card, e->ra_hidden[card], hidden, hb) != 0 ||
+		    eb_dev_put(e->dev, card, e->ra_scratch[card], zeros, scb) != 0) {
+			free(zeros);
+			snprintf(err, errlen,
+				 "router-ahead inputs on card %u: device allocation or copy failed", card);
+			return -1;
+		}
+	}
+	free(zeros);
+	return 0;
+}
+
+/* The window's residency bitmap, where the kernel skips what is held
+ * (the oracle path asks the same held() per candidate instead). */
+static int ra_window(struct eng *e, const struct fs_view *v)
+{
+	uint32_t L = e->m.layers, E = e->m.experts;
+	memset(e->ra_bits, 0, (size_t)L * e->ra_words * sizeof(*e->ra_bits));
+	for (uint32_t l = 1; l < L; l++) {
+		uint32_t card = card_of(e, l);
+		for (uint32_t x = 0; x < E; x++)
+			if (held(e, v, card, l, x))
+				e->ra_bits[l * e->ra_words + x / 32] |= 1u << (x % 32);
+	}
+	if (e->o.device != EB_DEV_CUDA)
+		return 0;
+	if (eb_dev_ra_sync(e->dev) != 0) /* the last window's launches read the old bitmap */
+		return -1;
+	for (uint32_t card = 0; card < e->o.cards; card++)
+		if (e->ra_dbits[card] && eb_dev_put(e->dev, card, e->ra_dbits[card], e->ra_bits,
+						    (uint64_t)L * e->ra_words * sizeof(uint32_t)) != 0)
+			return -1;
+	return 0;
+}
+
+/* After layer l: rank layers l+1..l+3's experts from layer l's hidden rows
+ * and post the best pred_max not held per horizon.  CUDA: one launch on
+ * the card's side stream, the kernel posts into the device ring itself.
+ * Host: the CPU reference, posted through the ring from here. */
+static int ra_predict(struct eng *e, uint32_t w, uint32_t dw, uint32_t l)
+{
+	uint32_t L = e->m.layers, E = e->m.experts, dim = e->o.ra_dim;
+	uint32_t hz = L - 1 - l < 3 ? L - 1 - l : 3;
+	if (hz == 0)
+		return 0;
+	int cuda = e->o.device == EB_DEV_CUDA;
+	uint32_t card = card_of(e, l);
+	uint64_t bytes;
+	const uint16_t *hidden = eb_ra_hidden_all(e->ra, &bytes), *routers = eb_ra_routers(e->ra, &bytes);
+	uint64_t row = eb_ra_row(e->ra, dw, l);
+	struct fs_ra_params p = {
+		.hidden_type = FS_RA_BF16,
+		.tokens = e->r.ntok[dw],
+		.dim = dim,
+		.router_type = FS_RA_BF16,
+		.experts = E,
+		.horizons = hz,
+		.top_m = e->o.ra_top < E ? e->o.ra_top : E,
+		.max_out = e->o.pred_max,
+		.layer = l,
+		.card = e->o.dp ? card : 0xffffu,
+		.window = w,
+	};
+	const uint8_t *hb = cuda ? e->ra_hidden[card] : (const uint8_t *)hidden;
+	const uint8_t *rb = cuda ? e->ra_routers[card] : (const uint8_t *)routers;
+	const uint32_t *bits = cuda ? e->ra_dbits[card] : e->ra_bits;
+	p.hidden = hb + row * dim * 2;
+	for (uint32_t k = 0; k < hz; k++) {
+		p.router[k] = rb + (uint64_t)(l + 1 + k) * E * dim * 2;
+		p.resident[k] = bits + (size_t)(l + 1 + k) * e->ra_words;
+	}
+	e->ra_launches++;
+	if (cuda) {
+		p.desc = e->ra_desc;
+		p.scratch = e->ra_scratch[card];
+		return eb_dev_ra(e->dev, card, &p);
+	}
+	p.out_expert = e->ra_out_ex, p.out_score = e->ra_out_sc, p.out_count = e->ra_out_n;
+	if (fs_ra_reference(&p) != 0)
+		return -1;
+	for (uint32_t k = 0; k < hz; k++)
+		for (uint32_t i = 0; i < e->ra_out_n[k]; i++)
+			if (fs_post_predict(e->c, w, l + 1 + k, e->ra_out_ex[k * p.max_out + i], p.card,
+					    e->ra_out_sc[k * p.max_out + i], k + 1, FS_SOURCE_KERNEL) == 0)
+				e->predictions++;
+	return 0;
 }
 
 /* ---- one window ------------------------------------------------------------ */
@@ -327,6 +513,8 @@ static int window(struct eng *e, uint32_t k, uint32_t dw, int measured)
 			fprintf(stderr, "fs-engine-bench: acquire failed\n");
 			return -1;
 		}
+		if (e->ra && eb_mode_predicts(e->o.mode) && ra_window(e, &v) != 0)
+			return -1;
 	}
 	for (uint32_t l = 0; l < L; l++) {
 		uint32_t card = card_of(e, l);
@@ -338,6 +526,8 @@ static int window(struct eng *e, uint32_t k, uint32_t dw, int measured)
 			keys[t] = eb_key(&h[t * EB_D], l);
 		if (daemon && eb_mode_predicts(e->o.mode) && e->have_pred)
 			predict(e, &v, w, dw, l);
+		if (daemon && eb_mode_predicts(e->o.mode) && e->ra && ra_predict(e, w, dw, l) != 0)
+			return -1;
 		uint32_t nu = eb_route_uses(&e->r, dw, l, e->uses), ng = 0, nc = 0;
 		for (uint32_t i = 0; i < nu; i++) {
 			uint32_t x = e->uses[i].expert;
@@ -423,16 +613,20 @@ static int wait_settled(const char *socket)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: fs-engine-bench engine --socket PATH --mode MODE [options]\n"
-		   "  (normally started by `fs-engine-bench run`; see bench/engine/README.md)\n"
-		   "  --mode baseline|recency|predict|both|zero   --device host|cuda   --cards N\n"
-		   "  --engine I --engines N   --budget SLOTS (own-pool baseline: all cards and engines)\n"
-		   "  --trace FILE | --skew S --locality P --gen-seed N   --tpw T   --profile-windows N\n"
-		   "  --windows N --warm N   --dense-iters N   --cpu-threads N --cpu-gbps G\n"
-		   "  --pred-max N --pred-seed N --predictor oracle|kernel   --late-wait-us N\n"
-		   "  --pred-charged       compute the oracle's candidates per layer on this thread\n"
-		   "  --load-profile   --sync (print READY, wait for a line on stdin)   --checksums FILE\n"
-		   "  --fault-window W (tests: corrupt window W's checksum)\n");
+	fprintf(f,
+		"usage: fs-engine-bench engine --socket PATH --mode MODE [options]\n"
+		"  (normally started by `fs-engine-bench run`; see bench/engine/README.md)\n"
+		"  --mode baseline|recency|predict|both|zero   --device host|cuda   --cards N\n"
+		"  --engine I --engines N   --budget SLOTS (own-pool baseline: all cards and engines)\n"
+		"  --trace FILE | --skew S --locality P --gen-seed N   --tpw T   --profile-windows N\n"
+		"  --windows N --warm N   --dense-iters N   --cpu-threads N --cpu-gbps G\n"
+		"  --pred-max N --pred-seed N --predictor oracle|kernel   --late-wait-us N\n"
+		"  --ra-dim D --ra-top M   kernel predictor: hidden size (2048), top-M per token (24)\n"
+		"  --pred-charged       compute the oracle's candidates per layer on this thread\n"
+		"  --placement split|dp layers split over the cards (default), or all on card engine %% cards\n"
+		"  --peer               read experts held by other cards in place (fs_peer_open)\n"
+		"  --load-profile   --sync (print READY, wait for a line on stdin)   --checksums FILE\n"
+		"  --fault-window W (tests: corrupt window W's checksum)\n");
 }
 
 static int parse(struct eng_opts *o, int argc, char **argv)
@@ -458,6 +652,10 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 					   {"checksums", required_argument, NULL, 17},
 					   {"fault-window", required_argument, NULL, 18},
 					   {"pred-charged", no_argument, NULL, 19},
+					   {"placement", required_argument, NULL, 20},
+					   {"peer", no_argument, NULL, 21},
+					   {"ra-dim", required_argument, NULL, 22},
+					   {"ra-top", required_argument, NULL, 23},
 					   {"help", no_argument, NULL, 'h'},
 					   {NULL, 0, NULL, 0}};
 	memset(o, 0, sizeof(*o));
@@ -470,6 +668,8 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 	o->cpu_threads = 4;
 	o->pred_max = 8;
 	o->pred_seed = 1;
+	o->ra_dim = 2048;
+	o->ra_top = 24;
 	o->fault_window = -1;
 	int ch;
 	optind = 1;
@@ -545,6 +745,22 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 		case 19:
 			o->pred_charged = 1;
 			break;
+		case 20:
+			if (strcmp(optarg, "split") && strcmp(optarg, "dp")) {
+				fprintf(stderr, "fs-engine-bench: --placement split|dp\n");
+				return -1;
+			}
+			o->dp = strcmp(optarg, "dp") == 0;
+			break;
+		case 21:
+			o->peer = 1;
+			break;
+		case 22:
+			o->ra_dim = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 23:
+			o->ra_top = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -554,7 +770,8 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 		}
 	}
 	if (!o->socket || o->mode < 0 || o->cards < 1 || o->cards > FS_MAX_CARDS || o->engines < 1 ||
-	    o->engine >= o->engines) {
+	    o->engine >= o->engines || o->ra_dim < 1 || o->ra_top < 1 || o->ra_top > FS_RA_MAX_TOP ||
+	    o->pred_max < 1 || o->pred_max > FS_RA_MAX_OUT) {
 		usage(stderr);
 		return -1;
 	}
@@ -584,6 +801,17 @@ static int setup(struct eng *e, char *err, size_t errlen)
 				 ci.is_cuda ? "cuda" : "host", o->device == EB_DEV_CUDA ? "cuda" : "host");
 			return -1;
 		}
+		for (uint32_t card = 0; o->peer && card < o->cards; card++) {
+			int reach = fs_peer_open(e->c, card);
+			if (reach < 0) {
+				snprintf(err, errlen, "fs_peer_open(card %u): %s", card, fs_strerror(reach));
+				return -1;
+			}
+			if (o->cards > 1 && (uint32_t)reach == 1u << card)
+				fprintf(stderr,
+					"fs-engine-bench engine: --peer, but card %u reads no other card\n",
+					card);
+		}
 	}
 	uint32_t K = e->m.experts_used ? e->m.experts_used : 8;
 	if (eb_route_build(&e->r, &o->ro, e->m.layers, e->m.experts, K, err, errlen) != 0)
@@ -608,17 +836,10 @@ static int setup(struct eng *e, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (eb_mode_predicts(o->mode)) {
-		if (o->predictor_kernel) {
-			/* The hook for kernels/router_ahead.cu: the kernel applies layer
-			 * l+h's router to layer l's hidden state and posts into the ring
-			 * itself.  Not wired here yet. */
-			snprintf(
-				err, errlen,
-				"--predictor kernel: the router-ahead kernel (kernels/router_ahead.cu) is not "
-				"wired into fs-engine-bench yet; use --predictor oracle");
+	if (eb_mode_predicts(o->mode) && o->predictor_kernel) {
+		if (ra_setup(e, err, errlen) != 0)
 			return -1;
-		}
+	} else if (eb_mode_predicts(o->mode)) {
 		struct replay_model rm;
 		replay_model_defaults(&rm);
 		rm.seed = o->pred_seed;
@@ -658,6 +879,8 @@ static void teardown(struct eng *e)
 		fclose(e->ck);
 	if (e->have_pred)
 		replay_predictor_free(&e->pred);
+	eb_ra_free(e->ra);
+	free(e->ra_bits);
 	eb_cpu_destroy(e->cpu);
 	eb_dev_close(e->dev);
 	if (e->c)
@@ -714,16 +937,25 @@ int eb_engine_main(int argc, char **argv)
 		teardown(&e);
 		return 1;
 	}
+	double rec[3][3] = {{0}}, rc10[3], rc48[3];
+	if (e.ra)
+		eb_ra_recall(e.ra, rec);
+	for (int h = 0; h < 3; h++)
+		rc10[h] = rec[h][0], rc48[h] = rec[h][2];
 	printf("RESULT mode=%s engine=%u windows=%llu tokens=%llu secs=%.6f uses=%llu hits=%llu misses=%llu "
-	       "layer_windows=%llu late_seen=%llu late_waited=%llu late_cpu=%llu predictions=%llu "
-	       "cpu_bytes=%llu dev_bytes=%llu dense_s=%.4f cpu_s=%.4f wait_s=%.4f dropped=%llu\n",
+	       "peer_hits=%llu layer_windows=%llu late_seen=%llu late_waited=%llu late_cpu=%llu predictions=%llu "
+	       "cpu_bytes=%llu dev_bytes=%llu dense_s=%.4f cpu_s=%.4f wait_s=%.4f dropped=%llu ra_launches=%llu "
+	       "ra_recall10=%.3f,%.3f,%.3f ra_recall48=%.3f,%.3f,%.3f dev_dropped=%llu\n",
 	       eb_mode_name(e.o.mode), e.o.engine, (unsigned long long)e.windows,
 	       (unsigned long long)e.tokens, secs, (unsigned long long)e.uses_n, (unsigned long long)e.hits,
-	       (unsigned long long)e.misses, (unsigned long long)e.layer_windows,
-	       (unsigned long long)e.late_seen, (unsigned long long)e.late_waited,
-	       (unsigned long long)e.late_cpu, (unsigned long long)e.predictions,
-	       (unsigned long long)e.cpu_bytes, (unsigned long long)e.dev_bytes, (double)e.dense_ns / 1e9,
-	       (double)e.cpu_ns / 1e9, (double)e.wait_ns / 1e9, (unsigned long long)fs_client_dropped(e.c));
+	       (unsigned long long)e.misses, (unsigned long long)e.peer_hits,
+	       (unsigned long long)e.layer_windows, (unsigned long long)e.late_seen,
+	       (unsigned long long)e.late_waited, (unsigned long long)e.late_cpu,
+	       (unsigned long long)e.predictions, (unsigned long long)e.cpu_bytes,
+	       (unsigned long long)e.dev_bytes, (double)e.dense_ns / 1e9, (double)e.cpu_ns / 1e9,
+	       (double)e.wait_ns / 1e9, (unsigned long long)fs_client_dropped(e.c),
+	       (unsigned long long)e.ra_launches, rc10[0], rc10[1], rc10[2], rc48[0], rc48[1], rc48[2],
+	       (unsigned long long)fs_dev_ring_dropped(e.c));
 	fflush(stdout);
 	teardown(&e);
 	return 0;

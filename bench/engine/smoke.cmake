@@ -43,3 +43,34 @@ endif()
 if(NOT out3 MATCHES "compared over 5 modes x 2 engine\\(s\\): all equal")
   message(FATAL_ERROR "two engines, two cards: checksums not compared across modes and engines")
 endif()
+
+# 4. data parallel on two stand-in cards (one engine per card, every layer)
+#    with the peer path: some uses are served from the other card's slots,
+#    and the checksums still agree.
+execute_process(COMMAND ${BENCH} run ${SHAPE} --cards 2 --engines 2 --placement dp --modes baseline,recency,zero
+  RESULT_VARIABLE rc4 OUTPUT_VARIABLE out4 ERROR_VARIABLE err4)
+message("${out4}")
+if(NOT rc4 EQUAL 0)
+  message(FATAL_ERROR "data parallel, peer path: exited ${rc4}:\n${err4}")
+endif()
+if(NOT out4 MATCHES "\\| recency \\| [0-9.]+ \\| [0-9.]+ % \\([0-9.]+ % peer\\)")
+  message(FATAL_ERROR "data parallel, peer path: no use was served from the other card")
+endif()
+if(NOT out4 MATCHES "compared over 3 modes x 2 engine\\(s\\): all equal")
+  message(FATAL_ERROR "data parallel, peer path: checksums not compared")
+endif()
+
+# 5. the router-ahead predictor (the kernel's CPU reference on the host
+#    device): it posts, its recall is measured and printed, checksums agree.
+execute_process(COMMAND ${BENCH} run ${SHAPE} --predictor kernel --ra-dim 64 --modes baseline,predict,zero
+  RESULT_VARIABLE rc5 OUTPUT_VARIABLE out5 ERROR_VARIABLE err5)
+message("${out5}")
+if(NOT rc5 EQUAL 0)
+  message(FATAL_ERROR "router-ahead predictor: exited ${rc5}:\n${err5}")
+endif()
+if(NOT out5 MATCHES "mode=predict [^\n]* ra_launches=[1-9]")
+  message(FATAL_ERROR "router-ahead predictor: no launch counted")
+endif()
+if(NOT out5 MATCHES "measured per-token recall within 10 candidates, 1/2/3 layers ahead: 0\\.[0-9]+")
+  message(FATAL_ERROR "router-ahead predictor: no measured recall printed")
+endif()
