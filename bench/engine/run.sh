@@ -19,8 +19,16 @@
 # Exits non-zero when a config fails (a mode or engine whose window
 # checksums differ from the others fails its config).
 #
-# Matrix (label: cards, engines, slot budget as a share of all experts):
-#   1c1e-26 1c1e-52 1c2e-26 2c1e-26 2c2e-26 1c2e-52 2c1e-52 2c2e-52
+# Matrix (label: cards, engines, slot budget as a share of all experts,
+# then the config's own fs-engine-bench arguments):
+#   1c1e-26 1c1e-52 1c2e-26 2c1e-26 2c2e-26 1c2e-52 2c1e-52 2c2e-52: layers
+#     split over the cards, the trace-oracle predictor;
+#   1c1e-26-ra 1c1e-52-ra 2c1e-26-ra: the router-ahead kernel as the
+#     predictor (--predictor kernel);
+#   2c2e-26-dp: data parallel, one engine per card, one tier read across
+#     the cards (issue #12: compare with 1c2e-26, one card with the same
+#     slots); 2c2e-26-dp-own: the same with --peer off (each card its own
+#     tier).
 # Bus budget: PCIe Gen4 x8 per card, scaled with the experts (--scale 4:
 # 0.45 MiB experts over 3.375 GB/s = one 1.8 MiB expert over 13.5 GB/s).
 # Extra arguments for every config: EB_ARGS (e.g. EB_ARGS="--windows 800");
@@ -60,8 +68,13 @@ declare -a CKS=()
 # shellcheck disable=SC2206 # EB_ARGS is a word list on purpose
 EXTRA=(${EB_ARGS:-})
 for spec in "1c1e-26 1 1 0.26" "1c1e-52 1 1 0.52" "1c2e-26 1 2 0.26" "2c1e-26 2 1 0.26" \
-	"2c2e-26 2 2 0.26" "1c2e-52 1 2 0.52" "2c1e-52 2 1 0.52" "2c2e-52 2 2 0.52"; do
-	read -r label cards engines budget <<<"$spec"
+	"2c2e-26 2 2 0.26" "1c2e-52 1 2 0.52" "2c1e-52 2 1 0.52" "2c2e-52 2 2 0.52" \
+	"1c1e-26-ra 1 1 0.26 --predictor kernel" "1c1e-52-ra 1 1 0.52 --predictor kernel" \
+	"2c1e-26-ra 2 1 0.26 --predictor kernel" "2c2e-26-dp 2 2 0.26 --placement dp" \
+	"2c2e-26-dp-own 2 2 0.26 --placement dp --peer off"; do
+	read -r label cards engines budget own <<<"$spec"
+	# shellcheck disable=SC2206 # a config's own arguments are a word list
+	OWN=(${own:-})
 	if [ -n "${EB_CONFIGS:-}" ] && ! [[ " $EB_CONFIGS " == *" $label "* ]]; then
 		continue
 	fi
@@ -79,11 +92,11 @@ for spec in "1c1e-26 1 1 0.26" "1c1e-52 1 1 0.52" "1c2e-26 1 2 0.26" "2c1e-26 2 
 	rc=0
 	"$B" run --daemon "$D" --device cuda --cards "$cards" --engines "$engines" --budget "$budget" \
 		--cpu-threads "$THREADS" --csv "$CSV" --label "$label" --workdir "$OUTDIR/work-$label" \
-		--timeout 240 "${EXTRA[@]}" >"$out" 2>&1 || rc=$?
+		--timeout 240 "${OWN[@]}" "${EXTRA[@]}" >"$out" 2>&1 || rc=$?
 	cat "$out"
 	{
 		echo "### $label (exit $rc)"
-		grep -E '^(\||[0-9] card|dense part|shape|checksums|run checksum)' "$out" || true
+		grep -E '^(\||[0-9] card|dense part|shape|predictor|placement|router-ahead|checksums|run checksum)' "$out" || true
 		echo
 	} >>"$MD"
 	[ "$rc" = 0 ] || fail=1
