@@ -48,6 +48,8 @@ struct drv {
 	int peer_off;     /* --peer off: foresightd --peer off, engines read their own card only */
 	int predictor_kernel;
 	uint32_t ra_dim, ra_top;
+	const char *recall[3]; /* --pred-recall, passed on */
+	int nrecall;
 	enum eb_device device;
 	uint32_t cards, engines, layers, experts, topk, dense_iters, cpu_threads, pred_max, late_wait_us,
 		warm;
@@ -116,6 +118,8 @@ static void usage(FILE *f)
 		"                       synthetic routers and hidden rows that carry the trace's routing\n"
 		"                       (bench/engine/eb_ra.c), posting through the device ring\n"
 		"  --ra-dim D --ra-top M   kernel: hidden size (default 2048), top-M per token (24)\n"
+		"  --pred-recall H:A,B,C   oracle: recall %% within ranks 10/24/48 (scaled to top-k),\n"
+		"                       H layers ahead (default 1:61,82,90 2:52,72,83 3:46,66,78)\n"
 		"  --placement split|dp layers split over the cards (default), or data parallel: engine i\n"
 		"                       runs every layer on card i %% cards (the baseline's own pool there)\n"
 		"  --peer on|off        on (default): one tier across cards that read each other, engines\n"
@@ -166,6 +170,7 @@ static int parse(struct drv *d, int argc, char **argv)
 					   {"predictor", required_argument, NULL, 24},
 					   {"ra-dim", required_argument, NULL, 25},
 					   {"ra-top", required_argument, NULL, 26},
+					   {"pred-recall", required_argument, NULL, 27},
 					   {"help", no_argument, NULL, 'h'},
 					   {NULL, 0, NULL, 0}};
 	eb_route_defaults(&d->ro);
@@ -319,6 +324,11 @@ static int parse(struct drv *d, int argc, char **argv)
 			break;
 		case 26:
 			d->ra_top = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 27:
+			if (d->nrecall == 3)
+				return -1;
+			d->recall[d->nrecall++] = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -588,6 +598,10 @@ static int run_mode(struct drv *d, int mode, struct row *row, char *err, size_t 
 			ARG("--ra-top");
 			ARGF("%u", d->ra_top);
 		}
+		for (int r = 0; r < d->nrecall; r++) {
+			ARG("--pred-recall");
+			ARG(d->recall[r]);
+		}
 		ARG("--late-wait-us");
 		ARGF("%u", d->late_wait_us);
 		ARG("--checksums");
@@ -746,6 +760,8 @@ static void table(struct drv *d, const struct row *rows, FILE *csv)
 		       "router-ahead kernel (kernels/router_ahead.cu; CPU reference on the host device)" :
 	       d->pred_charged ? "trace oracle, ranked on the engine thread" :
 				 "trace oracle, ranked before the run");
+	for (int r = 0; r < d->nrecall; r++)
+		printf("oracle recall (%% within ranks 10/24/48, H ahead): %s\n", d->recall[r]);
 	printf("placement: %s; %s\n",
 	       d->dp ? "data parallel (engine i runs every layer on card i % cards)" :
 		       "layers split over the cards",

@@ -61,6 +61,7 @@ struct eng_opts {
 	int peer;                /* --peer: read experts other cards hold (fs_lookup_from) */
 	int64_t fault_window;    /* tests: corrupt this window's checksum (-1: none) */
 	uint64_t pred_seed;
+	struct replay_recall recall; /* the oracle's recall table (--pred-recall) */
 };
 
 struct eng {
@@ -76,9 +77,10 @@ struct eng {
 	 * every card this engine runs a layer on, and the residency bitmap
 	 * it skips by ([layer][E / 32], filled per window from the epoch). */
 	struct eb_ra *ra;
-	void *ra_desc;     /* the device ring (CUDA) */
-	uint32_t ra_words; /* bitmap words per layer */
-	uint32_t *ra_bits; /* host copy */
+	void *ra_desc;                /* the device ring (CUDA) */
+	uint32_t ra_words;            /* bitmap words per layer */
+	uint32_t reach[FS_MAX_CARDS]; /* cards an engine on card i reads (bit j) */
+	uint32_t *ra_bits;            /* host copy */
 	uint8_t *ra_routers[FS_MAX_CARDS], *ra_hidden[FS_MAX_CARDS];
 	uint32_t *ra_dbits[FS_MAX_CARDS];
 	void *ra_scratch[FS_MAX_CARDS];
@@ -420,17 +422,25 @@ static int ra_setup(struct eng *e, char *err, size_t errlen)
 	return 0;
 }
 
-/* The window's residency bitmap, where the kernel skips what is held
- * (the oracle path asks the same held() per candidate instead). */
+/* The window's residency bitmap, where the kernel skips what the held
+ * epoch maps (landed or on its way) to a card the layer's card reads.  Read
+ * from the epoch's table by the layout of proto/fs_regions.h, as
+ * in_flight() does: L x E loads per card read, no call per expert (the
+ * oracle path asks held() per candidate instead). */
 static int ra_window(struct eng *e, const struct fs_view *v)
 {
 	uint32_t L = e->m.layers, E = e->m.experts;
 	memset(e->ra_bits, 0, (size_t)L * e->ra_words * sizeof(*e->ra_bits));
-	for (uint32_t l = 1; l < L; l++) {
-		uint32_t card = card_of(e, l);
-		for (uint32_t x = 0; x < E; x++)
-			if (held(e, v, card, l, x))
-				e->ra_bits[l * e->ra_words + x / 32] |= 1u << (x % 32);
+	for (uint32_t l = 1; l < L && v->tab_ && v->epoch; l++) {
+		uint32_t mask = e->reach[card_of(e, l)];
+		for (uint32_t c = 0; c < e->o.cards; c++) {
+			if (!(mask >> c & 1u))
+				continue;
+			const uint64_t *row = &v->tab_[((uint64_t)c * L + l) * E];
+			for (uint32_t x = 0; x < E; x++)
+				if (__atomic_load_n(&row[x], __ATOMIC_RELAXED) != FS_ENTRY_NONE)
+					e->ra_bits[l * e->ra_words + x / 32] |= 1u << (x % 32);
+		}
 	}
 	if (e->o.device != EB_DEV_CUDA)
 		return 0;
@@ -656,6 +666,7 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 					   {"peer", no_argument, NULL, 21},
 					   {"ra-dim", required_argument, NULL, 22},
 					   {"ra-top", required_argument, NULL, 23},
+					   {"pred-recall", required_argument, NULL, 24},
 					   {"help", no_argument, NULL, 'h'},
 					   {NULL, 0, NULL, 0}};
 	memset(o, 0, sizeof(*o));
@@ -668,6 +679,7 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 	o->cpu_threads = 4;
 	o->pred_max = 8;
 	o->pred_seed = 1;
+	replay_recall_default(&o->recall);
 	o->ra_dim = 2048;
 	o->ra_top = 24;
 	o->fault_window = -1;
@@ -761,6 +773,12 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 		case 23:
 			o->ra_top = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
+		case 24:
+			if (replay_recall_parse(optarg, &o->recall) != 0) {
+				fprintf(stderr, "fs-engine-bench: --pred-recall H:A,B,C (1 <= H <= 3)\n");
+				return -1;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -801,12 +819,15 @@ static int setup(struct eng *e, char *err, size_t errlen)
 				 ci.is_cuda ? "cuda" : "host", o->device == EB_DEV_CUDA ? "cuda" : "host");
 			return -1;
 		}
+		for (uint32_t card = 0; card < o->cards; card++)
+			e->reach[card] = 1u << card;
 		for (uint32_t card = 0; o->peer && card < o->cards; card++) {
 			int reach = fs_peer_open(e->c, card);
 			if (reach < 0) {
 				snprintf(err, errlen, "fs_peer_open(card %u): %s", card, fs_strerror(reach));
 				return -1;
 			}
+			e->reach[card] = (uint32_t)reach & ((1u << o->cards) - 1u);
 			if (o->cards > 1 && (uint32_t)reach == 1u << card)
 				fprintf(stderr,
 					"fs-engine-bench engine: --peer, but card %u reads no other card\n",
@@ -843,6 +864,7 @@ static int setup(struct eng *e, char *err, size_t errlen)
 		struct replay_model rm;
 		replay_model_defaults(&rm);
 		rm.seed = o->pred_seed;
+		rm.recall = o->recall;
 		if (replay_predictor_init(&e->pred, &e->r.t, &rm) != 0) {
 			snprintf(err, errlen, "predictor: out of memory");
 			return -1;

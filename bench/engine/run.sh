@@ -28,7 +28,10 @@
 #   2c2e-26-dp: data parallel, one engine per card, one tier read across
 #     the cards (issue #12: compare with 1c2e-26, one card with the same
 #     slots); 2c2e-26-dp-own: the same with --peer off (each card its own
-#     tier).
+#     tier);
+#   1c1e-26-perfect: the oracle never wrong (every routed expert in its
+#     top 10, one to three layers ahead): what the daemon's mechanism
+#     captures when prediction is not the limit.
 # Bus budget: PCIe Gen4 x8 per card, scaled with the experts (--scale 4:
 # 0.45 MiB experts over 3.375 GB/s = one 1.8 MiB expert over 13.5 GB/s).
 # Extra arguments for every config: EB_ARGS (e.g. EB_ARGS="--windows 800");
@@ -71,7 +74,8 @@ for spec in "1c1e-26 1 1 0.26" "1c1e-52 1 1 0.52" "1c2e-26 1 2 0.26" "2c1e-26 2 
 	"2c2e-26 2 2 0.26" "1c2e-52 1 2 0.52" "2c1e-52 2 1 0.52" "2c2e-52 2 2 0.52" \
 	"1c1e-26-ra 1 1 0.26 --predictor kernel" "1c1e-52-ra 1 1 0.52 --predictor kernel" \
 	"2c1e-26-ra 2 1 0.26 --predictor kernel" "2c2e-26-dp 2 2 0.26 --placement dp" \
-	"2c2e-26-dp-own 2 2 0.26 --placement dp --peer off"; do
+	"2c2e-26-dp-own 2 2 0.26 --placement dp --peer off" \
+	"1c1e-26-perfect 1 1 0.26 --pred-recall 1:100,100,100 --pred-recall 2:100,100,100 --pred-recall 3:100,100,100"; do
 	read -r label cards engines budget own <<<"$spec"
 	# shellcheck disable=SC2206 # a config's own arguments are a word list
 	OWN=(${own:-})
@@ -96,7 +100,7 @@ for spec in "1c1e-26 1 1 0.26" "1c1e-52 1 1 0.52" "1c2e-26 1 2 0.26" "2c1e-26 2 
 	cat "$out"
 	{
 		echo "### $label (exit $rc)"
-		grep -E '^(\||[0-9] card|dense part|shape|predictor|placement|router-ahead|checksums|run checksum)' "$out" || true
+		grep -E '^(\||[0-9] card|dense part|shape|predictor|oracle recall|placement|router-ahead|checksums|run checksum)' "$out" || true
 		echo
 	} >>"$MD"
 	[ "$rc" = 0 ] || fail=1

@@ -42,6 +42,9 @@ struct replay_recall {
 	double at[3][3]; /* [horizon - 1][rank band] in 0..1, non-decreasing per row */
 };
 void replay_recall_default(struct replay_recall *rc);
+/* One horizon's row from "H:A,B,C" (percent within ranks 10/24/48, scaled
+ * to top-k; A <= B <= C <= 100).  0, or -1 on a malformed spec. */
+int replay_recall_parse(const char *s, struct replay_recall *rc);
 
 enum replay_decoys { DECOYS_POPULAR = 0, DECOYS_UNIFORM };
 

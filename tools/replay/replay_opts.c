@@ -112,7 +112,7 @@ static int size_or_auto(const char *s, uint32_t *out)
 	return u32(s, 0, 1u << 24, out);
 }
 
-static int recall(const char *s, struct replay_recall *rc)
+int replay_recall_parse(const char *s, struct replay_recall *rc)
 {
 	unsigned h;
 	double a, b, c;
@@ -311,7 +311,7 @@ static int one(struct replay_opts *o, int ch, const char *a)
 		m->pred_min_score = (float)d;
 		return 0;
 	case O_RECALL:
-		return recall(a, &m->recall);
+		return replay_recall_parse(a, &m->recall);
 	case O_DECOYS:
 		if (strcmp(a, "popular") == 0)
 			m->decoys = DECOYS_POPULAR;
