@@ -162,6 +162,8 @@ struct eb_stats {
 int eb_ctl_stats(const char *socket, struct eb_stats *out, char *err, size_t errlen);
 int eb_ctl_profile_load(const char *socket, uint32_t L, uint32_t E, const uint32_t *counts, char *err,
 			size_t errlen);
+/* Take a card down (the control verb `card`, as `fsctl card down N`). */
+int eb_ctl_card_down(const char *socket, uint32_t card, char *err, size_t errlen);
 
 /* ---- subcommands ---------------------------------------------------------- */
 int eb_engine_main(int argc, char **argv);

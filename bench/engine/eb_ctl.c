@@ -67,3 +67,14 @@ int eb_ctl_profile_load(const char *socket, uint32_t L, uint32_t E, const uint32
 	cJSON_Delete(rep);
 	return rc;
 }
+
+int eb_ctl_card_down(const char *socket, uint32_t card, char *err, size_t errlen)
+{
+	cJSON *req = fs_ctl_request("card"), *rep = NULL;
+	cJSON_AddNumberToObject(req, "card", card);
+	cJSON_AddStringToObject(req, "state", "down");
+	int rc = call(socket, req, &rep, err, errlen);
+	cJSON_Delete(req);
+	cJSON_Delete(rep);
+	return rc;
+}

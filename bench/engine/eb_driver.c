@@ -49,6 +49,7 @@ struct drv {
 	int predictor_kernel;
 	uint32_t ra_dim, ra_top;
 	const char *recall[3]; /* --pred-recall, passed on */
+	const char *card_down; /* --card-down C@W, passed to engine 0 of the daemon's modes */
 	int nrecall;
 	enum eb_device device;
 	uint32_t cards, engines, layers, experts, topk, dense_iters, cpu_threads, pred_max, late_wait_us,
@@ -68,7 +69,7 @@ struct drv {
 struct row {
 	int ran, ok;
 	double tps, hit, mplw, late_seen, late_cpu, late_daemon, bus_gbps, secs, predictions, too_late;
-	double landed_late, dropped, layer_windows, peer;
+	double landed_late, dropped, layer_windows, peer, down_reads, down_seen;
 	char recall[96]; /* --predictor kernel: engine 0's measured recall */
 	uint64_t uses, windows;
 };
@@ -118,6 +119,9 @@ static void usage(FILE *f)
 		"                       synthetic routers and hidden rows that carry the trace's routing\n"
 		"                       (bench/engine/eb_ra.c), posting through the device ring\n"
 		"  --ra-dim D --ra-top M   kernel: hidden size (default 2048), top-M per token (24)\n"
+		"  --card-down C@W      engine 0 of each daemon mode takes card C down before its window W\n"
+		"                       (the control verb `card`: a lost card); fails the run if an\n"
+		"                       expert is read from it afterwards or an engine never sees it down\n"
 		"  --pred-recall H:A,B,C   oracle: recall %% within ranks 10/24/48 (scaled to top-k),\n"
 		"                       H layers ahead (default 1:61,82,90 2:52,72,83 3:46,66,78)\n"
 		"  --placement split|dp layers split over the cards (default), or data parallel: engine i\n"
@@ -171,6 +175,7 @@ static int parse(struct drv *d, int argc, char **argv)
 					   {"ra-dim", required_argument, NULL, 25},
 					   {"ra-top", required_argument, NULL, 26},
 					   {"pred-recall", required_argument, NULL, 27},
+					   {"card-down", required_argument, NULL, 28},
 					   {"help", no_argument, NULL, 'h'},
 					   {NULL, 0, NULL, 0}};
 	eb_route_defaults(&d->ro);
@@ -329,6 +334,9 @@ static int parse(struct drv *d, int argc, char **argv)
 			if (d->nrecall == 3)
 				return -1;
 			d->recall[d->nrecall++] = optarg;
+			break;
+		case 28:
+			d->card_down = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -602,6 +610,10 @@ static int run_mode(struct drv *d, int mode, struct row *row, char *err, size_t 
 			ARG("--pred-recall");
 			ARG(d->recall[r]);
 		}
+		if (d->card_down && i == 0 && eb_mode_daemon(mode)) {
+			ARG("--card-down");
+			ARG(d->card_down);
+		}
 		ARG("--late-wait-us");
 		ARGF("%u", d->late_wait_us);
 		ARG("--checksums");
@@ -656,6 +668,8 @@ static int run_mode(struct drv *d, int mode, struct row *row, char *err, size_t 
 				row->windows += (uint64_t)kv(line, "windows");
 				row->hit += kv(line, "hits");
 				row->peer += kv(line, "peer_hits");
+				row->down_reads += kv(line, "down_reads");
+				row->down_seen += kv(line, "down_seen") > 0;
 				const char *r10 = strstr(line, " ra_recall10=");
 				if (r10 && !row->recall[0] && kv(line, "ra_launches") > 0) {
 					const char *r48 = strstr(line, " ra_recall48=");
@@ -688,6 +702,13 @@ static int run_mode(struct drv *d, int mode, struct row *row, char *err, size_t 
 	row->mplw = row->layer_windows > 0 ? row->mplw / row->layer_windows : 0;
 	row->hit = row->uses ? row->hit / (double)row->uses : 0;
 	row->peer = row->uses ? row->peer / (double)row->uses : 0;
+	if (d->card_down && eb_mode_daemon(mode) && (row->down_reads > 0 || row->down_seen < ne)) {
+		snprintf(err, errlen,
+			 "mode %s: --card-down %s: %.0f expert reads from the card after it was seen down, "
+			 "%.0f of %u engines saw it down",
+			 eb_mode_name(mode), d->card_down, row->down_reads, row->down_seen, ne);
+		return -1;
+	}
 	row->late_daemon = eb_mode_daemon(mode) ? s1.late - s0.late : 0;
 	row->landed_late = eb_mode_daemon(mode) ? s1.landed_late - s0.landed_late : 0;
 	row->too_late = eb_mode_daemon(mode) ? s1.too_late - s0.too_late : 0;
@@ -762,6 +783,14 @@ static void table(struct drv *d, const struct row *rows, FILE *csv)
 				 "trace oracle, ranked before the run");
 	for (int r = 0; r < d->nrecall; r++)
 		printf("oracle recall (%% within ranks 10/24/48, H ahead): %s\n", d->recall[r]);
+	if (d->card_down) {
+		double reads = 0;
+		for (int m = 0; m < EB_NMODES; m++)
+			reads += rows[m].ran && eb_mode_daemon(m) ? rows[m].down_reads : 0;
+		printf("card down: engine 0 of each daemon mode took card@window %s down mid-run; expert "
+		       "reads from it once an engine had seen it down: %.0f (must be 0)\n",
+		       d->card_down, reads);
+	}
 	printf("placement: %s; %s\n",
 	       d->dp ? "data parallel (engine i runs every layer on card i % cards)" :
 		       "layers split over the cards",

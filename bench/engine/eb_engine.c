@@ -62,6 +62,8 @@ struct eng_opts {
 	int64_t fault_window;    /* tests: corrupt this window's checksum (-1: none) */
 	uint64_t pred_seed;
 	struct replay_recall recall; /* the oracle's recall table (--pred-recall) */
+	int64_t down_window;         /* --card-down C@W: take card C down before window W */
+	uint32_t down_card;
 };
 
 struct eng {
@@ -87,6 +89,10 @@ struct eng {
 	uint32_t ra_out_ex[FS_RA_MAX_HORIZONS * FS_RA_MAX_OUT], ra_out_n[FS_RA_MAX_HORIZONS];
 	float ra_out_sc[FS_RA_MAX_HORIZONS * FS_RA_MAX_OUT];
 	uint64_t ra_launches;
+	/* cards seen down (fs_card_info.down) at a window's start, and experts
+	 * read from such a card afterwards: must stay 0 */
+	uint32_t down_seen;
+	uint64_t down_reads;
 	/* The predictor's candidates, best first, for every (window, layer,
 	 * horizon), computed before the run: a router-ahead kernel runs on the
 	 * GPU beside the layer, so its cost is not the engine thread's
@@ -255,6 +261,7 @@ static const void *resident(struct eng *e, const struct fs_view *v, uint32_t w, 
 		if (fs_lookup_from(e->c, v, card, layer, x, &pl) == FS_PLACE_PEER) {
 			if (measured)
 				e->peer_hits++;
+			e->down_reads += e->down_seen >> pl.card & 1u;
 			fs_post_usage(e->c, w, layer, x, card, 1);
 			return e->o.device == EB_DEV_CUDA ? pl.device : pl.host;
 		}
@@ -276,6 +283,7 @@ static const void *resident(struct eng *e, const struct fs_view *v, uint32_t w, 
 	fs_post_usage(e->c, w, layer, x, card, hit);
 	if (!hit)
 		return NULL;
+	e->down_reads += e->down_seen >> card & 1u;
 	return e->o.device == EB_DEV_CUDA ? s.device : s.host;
 }
 
@@ -508,6 +516,30 @@ static int ra_predict(struct eng *e, uint32_t w, uint32_t dw, uint32_t l)
 
 /* ---- one window ------------------------------------------------------------ */
 
+/* --card-down: engine 0 takes the card down before its window W (the
+ * verb an admin's `fsctl card down` sends; on hardware that must not be
+ * reset it stands in for a lost card).  Every engine notes, before it
+ * acquires a window's epoch, which cards are down: from then on no expert
+ * may be read there (resident() counts any that is). */
+static int card_watch(struct eng *e, uint32_t k)
+{
+	if (e->o.engine == 0 && e->o.down_window == (int64_t)k) {
+		char err[256];
+		if (eb_ctl_card_down(e->o.socket, e->o.down_card, err, sizeof(err)) != 0) {
+			fprintf(stderr, "fs-engine-bench engine: card down %u: %s\n", e->o.down_card, err);
+			return -1;
+		}
+		fprintf(stderr, "fs-engine-bench engine: card %u taken down before window %u\n",
+			e->o.down_card, k);
+	}
+	for (uint32_t c = 0; c < e->o.cards; c++) {
+		struct fs_card_info ci;
+		if (fs_client_card(e->c, c, &ci) == 0 && ci.down)
+			e->down_seen |= 1u << c;
+	}
+	return 0;
+}
+
 static int window(struct eng *e, uint32_t k, uint32_t dw, int measured)
 {
 	uint32_t w = k + 1, ntok = e->r.ntok[dw], L = e->m.layers;
@@ -517,6 +549,8 @@ static int window(struct eng *e, uint32_t k, uint32_t dw, int measured)
 			h[t * EB_D + j] = eb_embed(e->r.first[dw] + t, j);
 	struct fs_view v = {0};
 	int daemon = eb_mode_daemon(e->o.mode);
+	if (daemon && card_watch(e, k) != 0)
+		return -1;
 	if (daemon) {
 		fs_window_begin(e->c, w, ntok);
 		if (fs_acquire(e->c, &v) != 0) {
@@ -667,6 +701,7 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 					   {"ra-dim", required_argument, NULL, 22},
 					   {"ra-top", required_argument, NULL, 23},
 					   {"pred-recall", required_argument, NULL, 24},
+					   {"card-down", required_argument, NULL, 25},
 					   {"help", no_argument, NULL, 'h'},
 					   {NULL, 0, NULL, 0}};
 	memset(o, 0, sizeof(*o));
@@ -683,6 +718,7 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 	o->ra_dim = 2048;
 	o->ra_top = 24;
 	o->fault_window = -1;
+	o->down_window = -1;
 	int ch;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -779,6 +815,16 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 				return -1;
 			}
 			break;
+		case 25: {
+			unsigned c, w;
+			char tail;
+			if (sscanf(optarg, "%u@%u%c", &c, &w, &tail) != 2 || c >= FS_MAX_CARDS) {
+				fprintf(stderr, "fs-engine-bench: --card-down CARD@WINDOW\n");
+				return -1;
+			}
+			o->down_card = c, o->down_window = w;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -967,7 +1013,8 @@ int eb_engine_main(int argc, char **argv)
 	printf("RESULT mode=%s engine=%u windows=%llu tokens=%llu secs=%.6f uses=%llu hits=%llu misses=%llu "
 	       "peer_hits=%llu layer_windows=%llu late_seen=%llu late_waited=%llu late_cpu=%llu predictions=%llu "
 	       "cpu_bytes=%llu dev_bytes=%llu dense_s=%.4f cpu_s=%.4f wait_s=%.4f dropped=%llu ra_launches=%llu "
-	       "ra_recall10=%.3f,%.3f,%.3f ra_recall48=%.3f,%.3f,%.3f dev_dropped=%llu\n",
+	       "ra_recall10=%.3f,%.3f,%.3f ra_recall48=%.3f,%.3f,%.3f dev_dropped=%llu down_seen=%u "
+	       "down_reads=%llu\n",
 	       eb_mode_name(e.o.mode), e.o.engine, (unsigned long long)e.windows,
 	       (unsigned long long)e.tokens, secs, (unsigned long long)e.uses_n, (unsigned long long)e.hits,
 	       (unsigned long long)e.misses, (unsigned long long)e.peer_hits,
@@ -977,7 +1024,7 @@ int eb_engine_main(int argc, char **argv)
 	       (unsigned long long)e.dev_bytes, (double)e.dense_ns / 1e9, (double)e.cpu_ns / 1e9,
 	       (double)e.wait_ns / 1e9, (unsigned long long)fs_client_dropped(e.c),
 	       (unsigned long long)e.ra_launches, rc10[0], rc10[1], rc10[2], rc48[0], rc48[1], rc48[2],
-	       (unsigned long long)fs_dev_ring_dropped(e.c));
+	       (unsigned long long)fs_dev_ring_dropped(e.c), e.down_seen, (unsigned long long)e.down_reads);
 	fflush(stdout);
 	teardown(&e);
 	return 0;

@@ -31,7 +31,11 @@
 #     tier);
 #   1c1e-26-perfect: the oracle never wrong (every routed expert in its
 #     top 10, one to three layers ahead): what the daemon's mechanism
-#     captures when prediction is not the limit.
+#     captures when prediction is not the limit;
+#   2c2e-26-dp-down 2c1e-26-down: card 1 taken down (the control verb
+#     `card`, standing in for a lost card) before engine 0's window 150:
+#     the checksums must still agree with the baseline's and no expert may
+#     be read from card 1 once an engine has seen it down.
 # Bus budget: PCIe Gen4 x8 per card, scaled with the experts (--scale 4:
 # 0.45 MiB experts over 3.375 GB/s = one 1.8 MiB expert over 13.5 GB/s).
 # Extra arguments for every config: EB_ARGS (e.g. EB_ARGS="--windows 800");
@@ -75,7 +79,9 @@ for spec in "1c1e-26 1 1 0.26" "1c1e-52 1 1 0.52" "1c2e-26 1 2 0.26" "2c1e-26 2 
 	"1c1e-26-ra 1 1 0.26 --predictor kernel" "1c1e-52-ra 1 1 0.52 --predictor kernel" \
 	"2c1e-26-ra 2 1 0.26 --predictor kernel" "2c2e-26-dp 2 2 0.26 --placement dp" \
 	"2c2e-26-dp-own 2 2 0.26 --placement dp --peer off" \
-	"1c1e-26-perfect 1 1 0.26 --pred-recall 1:100,100,100 --pred-recall 2:100,100,100 --pred-recall 3:100,100,100"; do
+	"1c1e-26-perfect 1 1 0.26 --pred-recall 1:100,100,100 --pred-recall 2:100,100,100 --pred-recall 3:100,100,100" \
+	"2c2e-26-dp-down 2 2 0.26 --placement dp --card-down 1@150 --modes baseline,both" \
+	"2c1e-26-down 2 1 0.26 --card-down 1@150 --modes baseline,both"; do
 	read -r label cards engines budget own <<<"$spec"
 	# shellcheck disable=SC2206 # a config's own arguments are a word list
 	OWN=(${own:-})
