@@ -266,6 +266,11 @@ int fs_client_model(const fs_client *c, struct fs_model_info *out)
 	return 0;
 }
 
+/* `down` went where the struct had tail padding: old callers' structs
+ * have room for it. */
+_Static_assert(sizeof(struct fs_card_info) == 64 && offsetof(struct fs_card_info, down) == 60,
+	       "fs_card_info keeps its size and layout");
+
 int fs_client_card(const fs_client *c, uint32_t card, struct fs_card_info *out)
 {
 	const struct fs_att *a = fs_load_acquire(&c->att);
@@ -274,6 +279,7 @@ int fs_client_card(const fs_client *c, uint32_t card, struct fs_card_info *out)
 	if (card >= a->cards)
 		return -EINVAL;
 	*out = a->card_info[card];
+	out->down = fs_load_acquire(&a->dh->cards_down) >> card & 1u;
 	return 0;
 }
 

@@ -240,7 +240,11 @@ void fs_cuda_unregister(void *p)
  * pools of a daemon attached later are opened for those devices as well.
  * A pairing that fails (no peer access, a lost card, an IPC error) is
  * simply absent: the lookup then answers FS_PLACE_UNREACHABLE and the
- * engine computes from the arena, which is always correct.
+ * engine computes from the arena, which is always correct.  A card the
+ * daemon marks down (fs_daemon_hdr.cards_down) keeps its mappings here
+ * until its pool closes (a kernel may still read through one), but no
+ * lookup hands one out again: slot_from_entry (fs_epoch.c) refuses the
+ * card, and reach_of drops it.
  */
 #define FS_PEER_MAX 256u
 
@@ -336,10 +340,16 @@ static void peer_close_all(const struct pool_ref *p)
 	}
 }
 
+/* What `card` reads now: the published reach less the cards that are
+ * down (the daemon clears their bits too; this does not wait for it); 0
+ * for a card that is down. */
 static uint32_t reach_of(const struct fs_att *a, uint32_t card)
 {
 	uint32_t all = (uint32_t)((1ull << a->cards) - 1u);
-	return ((uint32_t)a->dh->peer_reach[card] & all) | (1u << card);
+	uint32_t down = fs_load_acquire(&a->dh->cards_down);
+	if (down >> card & 1u)
+		return 0;
+	return (((uint32_t)fs_load_relaxed(&a->dh->peer_reach[card]) & all) | (1u << card)) & ~down;
 }
 
 uint32_t fs_card_reach(const fs_client *c, uint32_t card)
@@ -358,6 +368,8 @@ int fs_peer_open(fs_client *c, uint32_t card)
 	if (card >= a->cards)
 		return -EINVAL;
 	uint32_t reach = reach_of(a, card), mask = 1u << card;
+	if (reach == 0)
+		return -ENODEV; /* the card is down: nothing opens from it */
 	if (!a->dev_base[card]) {
 		/* Host backend: every pool is mapped in this process already. */
 		for (uint32_t j = 0; j < a->cards; j++)
@@ -406,10 +418,12 @@ int fs_lookup_from(const fs_client *c, const struct fs_view *v, uint32_t from, u
 	const struct fs_att *a = v->att_;
 	if (!a || from >= a->cards)
 		return FS_PLACE_MISS;
+	uint32_t reach = reach_of(a, from);
+	if (reach == 0)
+		return FS_PLACE_MISS; /* `from` is down: nothing runs on it, the CPU path */
 	struct fs_slot s;
 	if (fs_lookup(c, v, from, layer, expert, &s))
 		return place(out, FS_PLACE_LOCAL, &s, s.host, s.device);
-	uint32_t reach = reach_of(a, from);
 	int unreachable = 0;
 	for (uint32_t j = 0; j < a->cards; j++) {
 		if (j == from || !fs_lookup(c, v, j, layer, expert, &s))

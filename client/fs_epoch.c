@@ -86,6 +86,12 @@ static int slot_from_entry(const struct fs_att *a, uint32_t card, uint32_t layer
 {
 	if (e == FS_ENTRY_NONE)
 		return 0;
+	/* A card that is down (lost, reset, drained): never handed out again,
+	 * even through a view from before the epoch that dropped it.  The
+	 * table is what guarantees it for newer views; this bit closes the
+	 * window for older ones.  One load of a line `current` shares. */
+	if (fs_unlikely(fs_load_relaxed(&a->dh->cards_down) >> card & 1u))
+		return 0;
 	uint32_t slot = FS_ENTRY_SLOT(e), gen = FS_ENTRY_GEN(e);
 	if (slot >= a->slots[card] || gen == FS_GEN_NONE)
 		return 0;

@@ -15,8 +15,8 @@ static int code_errno(const char *code)
 	static const struct {
 		const char *name;
 		int e;
-	} map[] = {{"EACCES", EACCES}, {"EPROTO", EPROTO}, {"EINVAL", EINVAL},
-		   {"ENOENT", ENOENT}, {"EBUSY", EBUSY},   {"ENOSYS", ENOSYS}};
+	} map[] = {{"EACCES", EACCES}, {"EPROTO", EPROTO}, {"EINVAL", EINVAL},     {"ENOENT", ENOENT},
+		   {"EBUSY", EBUSY},   {"ENOSYS", ENOSYS}, {"EALREADY", EALREADY}, {"EMSGSIZE", EMSGSIZE}};
 	for (size_t i = 0; code && i < sizeof(map) / sizeof(map[0]); i++)
 		if (strcmp(code, map[i].name) == 0)
 			return map[i].e;

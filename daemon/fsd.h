@@ -78,6 +78,8 @@ struct fsd_config {
 	/* Prometheus endpoint (fsd_metrics.c) */
 	char metrics_listen[64];       /* "ADDR:PORT" ("" = off) */
 	uint32_t metrics_allow_remote; /* metrics_listen may be a non-loopback address */
+	/* cards */
+	uint32_t peer; /* 1: cards that can read each other's slots form one tier (peer_reach) */
 };
 
 void fsd_config_defaults(struct fsd_config *c);
@@ -166,6 +168,9 @@ struct fsd_backend {
 	/* Hot thread: completions noticed since the last call (may be NULL:
 	 * the backend then reports through fsd_copy_landed). */
 	unsigned (*poll)(struct fsd *d, struct fsd_done *out, unsigned max);
+	/* Hot thread: `card` went down (fsd_cards.c): drop its queued copies,
+	 * forget those in flight; none is submitted to it again (may be NULL). */
+	void (*card_down)(struct fsd *d, uint32_t card);
 	void (*stop)(struct fsd *d);
 	void *priv;
 };
@@ -207,6 +212,13 @@ struct fsd {
 
 	/* residency core (hot thread only) */
 	struct fsr *core;
+
+	/* cards that went down (fsd_cards.c) */
+	uint32_t cards_down;                    /* bit i: card i is down; set under cmd_lock, read relaxed */
+	uint32_t cards_applied;                 /* hot thread: those the core has dropped */
+	uint32_t cards_unpub;                   /* hot thread: dropped, not yet in the daemon header */
+	uint64_t card_down_epoch[FS_MAX_CARDS]; /* under cmd_lock: first epoch without it, 0 until then */
+	char card_reason[FS_MAX_CARDS][128];    /* under cmd_lock */
 
 	/* clients */
 	struct fsd_client clients[FSD_MAX_CLIENTS];
@@ -304,6 +316,22 @@ int fsd_hot_cmd(struct fsd *d, enum fsd_cmd_type type, uint32_t row, uint32_t re
  * wait for it, at most 2 s.  For rare admin verbs: the loop blocks meanwhile.
  * Returns fn's result, or -ETIMEDOUT / -EAGAIN. */
 int fsd_hot_call(struct fsd *d, int (*fn)(struct fsd *d, void *arg), void *arg);
+
+/* fsd_cards.c: cards that go down (lost, reset, or taken down by an
+ * admin) and stay down until a restart.  fsd_card_down, from any thread
+ * (a backend that finds the card broken, the control verb): record it and
+ * the reason, log it, wake the hot thread; 0, -EINVAL (no such card) or
+ * -EALREADY.  The hot thread applies it at its next pass (fsd_cards_apply:
+ * the core drops the card, the backend its copies) and, once the next
+ * epoch is out, tells engines (fsd_cards_published: peer_reach, then the
+ * header's cards_down).  fsd_card_down_sync (loop thread): the same through
+ * fsd_hot_call, returning once the core dropped the card (or -ETIMEDOUT).
+ * fsd_card_state: 1 (down, its reason and first epoch without it) or 0. */
+int fsd_card_down(struct fsd *d, uint32_t card, const char *reason);
+int fsd_card_down_sync(struct fsd *d, uint32_t card, const char *reason);
+unsigned fsd_cards_apply(struct fsd *d);
+void fsd_cards_published(struct fsd *d, uint64_t epoch);
+int fsd_card_state(struct fsd *d, uint32_t card, char *reason, size_t len, uint64_t *epoch);
 
 /* fsd_clients.c */
 int fsd_client_attach(struct fsd *d, pid_t pid, uid_t uid, gid_t gid, const char *name, uint32_t ring_entries,

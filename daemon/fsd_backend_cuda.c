@@ -16,6 +16,15 @@
  * Linked against the static CUDA runtime, so foresightd starts (and runs
  * the host backend) on machines without a driver; the driver entry point
  * is looked up at run time.
+ *
+ * A card that fails (a failed cudaMemcpyAsync, ready-word write or host
+ * function launch; a stream that reports an error, sticky or not, checked
+ * every CUDA_CHECK_NS while copies are in flight; a copy not landed
+ * CUDA_STUCK_NS after it should have) goes down: its in-flight copies are
+ * abandoned, nothing more is submitted to it, and fsd_card_down() takes it
+ * out of the tier with the CUDA error as the reason (fsd_cards.c).  The
+ * other cards keep serving; engines compute the lost card's experts from
+ * the arena.  Nothing here aborts the daemon for a card's fault.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -31,6 +40,14 @@
 
 #define CUDA_MAX_STREAMS 8
 #define CUDA_MAX_INFLIGHT 4096
+/* While copies are in flight, ask a card's streams for errors this often:
+ * cudaStreamQuery costs about a microsecond per stream, polls come every
+ * few microseconds. */
+#define CUDA_CHECK_NS 1000000u
+/* A copy whose ready word has not come this long after it should have
+ * landed: the card hangs (no error may ever come).  Seconds: far beyond
+ * any copy of an expert, even behind a full queue. */
+#define CUDA_STUCK_NS 5000000000ull
 
 typedef CUresult (*pfn_write_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 
@@ -58,6 +75,9 @@ struct cuda_card {
 	uint32_t *landed;
 	CUdeviceptr landed_dev;
 	uint64_t bus_free_ns;
+	int down;            /* gone down (a failure, or fsd_cards.c): nothing goes to it */
+	int failed;          /* down by its own fault: its streams are not waited for at stop */
+	uint64_t checked_ns; /* last look at its streams for errors */
 };
 
 struct cuda_priv {
@@ -206,7 +226,7 @@ static int cuda_start(struct fsd *d)
 		cd[i].kind = 1;
 		cd[i].fd_index = UINT32_MAX;
 		cd[i].pool_bytes = bytes;
-		snprintf(cd[i].name, sizeof(cd[i].name), "%.20s %s", prop.name, c->pci);
+		snprintf(cd[i].name, sizeof(cd[i].name), "%.20s %.18s", prop.name, c->pci); /* 40 bytes */
 	}
 
 	/* Which card reads which (fs_daemon_hdr.peer_reach): narrow what
@@ -271,10 +291,41 @@ static int cuda_start(struct fsd *d)
 	return 0;
 }
 
+/* Card `card` failed: abandon its copies, submit nothing more to it, and
+ * take it down with the CUDA error as the reason (hot thread). */
+static void card_fail(struct fsd *d, uint32_t card, const char *what, const char *err)
+{
+	struct cuda_priv *cp = d->backend_priv;
+	struct cuda_card *c = &cp->cards[card];
+	if (c->down)
+		return;
+	c->down = c->failed = 1;
+	c->ninflight = 0;
+	(void)cudaGetLastError(); /* clear a non-sticky error: the next card's calls start clean */
+	char reason[128];
+	snprintf(reason, sizeof(reason), "cuda %s %s: %s", c->pci, what, err);
+	(void)fsd_card_down(d, card, reason);
+}
+
+static void card_fail_rt(struct fsd *d, uint32_t card, const char *what, cudaError_t e)
+{
+	card_fail(d, card, what, cudaGetErrorString(e));
+}
+
+/* fsd_cards.c took the card down (an admin, or card_fail above). */
+static void cuda_card_down(struct fsd *d, uint32_t card)
+{
+	struct cuda_priv *cp = d->backend_priv;
+	cp->cards[card].down = 1;
+	cp->cards[card].ninflight = 0;
+}
+
 static void cuda_submit(struct fsd *d, const struct fsr_copy *cpy)
 {
 	struct cuda_priv *cp = d->backend_priv;
 	struct cuda_card *c = &cp->cards[cpy->card];
+	if (c->down)
+		return; /* abandoned: the core drops the slot when it applies the fall */
 	const struct fs_arena_entry *e = &cp->idx[(uint64_t)cpy->layer * d->cfg.experts + cpy->expert];
 	uint64_t bytes = e->bytes < d->slot_bytes ? e->bytes : d->slot_bytes;
 	uint32_t *ready = fsd_ready(d, cpy->card);
@@ -292,25 +343,36 @@ static void cuda_submit(struct fsd *d, const struct fsr_copy *cpy)
 	if (c->landed)
 		fs_store_release(word, FS_GEN_NONE);
 	cudaStream_t s = c->streams[c->next++ % c->nstreams];
-	cudaSetDevice(c->dev);
-	cudaError_t err = cudaMemcpyAsync((char *)c->pool + (uint64_t)cpy->slot * d->slot_bytes,
-					  (const char *)d->arena + e->offset, bytes, cudaMemcpyHostToDevice,
-					  s);
+	cudaError_t err = cudaSetDevice(c->dev);
+	if (err == cudaSuccess)
+		err = cudaMemcpyAsync((char *)c->pool + (uint64_t)cpy->slot * d->slot_bytes,
+				      (const char *)d->arena + e->offset, bytes, cudaMemcpyHostToDevice, s);
 	if (err != cudaSuccess) {
-		fsd_log(FSD_ERR, "cuda: cudaMemcpyAsync card %u slot %u: %s", cpy->card, cpy->slot,
-			cudaGetErrorString(err));
-		abort(); /* a broken copy path cannot be reported as landed */
+		/* A broken copy path cannot be reported as landed: the card goes
+		 * down, the others keep serving. */
+		card_fail_rt(d, cpy->card, "cudaMemcpyAsync", err);
+		return;
 	}
 	if (cp->use_memops) {
-		cp->write_value32((CUstream)s, word_dev + (CUdeviceptr)cpy->slot * sizeof(uint32_t), cpy->gen,
-				  0);
+		CUresult r = cp->write_value32(
+			(CUstream)s, word_dev + (CUdeviceptr)cpy->slot * sizeof(uint32_t), cpy->gen, 0);
+		if (r != CUDA_SUCCESS) {
+			char msg[48];
+			snprintf(msg, sizeof(msg), "CUresult %d", (int)r);
+			card_fail(d, cpy->card, "cuStreamWriteValue32", msg);
+			return;
+		}
 	} else {
 		struct hostfn_arg *a = malloc(sizeof(*a));
 		if (!a)
 			abort();
 		a->word = word;
 		a->gen = cpy->gen;
-		cudaLaunchHostFunc(s, hostfn_write, a);
+		if ((err = cudaLaunchHostFunc(s, hostfn_write, a)) != cudaSuccess) {
+			free(a);
+			card_fail_rt(d, cpy->card, "cudaLaunchHostFunc", err);
+			return;
+		}
 	}
 	uint64_t now = fs_now_ns();
 	uint64_t start = c->bus_free_ns > now ? c->bus_free_ns : now;
@@ -319,6 +381,33 @@ static void cuda_submit(struct fsd *d, const struct fsr_copy *cpy)
 		c->bus_free_ns = land;
 	c->inflight[c->ninflight++] = (struct cuda_inflight){cpy->slot, cpy->gen, bytes, now, start, land};
 	fsd_issued(d, cpy->card, cpy->slot, now);
+}
+
+/* Errors the copies themselves do not return: a stream that failed (an
+ * asynchronous error, or a sticky one that broke the card's context), or a
+ * copy that never lands.  The card then goes down.  Hot thread. */
+static void check_card(struct fsd *d, uint32_t card, uint64_t now)
+{
+	struct cuda_priv *cp = d->backend_priv;
+	struct cuda_card *c = &cp->cards[card];
+	if (c->down || c->ninflight == 0 || now - c->checked_ns < CUDA_CHECK_NS)
+		return;
+	c->checked_ns = now;
+	cudaError_t e = cudaSetDevice(c->dev);
+	for (unsigned s = 0; e == cudaSuccess && s < c->nstreams; s++) {
+		e = cudaStreamQuery(c->streams[s]);
+		if (e == cudaErrorNotReady)
+			e = cudaSuccess;
+	}
+	if (e != cudaSuccess) {
+		card_fail_rt(d, card, "stream", e);
+		return;
+	}
+	for (unsigned k = 0; k < c->ninflight; k++)
+		if (now > c->inflight[k].land_ns + CUDA_STUCK_NS) {
+			card_fail(d, card, "copy", "not landed 5 s after it should have (the card hangs)");
+			return;
+		}
 }
 
 /* Completions: every in-flight copy whose ready word now carries its gen. */
@@ -330,6 +419,13 @@ static unsigned cuda_poll(struct fsd *d, struct fsd_done *out, unsigned max)
 	for (uint32_t i = 0; i < d->cfg.cards && n < max; i++) {
 		struct cuda_card *c = &cp->cards[i];
 		uint32_t *ready = fsd_ready(d, i);
+		if (c->down)
+			continue;
+		if (c->ninflight) {
+			if (!now)
+				now = fs_now_ns();
+			check_card(d, i, now);
+		}
 		for (unsigned k = 0; k < c->ninflight && n < max;) {
 			struct cuda_inflight *f = &c->inflight[k];
 			if (c->landed) {
@@ -375,7 +471,8 @@ static void cuda_stop(struct fsd *d)
 			continue;
 		for (unsigned s = 0; s < c->nstreams; s++)
 			if (c->streams[s]) {
-				cudaStreamSynchronize(c->streams[s]);
+				if (!c->failed) /* a card that failed may never finish */
+					cudaStreamSynchronize(c->streams[s]);
 				cudaStreamDestroy(c->streams[s]);
 			}
 		if (c->pool)
@@ -397,5 +494,6 @@ const struct fsd_backend fsd_backend_cuda = {
 	.start = cuda_start,
 	.submit = cuda_submit,
 	.poll = cuda_poll,
+	.card_down = cuda_card_down,
 	.stop = cuda_stop,
 };

@@ -27,6 +27,7 @@ struct host_card {
 	struct fsr_copy q[HOST_QCAP];
 	uint32_t head, tail;
 	int stop;
+	int down; /* the card went down (fsd_cards.c): nothing more is copied to it */
 	uint64_t bus_free_at;
 };
 
@@ -126,6 +127,10 @@ static void host_submit(struct fsd *d, const struct fsr_copy *cp)
 	struct host_priv *hp = d->backend_priv;
 	struct host_card *hc = &hp->cards[cp->card];
 	pthread_mutex_lock(&hc->lock);
+	if (hc->down) { /* the core copies nothing to a card that is down */
+		pthread_mutex_unlock(&hc->lock);
+		return;
+	}
 	/* The core keeps at most max_inflight copies per card in flight, far
 	 * below HOST_QCAP; a full queue is a bug, not a load condition. */
 	if (hc->tail - hc->head >= HOST_QCAP) {
@@ -136,6 +141,19 @@ static void host_submit(struct fsd *d, const struct fsr_copy *cp)
 	hc->q[hc->tail % HOST_QCAP] = *cp;
 	hc->tail++;
 	pthread_cond_signal(&hc->cond);
+	pthread_mutex_unlock(&hc->lock);
+}
+
+/* The card went down (an admin's `card` verb: the host backend has no
+ * failure of its own): drop what is queued.  A copy the thread is doing
+ * now finishes and reports; the core ignores it (done_after_down). */
+static void host_card_down(struct fsd *d, uint32_t card)
+{
+	struct host_priv *hp = d->backend_priv;
+	struct host_card *hc = &hp->cards[card];
+	pthread_mutex_lock(&hc->lock);
+	hc->down = 1;
+	hc->head = hc->tail;
 	pthread_mutex_unlock(&hc->lock);
 }
 
@@ -170,5 +188,6 @@ const struct fsd_backend fsd_backend_host = {
 	.start = host_start,
 	.submit = host_submit,
 	.poll = NULL,
+	.card_down = host_card_down,
 	.stop = host_stop,
 };

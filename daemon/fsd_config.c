@@ -17,7 +17,16 @@
 
 #include "fsd.h"
 
-enum opt_type { OPT_STR, OPT_U32, OPT_U64, OPT_DBL, OPT_MODE, OPT_INT, OPT_FLAG /* u32 0/1, no value */ };
+enum opt_type {
+	OPT_STR,
+	OPT_U32,
+	OPT_U64,
+	OPT_DBL,
+	OPT_MODE,
+	OPT_INT,
+	OPT_FLAG,  /* u32 0/1, no value */
+	OPT_ONOFF, /* u32 0/1: "on" or "off" (a flag with a value; in the file also true/false) */
+};
 
 struct opt {
 	const char *key; /* config key; the flag is --key with '_' -> '-' */
@@ -102,6 +111,9 @@ static const struct opt opts[] = {
 	  "metrics_allow_remote (e.g. 127.0.0.1:9464 or [::1]:9464; port 0: any free one; default: off)"),
 	R("metrics_allow_remote", OPT_FLAG, metrics_allow_remote, 0, 1,
 	  "let metrics_listen be a non-loopback address (the endpoint has no authentication)"),
+	O("peer", OPT_ONOFF, peer, 0, 1,
+	  "on: cards whose engines can read each other's slots (CUDA peer access; every card on the host "
+	  "backend) share one expert tier; off: each card keeps its own (default on)"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -155,6 +167,7 @@ void fsd_config_defaults(struct fsd_config *c)
 	c->recency_slots = c->predicted_slots = c->spare_slots = -1;
 	c->bus_share_pct = 80;
 	c->freq_decay = 0.95;
+	c->peer = 1;
 }
 
 /* Set one option from text.  0, or -1 with a message naming `where`. */
@@ -177,6 +190,13 @@ static int opt_set(struct fsd_config *c, const struct opt *o, const char *val, c
 			return -1;
 		}
 		*(uint32_t *)p = val[0] == '1' || val[0] == 't';
+		return 0;
+	case OPT_ONOFF:
+		if (strcmp(val, "on") && strcmp(val, "off")) {
+			cfg_err("%s: '%s' is not on or off\n", where, val);
+			return -1;
+		}
+		*(uint32_t *)p = strcmp(val, "on") == 0;
 		return 0;
 	case OPT_MODE: {
 		unsigned long v = strtoul(val, &end, 8);
@@ -277,7 +297,9 @@ static int load_file(struct fsd_config *c, const char *path)
 			rc = opt_set(c, o, it->valuestring, where);
 		} else if (cJSON_IsBool(it) && o->type == OPT_FLAG) {
 			rc = opt_set(c, o, cJSON_IsTrue(it) ? "1" : "0", where);
-		} else if (cJSON_IsNumber(it) && o->type != OPT_STR) {
+		} else if (cJSON_IsBool(it) && o->type == OPT_ONOFF) {
+			rc = opt_set(c, o, cJSON_IsTrue(it) ? "on" : "off", where);
+		} else if (cJSON_IsNumber(it) && o->type != OPT_STR && o->type != OPT_ONOFF) {
 			/* socket_mode 660 reads as octal, like the string "0660" */
 			char num[64];
 			snprintf(num, sizeof(num), "%.17g", it->valuedouble);
@@ -337,6 +359,10 @@ static void opt_format(const struct opt *o, const struct fsd_config *c, char *ou
 		memcpy(&u32, p, sizeof(u32));
 		snprintf(out, len, "%s", u32 ? "true" : "false");
 		break;
+	case OPT_ONOFF:
+		memcpy(&u32, p, sizeof(u32));
+		snprintf(out, len, "\"%s\"", u32 ? "on" : "off");
+		break;
 	case OPT_MODE:
 		memcpy(&mode, p, sizeof(mode));
 		snprintf(out, len, "\"%04o\"", mode);
@@ -378,6 +404,8 @@ static const char *opt_type_name(const struct opt *o)
 		return "string";
 	case OPT_FLAG:
 		return "boolean";
+	case OPT_ONOFF:
+		return "on or off";
 	case OPT_MODE:
 		return "octal mode";
 	case OPT_DBL:
@@ -413,7 +441,9 @@ static int config_reference(const char *mode)
 		putchar('*');
 		scdoc_text(name);
 		putchar('*');
-		if (flags && o->type != OPT_FLAG)
+		if (flags && o->type == OPT_ONOFF)
+			printf(" *on*|*off*");
+		else if (flags && o->type != OPT_FLAG)
 			printf(" _%s_", o->type == OPT_STR ? "VALUE" : o->type == OPT_MODE ? "MODE" : "N");
 		printf("\n\t");
 		scdoc_text(o->help);
@@ -422,6 +452,8 @@ static int config_reference(const char *mode)
 			printf("%s", flags ? "Takes no value; in the file: true or false" : "Type: boolean");
 		else if (o->type == OPT_STR || o->type == OPT_MODE)
 			printf("Type: %s", opt_type_name(o));
+		else if (o->type == OPT_ONOFF)
+			printf("Type: %s (in the file also true or false)", opt_type_name(o));
 		else
 			printf("Type: %s, %.10g to %.10g", opt_type_name(o), o->min, o->max);
 		printf(". Default: ");

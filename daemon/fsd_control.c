@@ -51,6 +51,8 @@ static const char *errno_code(int e)
 		return "ENOSYS";
 	case EMSGSIZE:
 		return "EMSGSIZE";
+	case EALREADY:
+		return "EALREADY";
 	default:
 		return "EIO";
 	}
@@ -316,6 +318,48 @@ out:
 	return rep;
 }
 
+/* ---- card: take a card down (drain it, or emulate its loss) ------------ */
+
+static cJSON *do_card(struct fsd *d, const cJSON *req, const struct fsd_peer *pe)
+{
+	const cJSON *card = cJSON_GetObjectItemCaseSensitive(req, "card");
+	const cJSON *state = cJSON_GetObjectItemCaseSensitive(req, "state");
+	if (!peer_admin(pe))
+		return reply_err(EACCES, "card: only root or foresightd's own user may take a card down");
+	uint32_t last = d->cfg.cards ? d->cfg.cards - 1 : 0;
+	if (!cJSON_IsNumber(card) || !(card->valuedouble >= 0 && card->valuedouble < 65536) ||
+	    card->valuedouble != (double)(uint32_t)card->valuedouble)
+		return reply_err(EINVAL, "card: 'card' must be a card number (this foresightd serves 0..%u)",
+				 last);
+	uint32_t n = (uint32_t)card->valuedouble;
+	if (n >= d->cfg.cards)
+		return reply_err(ENOENT, "card: no card %u (this foresightd serves cards 0..%u)", n, last);
+	if (!cJSON_IsString(state) || strcmp(state->valuestring, "down") != 0)
+		return reply_err(EINVAL,
+				 "card: 'state' must be \"down\" (a card that is down stays down until "
+				 "foresightd restarts: nothing brings one up)");
+	char reason[128];
+	snprintf(reason, sizeof(reason), "taken down by an admin (the card verb, pid %llu uid %llu)",
+		 (unsigned long long)pe->pid, (unsigned long long)pe->uid);
+	int r = fsd_card_down_sync(d, n, reason);
+	if (r == -EALREADY) {
+		char why[128] = "";
+		fsd_card_state(d, n, why, sizeof(why), NULL);
+		return reply_err(EALREADY, "card: card %u is already down (%s)", n, why);
+	}
+	if (r == -ETIMEDOUT)
+		return reply_err(EBUSY, "card: the hot thread did not answer within 2 s: card %u is still up",
+				 n);
+	if (r < 0)
+		return reply_err(-r, "card: card %u: %s", n, strerror(-r));
+	fsd_log(FSD_INFO, "control: card %u taken down by pid %llu", n, (unsigned long long)pe->pid);
+	cJSON *o = reply_ok();
+	cJSON_AddNumberToObject(o, "card", n);
+	cJSON_AddStringToObject(o, "state", "down");
+	cJSON_AddStringToObject(o, "reason", reason);
+	return o;
+}
+
 static cJSON *handle(struct fsd *d, const char *body, size_t len, const struct fsd_peer *pe)
 {
 	cJSON *req = cJSON_ParseWithLength(body, len);
@@ -375,6 +419,8 @@ static cJSON *handle(struct fsd *d, const char *body, size_t len, const struct f
 		rep = fsd_clients_json(d);
 	else if (strcmp(v, "profile") == 0)
 		rep = do_profile(d, req, pe);
+	else if (strcmp(v, "card") == 0)
+		rep = do_card(d, req, pe);
 	else if (strcmp(v, "shutdown") == 0) {
 		if (!peer_admin(pe)) {
 			rep = reply_err(EACCES, "shutdown: only root or foresightd's own user may stop it");
@@ -387,7 +433,7 @@ static cJSON *handle(struct fsd *d, const char *body, size_t len, const struct f
 	} else {
 		rep = reply_err(
 			ENOSYS,
-			"unknown verb '%.32s' (verbs: hello ping attach detach stats clients profile shutdown)",
+			"unknown verb '%.32s' (verbs: hello ping attach detach stats clients profile card shutdown)",
 			v);
 	}
 out:
@@ -396,16 +442,18 @@ out:
 }
 
 /* Count a refused or malformed request once, by its error code: EACCES,
- * EPROTO, EBUSY and ENOENT are refusals (credentials, version, limits, a
- * model not served), EINVAL and ENOSYS malformed requests, EMSGSIZE an
- * oversized one.  EIO (the daemon's own trouble) is neither. */
+ * EPROTO, EBUSY, ENOENT and EALREADY are refusals (credentials, version,
+ * limits, a model or card not served, a card already down), EINVAL and
+ * ENOSYS malformed requests, EMSGSIZE an oversized one.  EIO (the daemon's
+ * own trouble) is neither. */
 static void count_reply(struct fsd *d, const cJSON *rep)
 {
 	if (!rep || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok")))
 		return;
 	const cJSON *code = cJSON_GetObjectItemCaseSensitive(rep, "code");
 	const char *c = cJSON_IsString(code) ? code->valuestring : "";
-	if (!strcmp(c, "EACCES") || !strcmp(c, "EPROTO") || !strcmp(c, "EBUSY") || !strcmp(c, "ENOENT"))
+	if (!strcmp(c, "EACCES") || !strcmp(c, "EPROTO") || !strcmp(c, "EBUSY") || !strcmp(c, "ENOENT") ||
+	    !strcmp(c, "EALREADY"))
 		fsd_count(&d->counters_daemon[FS_C_refused], 1);
 	else if (!strcmp(c, "EINVAL") || !strcmp(c, "ENOSYS"))
 		fsd_count(&d->counters_daemon[FS_C_bad_requests], 1);

@@ -6,7 +6,8 @@
  *      against the model,
  *   3. feeds copy completions to the residency core,
  *   4. hands new copies to the backend,
- *   5. publishes an epoch when the table changed,
+ *   5. publishes an epoch when the table changed (a card that went down
+ *      changes it: fsd_cards.c),
  *   6. then (after a full fence) reads every hold and reclaims slots,
  *   7. checks liveness, and sleeps on all rings at once when idle.
  * The control loop never runs any of this, and this never waits on it.
@@ -282,7 +283,10 @@ static uint32_t hot_issue(struct fsd *d, uint64_t now)
 {
 	struct fsr_copy cps[64];
 	uint32_t total = 0;
+	uint32_t down = fs_load_relaxed(&d->cards_down); /* reported down, maybe not applied yet */
 	for (uint32_t card = 0; card < d->cfg.cards; card++) {
+		if (down >> card & 1u)
+			continue;
 		unsigned n = fsr_take_copies(d->core, card, cps, 64, now);
 		for (unsigned i = 0; i < n; i++)
 			d->backend->submit(d, &cps[i]);
@@ -319,6 +323,7 @@ static int hot_publish(struct fsd *d, int *deferred)
 	d->cur_buf = b;
 	fs_store_release(&d->dh->current, FS_CUR(e, b));
 	fsd_count(&d->counters_daemon[FS_C_epochs], 1);
+	fsd_cards_published(d, e); /* a card that went down: engines learn it now */
 	return 1;
 }
 
@@ -471,6 +476,7 @@ int fsd_hot_pass(struct fsd *d, struct fsd_hot_state *s, uint64_t now)
 	uint64_t hb_ns = (uint64_t)d->cfg.heartbeat_ms * 1000000u;
 	uint32_t work = 0;
 	hot_apply_cmds(d);
+	work += fsd_cards_apply(d); /* cards that went down (fsd_cards.c) */
 	work += hot_drain_rings(d, now);
 	work += hot_completions(d, now);
 	work += hot_issue(d, now);

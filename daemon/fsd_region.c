@@ -45,18 +45,22 @@ void fsd_issued(struct fsd *d, uint32_t card, uint32_t slot, uint64_t now)
  * any card's thread: every card reaches every card.  The CUDA backend
  * narrows it at start to what cudaDeviceCanAccessPeer says.  The
  * residency core takes whatever is published (main.c, fsr_set_reach), so
- * the placement and the engines' peer path follow one matrix.
- * FORESIGHT_PEER=off in the daemon's environment publishes only each
- * card's own bit: every card keeps its own tier (a benchmark's baseline,
- * bench/peer/; a config option can replace this switch).
+ * the placement and the engines' peer path follow one matrix.  The config
+ * key `peer` off publishes only each card's own bit: every card keeps its
+ * own tier (a benchmark's baseline, bench/peer/).  A card that goes down
+ * later leaves the matrix (fsd_cards.c).
  */
-static void publish_reach(struct fs_daemon_hdr *h, uint32_t cards)
+static void publish_reach(struct fs_daemon_hdr *h, uint32_t cards, int peer)
 {
-	const char *env = getenv("FORESIGHT_PEER");
-	int off = env && (strcmp(env, "off") == 0 || strcmp(env, "0") == 0);
+	/* The environment switch this key replaced: said once, never read. */
+	if (getenv("FORESIGHT_PEER"))
+		fsd_log(FSD_WARN,
+			"FORESIGHT_PEER is set but no longer read: the config key `peer` (--peer on|off) "
+			"says whether cards share one tier (now %s)",
+			peer ? "on" : "off");
 	uint16_t all = (uint16_t)((1u << cards) - 1u);
 	for (uint32_t i = 0; i < FS_MAX_CARDS; i++)
-		h->peer_reach[i] = i >= cards ? 0 : off ? (uint16_t)(1u << i) : all;
+		h->peer_reach[i] = i >= cards ? 0 : !peer ? (uint16_t)(1u << i) : all;
 }
 
 int fsd_regions_create(struct fsd *d)
@@ -102,7 +106,7 @@ int fsd_regions_create(struct fsd *d)
 	h->max_clients = c->max_clients;
 	h->heartbeat_ms = c->heartbeat_ms;
 	h->state = FS_DAEMON_STARTING;
-	publish_reach(h, c->cards);
+	publish_reach(h, c->cards, (int)c->peer);
 
 	struct fs_card_desc *cd = (struct fs_card_desc *)((char *)h + off_cards);
 	for (uint32_t i = 0; i < c->cards; i++) {

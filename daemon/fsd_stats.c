@@ -111,11 +111,23 @@ cJSON *fsd_stats_json(struct fsd *d)
 		cJSON_AddNumberToObject(c, "slot_bytes", (double)d->slot_bytes);
 		if (strcmp(d->backend->name, "host") == 0)
 			cJSON_AddNumberToObject(c, "bus_gbps", cfg->bus_gbps);
+		/* Up, or down with why and since which epoch (fsd_cards.c; the
+		 * epoch is 0 until the first epoch without it is out). */
+		char why[sizeof(d->card_reason[0])];
+		uint64_t since = 0;
+		int down = fsd_card_state(d, i, why, sizeof(why), &since);
+		cJSON_AddStringToObject(c, "state", down ? "down" : "up");
+		if (down) {
+			cJSON_AddStringToObject(c, "down_reason", why);
+			cJSON_AddNumberToObject(c, "down_epoch", (double)since);
+		}
 		/* The other cards whose slots an engine on this card reads
-		 * directly (fs_daemon_hdr.peer_reach; immutable once running). */
+		 * directly (fs_daemon_hdr.peer_reach: fixed at start, less the
+		 * cards that went down). */
 		cJSON *reads = cJSON_AddArrayToObject(c, "reads");
+		uint16_t reach = fs_load_relaxed(&d->dh->peer_reach[i]);
 		for (uint32_t j = 0; j < cfg->cards; j++)
-			if (j != i && (d->dh->peer_reach[i] >> j & 1u))
+			if (j != i && (reach >> j & 1u))
 				cJSON_AddItemToArray(reads, cJSON_CreateNumber(j));
 		add_card_counters(c, row);
 		uint64_t h = rd(&row[FS_CC_hits]), mi = rd(&row[FS_CC_misses]);

@@ -12,7 +12,9 @@
  * Checked: no crash, no sanitizer report, no hang; the residency core stays
  * consistent (fsr_check) after every pass; and no copy is ever issued into
  * a slot that the honest client's held epoch maps (the grace period holds
- * whatever the hostile client writes).
+ * whatever the hostile client writes).  Op 0x7f takes a card down
+ * (fsd_card_down): no copy goes to it after, and once the header says it
+ * is down the current epoch maps nothing to it.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -74,6 +76,8 @@ static void submit(struct fsd *dd, const struct fsr_copy *cp)
 	(void)dd;
 	if (cp->card >= CARDS || cp->slot >= SLOTS)
 		abort();
+	if (d.cards_applied >> cp->card & 1u)
+		abort(); /* no copy goes to a card that is down */
 	/* The grace period: nothing held may be rewritten. */
 	if (held_epoch)
 		for (uint32_t i = 0; i < CARDS * LAYERS * EXPERTS; i++)
@@ -220,6 +224,7 @@ static void setup_daemon(uint32_t tiers)
 	d.cfg.bus_share_pct = 80;
 	d.cfg.freq_decay = 0.01;
 	d.cfg.bus_gbps = 10;
+	d.cfg.peer = 1;
 	d.slot_bytes = 4096;
 	d.daemon_ro_fd = -1;
 	d.daemon_shm.fd = -1;
@@ -244,6 +249,9 @@ static void setup_daemon(uint32_t tiers)
 	memset((char *)dh + dh->off_counters + sizeof(struct fs_counters_hdr), 0,
 	       dh->counters_bytes - sizeof(struct fs_counters_hdr));
 	dh->current = 0;
+	dh->cards_down = 0; /* the header outlives an input: every card up again */
+	for (uint32_t i = 0; i < CARDS; i++)
+		dh->peer_reach[i] = (uint16_t)((1u << CARDS) - 1u); /* as published with peer on */
 	struct fsr_config rc = {0};
 	rc.cards = CARDS;
 	for (uint32_t i = 0; i < CARDS; i++)
@@ -266,6 +274,23 @@ static void setup_daemon(uint32_t tiers)
 	d.core = fsr_create(&rc);
 	if (!d.core)
 		abort();
+}
+
+/* Once a card's fall is published, the current epoch maps nothing to it
+ * and the header says so. */
+static void check_down_cards(void)
+{
+	uint32_t told = d.cards_applied & ~d.cards_unpub;
+	if ((fs_load_acquire(&d.dh->cards_down) & ~told) != 0)
+		abort(); /* told engines before the epoch without it was out */
+	uint64_t cur = fs_load_acquire(&d.dh->current);
+	if (!told || !cur)
+		return;
+	const uint64_t *e = fsd_epoch_entries(&d, FS_CUR_BUF(cur));
+	for (uint32_t c = 0; c < CARDS; c++)
+		for (uint32_t i = 0; (told >> c & 1u) && i < LAYERS * EXPERTS; i++)
+			if (e[c * LAYERS * EXPERTS + i] != FS_ENTRY_NONE)
+				abort();
 }
 
 static void teardown_daemon(void)
@@ -298,6 +323,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct fs_ring_hdr *r = ring(0, op >> 7);
 		struct fs_rec *recs = (struct fs_rec *)((char *)r + FS_RING_REC_OFFSET);
 		op &= 0x7f;
+		if (op == 0x7f) { /* a card goes down (fsd_cards.c): lost, or an admin's */
+			take(&in, &b, 1);
+			int rc = fsd_card_down(&d, b % (CARDS + 1), "fuzz");
+			if (rc != 0 && rc != -EALREADY && !(rc == -EINVAL && b % (CARDS + 1) == CARDS))
+				abort();
+			continue;
+		}
 		switch (op % 13) {
 		case 0: { /* records at the producer's tail, tail published */
 			take(&in, &b, 1);
@@ -343,6 +375,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fsd_hot_pass(&d, &st, now);
 			if (fsr_check(d.core) != 0)
 				abort();
+			check_down_cards();
 			if (!d.clients[1].hot_active)
 				held_epoch = 0; /* dropped (an overlong hold): nothing protected */
 			break;
@@ -399,6 +432,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (fsr_check(d.core) != 0)
 		abort();
+	check_down_cards();
 	teardown_daemon();
 	return 0;
 }

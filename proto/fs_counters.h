@@ -39,24 +39,27 @@
 	X(bad_heartbeats, "client heartbeats from the future (client dropped)")
 
 /* Per card. */
-#define FS_COUNTERS_CARD(X)                                                         \
-	X(hits, "expert uses served from this card's slots")                        \
-	X(misses, "expert uses on this card served by the CPU path")                \
-	X(predicted, "predictions received for this card")                          \
-	X(copied, "copies landed in this card's slots")                             \
-	X(late, "uses that missed while the expert's copy was in flight")           \
-	X(dropped, "predictions dropped (duplicate, no slot, stale)")               \
-	X(evicted, "slots evicted")                                                 \
-	X(bytes, "bytes copied into this card's slots")                             \
-	X(bus_busy_ns, "nanoseconds the copy path was busy")                        \
-	X(resident, "slots holding a landed expert (gauge)")                        \
-	X(loading, "slots with a copy in flight (gauge)")                           \
-	X(tier_static, "slots of the static tier, landed or loading (gauge)")       \
-	X(tier_recency, "slots of the recency tier, landed or loading (gauge)")     \
-	X(tier_predicted, "slots of the predicted tier, landed or loading (gauge)") \
-	X(landed_late, "copies that landed after their deadline")                   \
-	X(too_late, "wants not copied: the bus could not land them in time")        \
-	X(promoted, "experts moved into the static tier by measured use")
+#define FS_COUNTERS_CARD(X)                                                                \
+	X(hits, "expert uses served from this card's slots")                               \
+	X(misses, "expert uses on this card served by the CPU path")                       \
+	X(predicted, "predictions received for this card")                                 \
+	X(copied, "copies landed in this card's slots")                                    \
+	X(late, "uses that missed while the expert's copy was in flight")                  \
+	X(dropped, "predictions and wants dropped (duplicate, no slot, stale, card down)") \
+	X(evicted, "slots evicted")                                                        \
+	X(bytes, "bytes copied into this card's slots")                                    \
+	X(bus_busy_ns, "nanoseconds the copy path was busy")                               \
+	X(resident, "slots holding a landed expert (gauge)")                               \
+	X(loading, "slots with a copy in flight (gauge)")                                  \
+	X(tier_static, "slots of the static tier, landed or loading (gauge)")              \
+	X(tier_recency, "slots of the recency tier, landed or loading (gauge)")            \
+	X(tier_predicted, "slots of the predicted tier, landed or loading (gauge)")        \
+	X(landed_late, "copies that landed after their deadline")                          \
+	X(too_late, "wants not copied: the bus could not land them in time")               \
+	X(promoted, "experts moved into the static tier by measured use")                  \
+	X(up, "1 while the card serves, 0 once it is down until a restart (gauge)")        \
+	X(abandoned, "copies in flight when the card went down: they never land")          \
+	X(done_after_down, "copy completions reported after the card went down, ignored")
 
 /* Per layer (all cards). */
 #define FS_COUNTERS_LAYER(X)                                          \

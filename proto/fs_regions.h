@@ -118,8 +118,12 @@ struct fs_daemon_hdr {
 	/* Which card reads which: bit j of peer_reach[i] = an engine on card i
 	 * can read card j's slots directly (CUDA: cudaDeviceCanAccessPeer, so
 	 * P2P over NVLink or PCIe; host backend: every card, the pools are host
-	 * memory).  Bit i of entry i is set for every card served.  All zero
-	 * (a daemon before this field): no card reads another. */
+	 * memory; the daemon's `peer` setting off: only its own).  Bit i of
+	 * entry i is set for every card served.  All zero (a daemon before
+	 * this field): no card reads another.  The one field of lines 0-3 that
+	 * changes while RUNNING: when a card goes down its entry becomes 0 and
+	 * its bit leaves every other entry (bits are only ever cleared; read
+	 * it with relaxed loads), just before cards_down says so. */
 	uint16_t peer_reach[FS_MAX_CARDS];
 	uint32_t pad0;
 	/* line 4: dynamic, written by the daemon */
@@ -128,12 +132,21 @@ struct fs_daemon_hdr {
 	uint64_t heartbeat_ns; /* CLOCK_MONOTONIC, refreshed every heartbeat_ms */
 	uint64_t current;      /* FS_CUR(epoch, buf) */
 	uint32_t heartbeat_ms; /* refresh period; stale after 10 periods */
-	uint32_t pad2[9];
+	/* Bit i: card i is down (lost, reset, or taken down by an admin) until
+	 * the daemon restarts; never cleared.  Stored (release) only after an
+	 * epoch that maps nothing to the card was published: a client that
+	 * sees the bit (acquire) and then acquires holds such an epoch.
+	 * Lookups on a card whose bit is set answer "not resident" whatever
+	 * the view.  0 (a daemon before this field): no card down. */
+	uint32_t cards_down;
+	uint32_t pad2[8];
 };
 _Static_assert(sizeof(struct fs_daemon_hdr) == 5 * FS_CACHELINE, "daemon header is 5 lines");
 _Static_assert(offsetof(struct fs_daemon_hdr, state) == 4 * FS_CACHELINE, "dynamic part on line 4");
 _Static_assert(offsetof(struct fs_daemon_hdr, peer_reach) == 3 * FS_CACHELINE + 28,
 	       "peer_reach where pad0 was");
+_Static_assert(offsetof(struct fs_daemon_hdr, cards_down) == 4 * FS_CACHELINE + 28,
+	       "cards_down where pad2 began");
 
 /* ---- client region ---------------------------------------------------- */
 

@@ -377,6 +377,7 @@ static void predict(struct eng *e, const struct fs_view *v, uint32_t w, uint32_t
 
 /* ---- the router-ahead kernel (--predictor kernel) ------------------------ */
 
+#ifdef EB_HAVE_CUDA
 static int uses_card(const struct eng *e, uint32_t card)
 {
 	for (uint32_t l = 0; l < e->m.layers; l++)
@@ -384,6 +385,7 @@ static int uses_card(const struct eng *e, uint32_t card)
 			return 1;
 	return 0;
 }
+#endif
 
 static int ra_setup(struct eng *e, char *err, size_t errlen)
 {
@@ -398,6 +400,10 @@ static int ra_setup(struct eng *e, char *err, size_t errlen)
 	}
 	if (e->o.device != EB_DEV_CUDA)
 		return 0; /* the CPU reference ranks, the ring takes the posts */
+#ifndef EB_HAVE_CUDA
+	snprintf(err, errlen, "--predictor kernel on --device cuda: built without CUDA");
+	return -1;
+#else
 	int rc = fs_dev_ring_enable(e->c, &e->ra_desc);
 	if (rc < 0) {
 		snprintf(err, errlen, "fs_dev_ring_enable: %s", fs_strerror(rc));
@@ -428,6 +434,7 @@ static int ra_setup(struct eng *e, char *err, size_t errlen)
 	}
 	free(zeros);
 	return 0;
+#endif
 }
 
 /* The window's residency bitmap, where the kernel skips what the held

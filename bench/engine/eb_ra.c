@@ -129,11 +129,15 @@ static void measure(struct eb_ra *ra, const struct eb_route *r)
 			}
 			const uint16_t *x = routed(r, tok, l + h);
 			for (uint32_t k = 0; k < ra->K; k++) {
-				if (x[k] >= ra->E)
+				uint32_t xe = x[k];
+				if (xe >= ra->E)
 					continue;
-				uint32_t above = 0; /* rank of x[k] (ties: lower id first) */
-				for (uint32_t e = 0; e < ra->E; e++)
-					above += lg[e] > lg[x[k]] || (lg[e] == lg[x[k]] && e < x[k]);
+				uint32_t above = 0; /* rank of xe (ties: lower id first) */
+				float v = lg[xe];
+				for (uint32_t e = 0; e < ra->E; e++) {
+					int lower_id = e < xe;
+					above += lg[e] > v || (lower_id && lg[e] == v);
+				}
 				all[h - 1]++;
 				for (int c = 0; c < 3; c++)
 					hit[h - 1][c] += above < cut[c];

@@ -4,8 +4,8 @@
  * backend (two stand-in cards whose pools are host memory, so every card
  * reads every other): one tier across the cards, fs_lookup_from answering
  * LOCAL / PEER / UNREACHABLE / MISS, the reach in the daemon header and in
- * the stats reply, and FORESIGHT_PEER=off (each card on its own tier, the
- * other card's experts unreachable: the engine computes from the arena).
+ * the stats reply, and `--peer off` (each card on its own tier, the other
+ * card's experts unreachable: the engine computes from the arena).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -28,12 +28,14 @@ static fs_client *C;
 
 static void up(int peer_off)
 {
-	if (peer_off)
-		setenv("FORESIGHT_PEER", "off", 1);
-	else
-		unsetenv("FORESIGHT_PEER");
-	cr_assert_eq(fsh_daemon_start(&D, opts), 0, "foresightd did not start");
-	unsetenv("FORESIGHT_PEER");
+	const char *args[sizeof(opts) / sizeof(opts[0]) + 2];
+	size_t n = 0;
+	for (; opts[n]; n++)
+		args[n] = opts[n];
+	args[n++] = "--peer";
+	args[n++] = peer_off ? "off" : "on";
+	args[n] = NULL;
+	cr_assert_eq(fsh_daemon_start(&D, args), 0, "foresightd did not start");
 	struct fs_client_opts o = {.socket_path = D.sock, .name = "peer-host-test", .no_reattach = 1};
 	cr_assert_eq(fs_client_open(&C, &o), 0);
 }
@@ -145,7 +147,7 @@ Test(peer_host, one_tier_and_reads_through_the_peer_path, .timeout = 60)
 Test(peer_host, peer_off_each_card_its_own_tier_and_the_cpu_path, .timeout = 60)
 {
 	up(1);
-	cr_assert_eq(fs_card_reach(C, 0), 0x1u, "FORESIGHT_PEER=off: own card only");
+	cr_assert_eq(fs_card_reach(C, 0), 0x1u, "--peer off: own card only");
 	cr_assert_eq(fs_peer_open(C, 0), 0x1);
 	int nreads;
 	double copied;

@@ -15,7 +15,7 @@
 #    checks a peer read returns the bytes written);
 # 4. daemon: foresightd --backend cuda on both cards, two engines (one per
 #    card, each running every layer: data parallel) reading through the peer
-#    path (one tier across the cards), then the same with FORESIGHT_PEER=off
+#    path (one tier across the cards), then the same with --peer off
 #    (each card its own tier), both with the LRU policy, then one tier with
 #    the tiers: hit rate, distinct experts held, duplicates, verified peer
 #    reads; fsctl stats shows the peer reach;
@@ -68,7 +68,7 @@ stop_daemon() { kill "$DPID"; wait "$DPID" || true; }
 # 16 layers x 128 experts of 1.8 MiB (3.8 GB arena), top-8; 320 slots per
 # card: one card holds 16 % of the experts, both together 31 %.
 # Runs: the untiered LRU policy with one tier across the cards (peer path)
-# and with each card its own tier (FORESIGHT_PEER=off): the same policy, so
+# and with each card its own tier (--peer off): the same policy, so
 # the difference is the sharing; then the default tiered policy, one tier.
 # (With tiers and no peer reach, a layer's reserved slots follow the last
 # card that used it, which two data-parallel engines turn into a tug of
@@ -83,15 +83,14 @@ declare -A RES
 for run in "${RUNS[@]}"; do
 	read -r mode tiers <<<"$run"
 	echo "== daemon: two engines, $mode, --tiers $tiers"
-	if [ "$mode" = own ]; then export FORESIGHT_PEER=off; else unset FORESIGHT_PEER; fi
+	peer=$([ "$mode" = own ] && echo off || echo on)
 	second=1
 	if [ "$mode" = single ]; then
-		start_daemon "${MODEL[@]}" --tiers "$tiers" --cards 1 --slots 640
+		start_daemon "${MODEL[@]}" --tiers "$tiers" --peer "$peer" --cards 1 --slots 640
 		second=0
 	else
-		start_daemon "${MODEL[@]}" --tiers "$tiers"
+		start_daemon "${MODEL[@]}" --tiers "$tiers" --peer "$peer"
 	fi
-	unset FORESIGHT_PEER
 	use=$([ "$mode" = peer ] && echo 1 || echo 0)
 	timeout 120 "$P" engine "$RUN/s.sock" 0 "$use" $WINDOWS 200 >"$RUN/e0.out" 2>&1 &
 	E0=$!

@@ -167,7 +167,8 @@ void fsr_record(struct fsr *r, uint32_t client, const struct fs_rec *rec, uint64
  * score and hands over only what the bus can land before it is needed. */
 unsigned fsr_take_copies(struct fsr *r, uint32_t card, struct fsr_copy *out, unsigned max, uint64_t now_ns);
 /* The copy into (card, slot) with gen has landed: LOADING -> RESIDENT.
- * A landing after the copy's deadline counts `landed_late`. */
+ * A landing after the copy's deadline counts `landed_late`; one reported
+ * for a card that went down is ignored (`done_after_down`). */
 void fsr_copy_done(struct fsr *r, uint32_t card, uint32_t slot, uint32_t gen, uint64_t now_ns);
 
 /* Epochs. */
@@ -241,11 +242,30 @@ uint32_t fsr_lookup(const struct fsr *r, uint32_t card, uint32_t layer, uint32_t
 /* Where an engine on card `from` finds (layer, expert): its slot on `from`,
  * else on a card `from` reads (*card set to that card), else FSR_NONE. */
 uint32_t fsr_lookup_from(const struct fsr *r, uint32_t from, uint32_t layer, uint32_t expert, uint32_t *card);
+/*
+ * Cards going down (fsr_card.c).  fsr_card_down() takes a card out of the
+ * tier for good: its LOADING and RESIDENT slots leave the working table
+ * (the next epoch maps nothing to it; a copy in flight never lands, a late
+ * fsr_copy_done for it is ignored and counted), it gets no copy and no want
+ * again, no card reads it for placement, its layers' homes move to the live
+ * cards (dealt out in turn), and records naming it act on a live card it
+ * read (one tier) or are dropped and counted.  Its slot memory is never
+ * reused; a reader holding an older epoch may still read it until it
+ * releases (the daemon does not free it either).  Every card may go down:
+ * engines then run every expert on the CPU path.  A card never comes back
+ * (a restart of the daemon does that).  0, -EINVAL (no such card),
+ * -EALREADY (already down).
+ */
+int fsr_card_down(struct fsr *r, uint32_t card);
+int fsr_card_is_down(const struct fsr *r, uint32_t card);
+uint32_t fsr_cards_down(const struct fsr *r); /* bit i: card i is down */
+
 /* Replace the reach matrix (fsr_config.reach) before any slot is used (the
  * daemon learns it from its backend after creating the core).  -EBUSY once
  * a slot left FREE: a new reach could make two holders of one expert. */
 int fsr_set_reach(struct fsr *r, const uint16_t reach[FS_MAX_CARDS]);
-/* The reach matrix in use (each card's own bit included). */
+/* The reach matrix in use (each card's own bit included); a card that is
+ * down reads nothing and is read by none (0, and its bit cleared). */
 uint16_t fsr_reach(const struct fsr *r, uint32_t card);
 /* Lowest epoch any live client holds, or UINT64_MAX when none is held. */
 uint64_t fsr_min_hold(const struct fsr *r);

@@ -139,15 +139,38 @@ static int check_card(const struct fsr *r, const struct fsr_card *cd)
 	return check_tiers(r, cd);
 }
 
+/* A card that is down (fsr_card.c): nothing of it in the table, nothing
+ * queued for it, no reserved size, its `up` gauge 0; a live card's 1. */
+static int check_down(const struct fsr *r, uint32_t c)
+{
+	const struct fsr_card *cd = &r->card[c];
+	if (fsr_is_up(r, c)) {
+		CHECK(fs_load_relaxed(&cd->ctr[FS_CC_up]) == 1);
+		return 0;
+	}
+	CHECK(fs_load_relaxed(&cd->ctr[FS_CC_up]) == 0);
+	CHECK(cd->nloading == 0 && cd->nresident == 0 && cd->wq_len == 0);
+	CHECK(!r->tiers || (cd->cands == 0 && cd->quota_total == 0 && cd->static_quota == 0));
+	CHECK(fsr_reach(r, c) == 0);
+	for (uint32_t i = 0; i < r->cards; i++)
+		CHECK(!fsr_reaches(r, i, c));
+	return 0;
+}
+
 int fsr_check(const struct fsr *r)
 {
+	CHECK((r->down >> r->cards) == 0);
 	for (uint32_t c = 0; c < r->cards; c++) {
 		int rc = check_card(r, &r->card[c]);
+		if (rc == 0)
+			rc = check_down(r, c);
 		if (rc)
 			return rc;
 	}
+	/* Homes are on live cards (unless every card is down). */
+	int any_up = r->down != (1u << r->cards) - 1u;
 	for (uint32_t l = 0; l < r->layers; l++)
-		CHECK(r->home[l] < r->cards);
+		CHECK(r->home[l] < r->cards && (!any_up || fsr_is_up(r, r->home[l])));
 	/* One tier: no two cards that read each other hold the same expert. */
 	size_t total = (size_t)r->layers * r->experts;
 	for (uint32_t i = 0; i < r->cards; i++) {

@@ -148,6 +148,7 @@ static int card_init(struct fsr *r, uint32_t c, uint32_t nslots)
 	cd->lru_old = cd->lru_new = FSR_NONE;
 	cd->ret_head = cd->ret_tail = FSR_NONE;
 	cd->ctr = r->c_card + (uint64_t)c * FS_N_CARD;
+	fsr_ctr_set(&cd->ctr[FS_CC_up], 1); /* until fsr_card_down() */
 	fsr_gauges(cd);
 	return r->tiers ? fsr_tiers_init(r, c) : 0;
 }
@@ -278,14 +279,15 @@ int fsr_slot_info(const struct fsr *r, uint32_t card, uint32_t slot, struct fsr_
 	if (card >= r->cards || slot >= r->card[card].nslots || out == NULL)
 		return -EINVAL;
 	const struct fsr_slot *sl = &r->card[card].slot[slot];
-	*out = (struct fsr_slot_info){
-		.state = (enum fsr_slot_state)sl->state,
-		.gen = sl->gen,
-		.layer = sl->state == FSR_FREE ? 0 : sl->layer,
-		.expert = sl->state == FSR_FREE ? 0 : sl->expert,
-		.retire = sl->state == FSR_RETIRING ? sl->retire : 0,
-		.tier = (enum fsr_tier)sl->tier,
-	};
+	/* Field by field over zeros: a compound literal may leave the padding
+	 * as it was, and callers compare these structs byte for byte. */
+	memset(out, 0, sizeof(*out));
+	out->state = (enum fsr_slot_state)sl->state;
+	out->gen = sl->gen;
+	out->layer = sl->state == FSR_FREE ? 0 : sl->layer;
+	out->expert = sl->state == FSR_FREE ? 0 : sl->expert;
+	out->retire = sl->state == FSR_RETIRING ? sl->retire : 0;
+	out->tier = (enum fsr_tier)sl->tier;
 	return 0;
 }
 

@@ -146,6 +146,7 @@ struct fsr {
 	/* placement across cards (fsr_place.c) */
 	uint16_t reach[FS_MAX_CARDS]; /* bit j of reach[i]: card i reads card j (own bit set) */
 	int one_tier;                 /* some card reads another */
+	uint32_t down;                /* bit i: card i is down for good (fsr_card.c) */
 	uint32_t wins;                /* WIN_END records seen (any client): the home clock */
 	uint32_t *home_seen;          /* [layers]: `wins` at the home card's last use */
 	struct fsr_card card[FS_MAX_CARDS];
@@ -290,16 +291,24 @@ FSR_INTERNAL void fsr_sched_landed(struct fsr *r, uint32_t card, const struct fs
 /* fsr_policy.c: the untiered policy's take_copies. */
 FSR_INTERNAL unsigned fsr_pool_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsigned max);
 
-/* fsr_place.c: one tier across cards. */
+/* fsr_place.c: one tier across cards.  A card that is down is read by
+ * nobody (fsr_card.c): no card counts it as a holder or a place to copy to.
+ * Its own row stays, so that a record naming it still finds the live cards
+ * it read. */
 static inline int fsr_reaches(const struct fsr *r, uint32_t from, uint32_t to)
 {
-	return (r->reach[from] >> to) & 1u;
+	return ((r->reach[from] & ~r->down) >> to) & 1u;
+}
+static inline int fsr_is_up(const struct fsr *r, uint32_t card)
+{
+	return !((r->down >> card) & 1u);
 }
 FSR_INTERNAL void fsr_place_init(struct fsr *r, const uint16_t reach[FS_MAX_CARDS]);
 FSR_INTERNAL uint32_t fsr_holder(const struct fsr *r, uint32_t from, uint32_t idx);
 FSR_INTERNAL int fsr_held_elsewhere(const struct fsr *r, uint32_t card, uint32_t idx);
 FSR_INTERNAL uint32_t fsr_place_card(const struct fsr *r, uint32_t from, uint32_t layer, uint32_t idx);
 FSR_INTERNAL int fsr_home_may_move(struct fsr *r, uint32_t layer, uint32_t card);
+FSR_INTERNAL uint32_t fsr_live_card(const struct fsr *r, uint32_t from, uint32_t layer);
 
 /* fsr_wants.c: the per-card want queue. */
 FSR_INTERNAL void fsr_want_push(struct fsr *r, uint32_t card, const struct fsr_want *w);

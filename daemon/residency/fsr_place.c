@@ -17,6 +17,10 @@
  * Cost: a loop over the cards a card reads (at most 16) per record and per
  * copy; the working table (slot_of per card) is the only index, so there
  * is nothing more to keep consistent.
+ *
+ * A card that goes down (fsr_card.c) leaves every one of these questions:
+ * fsr_reaches() masks it, so it is nobody's holder or copy target, and its
+ * own records go to a live card it read (fsr_live_card).
  */
 #include <errno.h>
 
@@ -34,7 +38,9 @@ void fsr_place_init(struct fsr *r, const uint16_t reach[FS_MAX_CARDS])
 }
 
 /* The card `from` reads that holds idx (LOADING or RESIDENT): `from`
- * itself first, else the lowest other; FSR_NONE when none does. */
+ * itself first, else the lowest other; FSR_NONE when none does.  A card
+ * that is down holds nothing (fsr_card.c emptied its table) and no card
+ * reads it (fsr_reaches). */
 uint32_t fsr_holder(const struct fsr *r, uint32_t from, uint32_t idx)
 {
 	if (r->card[from].slot_of[idx] != FSR_NONE)
@@ -58,17 +64,35 @@ int fsr_held_elsewhere(const struct fsr *r, uint32_t card, uint32_t idx)
 	return 0;
 }
 
+/* A live card for a record from `from` to act on when nothing holds its
+ * expert: `from` itself while it is up.  A card that is down (fsr_card.c)
+ * hands its records to a live card it read: the layer's home when it read
+ * that, else the lowest; FSR_NONE when it read no live card (each card its
+ * own tier, or every card down): the caller drops the record and counts it. */
+uint32_t fsr_live_card(const struct fsr *r, uint32_t from, uint32_t layer)
+{
+	if (fsr_is_up(r, from))
+		return from;
+	if (fsr_reaches(r, from, r->home[layer]))
+		return r->home[layer];
+	for (uint32_t c = 0; c < r->cards; c++)
+		if (fsr_reaches(r, from, c))
+			return c;
+	return FSR_NONE;
+}
+
 /* The card a record from `from` about (layer, idx) acts on: the holder it
- * reads, else the layer's home when `from` reads it, else `from`. */
+ * reads, else the layer's home when `from` reads it, else `from` (a live
+ * card it read when `from` is down; FSR_NONE: none). */
 uint32_t fsr_place_card(const struct fsr *r, uint32_t from, uint32_t layer, uint32_t idx)
 {
 	if (!r->one_tier)
-		return from;
+		return fsr_live_card(r, from, layer);
 	uint32_t h = fsr_holder(r, from, idx);
 	if (h != FSR_NONE)
 		return h;
 	uint32_t home = r->home[layer];
-	return fsr_reaches(r, from, home) ? home : from;
+	return fsr_reaches(r, from, home) ? home : fsr_live_card(r, from, layer);
 }
 
 /* A use of `layer` reported from `card`: may the layer's home move there?
@@ -111,5 +135,7 @@ int fsr_set_reach(struct fsr *r, const uint16_t reach[FS_MAX_CARDS])
 
 uint16_t fsr_reach(const struct fsr *r, uint32_t card)
 {
-	return card < r->cards ? r->reach[card] : 0;
+	if (card >= r->cards || !fsr_is_up(r, card))
+		return 0;
+	return (uint16_t)(r->reach[card] & ~r->down);
 }

@@ -11,7 +11,9 @@
  *  - PREDICT: the predicted expert is wanted on the record's card (or, for
  *    FS_CARD_NONE, on the layer's home card: the card that last reported a
  *    use of the layer).  With one tier across cards (fsr_place.c), on the
- *    card that holds it or should hold it instead.  Already LOADING/RESIDENT or already wanted there:
+ *    card that holds it or should hold it instead.  A record naming a card
+ *    that is down acts on a live card that card read, else it is dropped
+ *    (fsr_card.c).  Already LOADING/RESIDENT or already wanted there:
  *    a duplicate, counted `dropped` (a RESIDENT one is touched in the LRU).
  *  - USAGE hit: touch the slot.  USAGE miss: the recency tier, the expert
  *    is wanted again on that card (experts that just missed come back
@@ -75,7 +77,8 @@ static void count3(struct fsr *r, uint32_t card, uint32_t client, uint32_t layer
  * sizes follow (a layer's share moves with it). */
 static void set_home(struct fsr *r, const struct fs_rec *rec)
 {
-	if (rec->card >= r->cards || !fsr_home_may_move(r, rec->layer, rec->card))
+	/* A card that is down is nobody's home (fsr_card.c). */
+	if (rec->card >= r->cards || !fsr_is_up(r, rec->card) || !fsr_home_may_move(r, rec->layer, rec->card))
 		return;
 	uint32_t was = r->home[rec->layer];
 	r->home[rec->layer] = rec->card;
@@ -119,9 +122,17 @@ static void usage(struct fsr *r, uint32_t client, const struct fs_rec *rec)
 	uint32_t from = rec_card(r, rec);
 	uint32_t idx = fsr_idx(r, rec->layer, rec->expert);
 	uint32_t card = fsr_place_card(r, from, rec->layer, idx);
+	int hit = rec->aux == FS_USE_HIT;
+	if (card == FSR_NONE) {
+		/* From a card that is down and read no live card: nowhere to act. */
+		count3(r, from, client, rec->layer, hit ? FS_CC_hits : FS_CC_misses,
+		       hit ? FS_CL_hits : FS_CL_misses, hit ? FS_CCL_hits : FS_CCL_misses);
+		fsr_ctr_add(&r->card[from].ctr[FS_CC_dropped], 1);
+		return;
+	}
 	struct fsr_card *cd = &r->card[card];
 	uint32_t s = cd->slot_of[idx];
-	if (rec->aux == FS_USE_HIT) {
+	if (hit) {
 		count3(r, from, client, rec->layer, FS_CC_hits, FS_CL_hits, FS_CCL_hits);
 		if (r->tiers)
 			usage_tiered(r, card, client, rec);
@@ -161,9 +172,11 @@ void fsr_record(struct fsr *r, uint32_t client, const struct fs_rec *rec, uint64
 		uint32_t from = rec_card(r, rec);
 		uint32_t card = fsr_holder(r, from, fsr_idx(r, rec->layer, rec->expert));
 		if (card == FSR_NONE)
-			card = from;
+			card = fsr_live_card(r, from, rec->layer);
 		count3(r, from, client, rec->layer, FS_CC_predicted, FS_CL_predicted, FS_CCL_predicted);
-		if (r->tiers)
+		if (card == FSR_NONE) /* names a card that is down and read no live one */
+			fsr_ctr_add(&r->card[from].ctr[FS_CC_dropped], 1);
+		else if (r->tiers)
 			fsr_predicted_want(r, card, client, rec);
 		else
 			want(r, card, client, rec, 1);
@@ -217,8 +230,8 @@ static uint32_t evict_lru(struct fsr *r, uint32_t card, uint32_t n)
 
 unsigned fsr_take_copies(struct fsr *r, uint32_t card, struct fsr_copy *out, unsigned max, uint64_t now_ns)
 {
-	if (card >= r->cards || out == NULL)
-		return 0;
+	if (card >= r->cards || out == NULL || !fsr_is_up(r, card))
+		return 0; /* a card that is down is never copied to again */
 	return r->tiers ? fsr_sched_take(r, card, out, max, now_ns) : fsr_pool_take(r, card, out, max);
 }
 

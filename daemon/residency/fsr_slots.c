@@ -98,6 +98,12 @@ void fsr_copy_done(struct fsr *r, uint32_t card, uint32_t slot, uint32_t gen, ui
 	struct fsr_card *cd = &r->card[card];
 	if (slot >= cd->nslots)
 		return;
+	if (!fsr_is_up(r, card)) {
+		/* The card went down with this copy in flight: its slot left the
+		 * table then, and nothing lands on a card that is down. */
+		fsr_ctr_add(&cd->ctr[FS_CC_done_after_down], 1);
+		return;
+	}
 	struct fsr_slot *sl = &cd->slot[slot];
 	if (sl->state != FSR_LOADING || sl->gen != gen)
 		return;
@@ -118,15 +124,21 @@ void fsr_copy_done(struct fsr *r, uint32_t card, uint32_t slot, uint32_t gen, ui
 }
 
 /* Unmark first, copy after: the slot leaves the table now and is rewritten
- * only once the epoch that first lacks it is published and released. */
+ * only once the epoch that first lacks it is published and released.  A
+ * RESIDENT slot, or a LOADING one when its card goes down (fsr_card.c): its
+ * copy is abandoned, and the card is never copied to again. */
 void fsr_slot_evict(struct fsr *r, uint32_t card, uint32_t s)
 {
 	struct fsr_card *cd = &r->card[card];
 	struct fsr_slot *sl = &cd->slot[s];
 	if (r->tiers)
 		fsr_tier_unlink(r, card, s);
-	lru_unlink(cd, s);
-	cd->nresident--;
+	if (sl->state == FSR_LOADING) {
+		cd->nloading--; /* not in the LRU list */
+	} else {
+		lru_unlink(cd, s);
+		cd->nresident--;
+	}
 	cd->slot_of[fsr_idx(r, sl->layer, sl->expert)] = FSR_NONE;
 	sl->state = FSR_RETIRING;
 	sl->retire = r->published + 1;

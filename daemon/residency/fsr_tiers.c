@@ -79,8 +79,9 @@ void fsr_tiers_quotas(struct fsr *r, uint32_t card)
 {
 	struct fsr_card *cd = &r->card[card];
 	uint32_t nl = 0;
+	int up = fsr_is_up(r, card); /* a card that is down reserves nothing (fsr_card.c) */
 	for (uint32_t l = 0; l < r->layers; l++)
-		nl += r->home[l] == card;
+		nl += up && r->home[l] == card;
 	uint32_t spare = r->cfg_spare;
 	if (spare == FSR_AUTO) /* one per layer, at most 1 % of the card (fsr_core.c) */
 		spare = nl < cd->nslots / 128 ? nl : cd->nslots / 128;
@@ -91,7 +92,7 @@ void fsr_tiers_quotas(struct fsr *r, uint32_t card)
 	for (uint32_t l = 0; l < r->layers; l++) {
 		uint32_t *q = &cd->quota[l * FSR_NTIERS];
 		q[FSR_TIER_POOL] = q[FSR_TIER_STATIC] = q[FSR_TIER_RECENCY] = q[FSR_TIER_PREDICTED] = 0;
-		if (r->home[l] != card)
+		if (!up || r->home[l] != card)
 			continue;
 		uint32_t share = base + (i++ < extra), k, p;
 		split_share(r, share, &k, &p);

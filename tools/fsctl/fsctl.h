@@ -102,6 +102,7 @@ int fsctl_cmd_ping(const struct fsctl *g, int argc, char **argv);
 int fsctl_cmd_stats(const struct fsctl *g, int argc, char **argv);
 int fsctl_cmd_clients(const struct fsctl *g, int argc, char **argv);
 int fsctl_cmd_profile(const struct fsctl *g, int argc, char **argv);
+int fsctl_cmd_card(const struct fsctl *g, int argc, char **argv);
 int fsctl_cmd_shutdown(const struct fsctl *g, int argc, char **argv);
 
 #endif /* FSCTL_H */

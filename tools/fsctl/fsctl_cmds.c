@@ -336,6 +336,48 @@ int fsctl_cmd_profile(const struct fsctl *g, int argc, char **argv)
 	return strcmp(argv[1], "save") == 0 ? profile_save(g, argv[2]) : profile_load(g, argv[2]);
 }
 
+/* ---- card ----------------------------------------------------------------- */
+
+static const char card_help[] =
+	"usage: fsctl card down N\n"
+	"Take card N down (admin: root or foresightd's own user): its slots leave\n"
+	"the tier, engines stop reading them from the next epoch on and compute\n"
+	"those experts on another card or the CPU path; the other cards keep\n"
+	"serving.  To drain a card, or to emulate a lost one on hardware that must\n"
+	"not be reset.  A card that is down stays down until foresightd restarts.\n"
+	"Refused: a card that does not exist (ENOENT), one already down (EALREADY).\n";
+
+int fsctl_cmd_card(const struct fsctl *g, int argc, char **argv)
+{
+	if (argc >= 2 && is_help(argv[1])) {
+		fputs(card_help, stdout);
+		return FSCTL_OK;
+	}
+	char *end = NULL;
+	long n = argc == 3 ? strtol(argv[2], &end, 10) : -1;
+	if (argc != 3 || strcmp(argv[1], "down") != 0 || !end || *end || end == argv[2] || n < 0 ||
+	    n > 65535) {
+		fputs(card_help, stderr);
+		return FSCTL_USAGE;
+	}
+	cJSON *req = fs_ctl_request("card"), *r = NULL;
+	if (!req)
+		return FSCTL_DOWN;
+	cJSON_AddNumberToObject(req, "card", (double)n);
+	cJSON_AddStringToObject(req, "state", "down");
+	struct fsctl_conn *c;
+	int rc = fsctl_connect(g, &c);
+	if (rc == 0) {
+		rc = fsctl_call_req(c, req, &r);
+		fsctl_disconnect(c);
+	}
+	cJSON_Delete(req);
+	if (rc == 0)
+		printf("card %ld is down: %s (until foresightd restarts)\n", n, fsctl_str(r, "reason", "?"));
+	cJSON_Delete(r);
+	return rc;
+}
+
 /* ---- shutdown ------------------------------------------------------------- */
 
 static const char shutdown_help[] = "usage: fsctl shutdown\n"

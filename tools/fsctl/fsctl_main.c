@@ -14,6 +14,7 @@ static const char main_help[] =
 	"  stats      counters: totals, cards, layers, clients (--json, --watch)\n"
 	"  clients    the attached engines\n"
 	"  profile    save FILE | load FILE: the static tier's use counts\n"
+	"  card       down N: take card N out of the tier until a restart (admin)\n"
 	"  shutdown   stop foresightd (admin)\n"
 	"  help       this text; 'fsctl COMMAND --help' for a command's options\n"
 	"\n"
@@ -28,8 +29,8 @@ static const struct {
 	const char *name;
 	int (*run)(const struct fsctl *g, int argc, char **argv);
 } commands[] = {
-	{"ping", fsctl_cmd_ping},       {"stats", fsctl_cmd_stats},       {"clients", fsctl_cmd_clients},
-	{"profile", fsctl_cmd_profile}, {"shutdown", fsctl_cmd_shutdown},
+	{"ping", fsctl_cmd_ping},       {"stats", fsctl_cmd_stats}, {"clients", fsctl_cmd_clients},
+	{"profile", fsctl_cmd_profile}, {"card", fsctl_cmd_card},   {"shutdown", fsctl_cmd_shutdown},
 };
 
 static const char *default_socket(void)

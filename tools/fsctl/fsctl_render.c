@@ -80,6 +80,7 @@ static void cards(FILE *out, const cJSON *r)
 {
 	struct fsctl_table t = {.uptime_s = fsctl_num(r, "uptime_s")};
 	fsctl_table_col(&t, "name", "card", FSCTL_STR);
+	fsctl_table_col(&t, "state", "state", FSCTL_STR);
 	fsctl_table_col(&t, "slots", "slots", FSCTL_INT);
 #define X(name, help) fsctl_table_counter(&t, #name);
 	FS_COUNTERS_CARD(X)
@@ -89,6 +90,11 @@ static void cards(FILE *out, const cJSON *r)
 	fprintf(out, "\n# Cards\n");
 	if (rows)
 		fsctl_table_print(out, &t, rows, n);
+	/* Why a card is down, and since which epoch (0: not yet published). */
+	for (int i = 0; rows && i < n; i++)
+		if (strcmp(fsctl_str(rows[i], "state", "up"), "down") == 0)
+			fprintf(out, "%-12s down since epoch %.0f: %s\n", fsctl_str(rows[i], "name", "?"),
+				fsctl_num(rows[i], "down_epoch"), fsctl_str(rows[i], "down_reason", "?"));
 	free(rows);
 }
 

@@ -95,6 +95,11 @@ static cJSON *stats_reply(void)
 #undef X
 		cJSON_ReplaceItemInObject(c, "bus_busy_ns", cJSON_CreateNumber(6.15e9)); /* 50 % of 12.3 s */
 		cJSON_AddNumberToObject(c, "hit_rate", 0.5 + 0.25 * i);
+		cJSON_AddStringToObject(c, "state", i ? "down" : "up");
+		if (i) { /* host1 went down */
+			cJSON_AddStringToObject(c, "down_reason", "taken down by an admin");
+			cJSON_AddNumberToObject(c, "down_epoch", 41);
+		}
 		cJSON *reads = cJSON_AddArrayToObject(c, "reads");
 		if (i == 0) /* host0 reads host1; host1 reads no other card */
 			cJSON_AddItemToArray(reads, cJSON_CreateNumber(1));
@@ -130,7 +135,7 @@ static cJSON *stats_reply(void)
 	return o;
 }
 
-static cJSON *answer(const char *verb)
+static cJSON *answer(const char *verb, const cJSON *req)
 {
 	cJSON *o;
 	if (strcmp(verb, "stats") == 0)
@@ -144,7 +149,18 @@ static cJSON *answer(const char *verb)
 		return o;
 	}
 	o = cJSON_CreateObject();
-	if (strcmp(verb, "ping") == 0 || strcmp(verb, "shutdown") == 0) {
+	if (strcmp(verb, "card") == 0) {
+		/* card 1 is down already (the stats reply says so too) */
+		int one = cJSON_GetNumberValue(cJSON_GetObjectItem(req, "card")) == 1;
+		const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(req, "state"));
+		cJSON_AddBoolToObject(o, "ok", !one && st && strcmp(st, "down") == 0);
+		if (one) {
+			cJSON_AddStringToObject(o, "error", "card: card 1 is already down (lost)");
+			cJSON_AddStringToObject(o, "code", "EALREADY");
+		} else {
+			cJSON_AddStringToObject(o, "reason", "taken down by an admin");
+		}
+	} else if (strcmp(verb, "ping") == 0 || strcmp(verb, "shutdown") == 0) {
 		cJSON_AddBoolToObject(o, "ok", 1);
 		cJSON_AddStringToObject(o, "version", "0.1.0");
 		cJSON_AddNumberToObject(o, "pid", 123);
@@ -184,7 +200,7 @@ static void *fake_main(void *arg)
 		} else if (g_fake.mode == M_GARBAGE) {
 			reply("this is not json");
 		} else if (g_fake.mode == M_NORMAL) {
-			cJSON *r = answer(verb ? verb : "");
+			cJSON *r = answer(verb ? verb : "", req);
 			char *txt = cJSON_PrintUnformatted(r);
 			reply(txt);
 			free(txt);
@@ -308,6 +324,10 @@ Test(fsctl, stats_text_shows_every_counter)
 	cr_expect(strstr(g_out, "host0        reads host1\n") != NULL, "peer reach of host0:\n%s", g_out);
 	cr_expect(strstr(g_out, "host1        reads no other card") != NULL, "peer reach of host1:\n%s",
 		  g_out);
+	cr_expect(strstr(g_out, "state") != NULL, "a state column:\n%s", g_out);
+	cr_expect(strstr(g_out, "host1        down since epoch 41: taken down by an admin\n") != NULL,
+		  "why host1 is down:\n%s", g_out);
+	cr_expect(strstr(g_out, "host0        down") == NULL, "%s", g_out);
 	for (int l = 0; l < N_LAYERS; l++) {
 		char mark[16];
 		snprintf(mark, sizeof(mark), "%d", layer_mark(l));
@@ -368,6 +388,27 @@ Test(fsctl, shutdown_sends_the_admin_verb)
 	stop_fake();
 }
 
+Test(fsctl, card_down_sends_the_verb_and_reports_refusals)
+{
+	start_fake(M_NORMAL);
+	cr_expect_eq(fsctl(g_out, sizeof(g_out), "--socket %s card down 0", g_fake.path), 0, "%s", g_out);
+	cr_expect(strstr(g_out, "card 0 is down: taken down by an admin (until foresightd restarts)") != NULL,
+		  "%s", g_out);
+	cr_expect_eq(count_verb("card"), 1);
+	int rc = fsctl(g_out, sizeof(g_out), "--socket %s card down 1", g_fake.path);
+	cr_expect_eq(rc, FSCTL_REFUSED, "%s", g_out);
+	cr_expect(strstr(g_out, "card 1 is already down (lost) (EALREADY)") != NULL, "%s", g_out);
+	const char *bad[] = {"card",        "card down",    "card up 1",
+			     "card down x", "card down -1", "card down 1 2"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_expect_eq(fsctl(g_out, sizeof(g_out), "--socket %s %s", g_fake.path, bad[i]), FSCTL_USAGE,
+			     "'%s': %s", bad[i], g_out);
+		cr_expect(strstr(g_out, "usage: fsctl card down N") != NULL, "%s", g_out);
+	}
+	cr_expect_eq(count_verb("card"), 2, "usage errors send nothing");
+	stop_fake();
+}
+
 /* ---- failures --------------------------------------------------------------- */
 
 Test(fsctl, daemon_absent)
@@ -417,7 +458,7 @@ Test(fsctl, help_and_usage)
 	cr_expect_eq(fsctl(g_out, sizeof(g_out), "--help"), 0);
 	cr_expect(strstr(g_out, "usage: fsctl") && strstr(g_out, "Exit status"), "%s", g_out);
 	cr_expect_eq(fsctl(g_out, sizeof(g_out), "help"), 0);
-	const char *cmds[] = {"ping", "stats", "clients", "shutdown"};
+	const char *cmds[] = {"ping", "stats", "clients", "card", "shutdown"};
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		/* --help never needs a daemon */
 		cr_expect_eq(fsctl(g_out, sizeof(g_out), "--socket /nonexistent %s --help", cmds[i]), 0, "%s",

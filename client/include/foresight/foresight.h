@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 #define FS_CLIENT_VERSION_MAJOR 0
-#define FS_CLIENT_VERSION_MINOR 1
+#define FS_CLIENT_VERSION_MINOR 2 /* 2: fs_card_info.down (cards that go down) */
 
 /* Default control socket; FORESIGHT_SOCKET in the environment overrides it. */
 #define FS_DEFAULT_SOCKET "/run/foresight/control.sock"
@@ -67,6 +67,12 @@ struct fs_card_info {
 	uint64_t slot_bytes;
 	int is_cuda;
 	char name[40];
+	/* 1 once the card is down (lost, reset, or taken down by an admin:
+	 * `fsctl card down`) until the daemon restarts: every lookup of it
+	 * answers "not resident" and no card reads it (fs_card_reach); 0 up.
+	 * Read live from the daemon region at each fs_client_card call.  (Was
+	 * padding before library version 0.2: the struct's size is unchanged.) */
+	uint32_t down;
 };
 
 /* Connect, check the protocol version, attach.  *out is set on success. */
@@ -79,6 +85,7 @@ FS_API const char *fs_strerror(int err);
 FS_API const char *fs_client_last_error(const fs_client *c);
 
 FS_API int fs_client_model(const fs_client *c, struct fs_model_info *out);
+/* The card's description and whether it is down now. */
 FS_API int fs_client_card(const fs_client *c, uint32_t card, struct fs_card_info *out);
 /* 1 while attached to a live daemon, 0 otherwise. */
 FS_API int fs_client_attached(fs_client *c);
@@ -145,7 +152,8 @@ struct fs_slot {
 FS_API int fs_acquire(fs_client *c, struct fs_view *v);
 FS_API void fs_release(fs_client *c, struct fs_view *v);
 /* 1 and *out filled when the held epoch maps (card, layer, expert) to a
- * slot whose bytes have landed; 0 otherwise (compute it from the arena). */
+ * slot whose bytes have landed and the card is not down; 0 otherwise
+ * (compute it from the arena). */
 FS_API int fs_lookup(const fs_client *c, const struct fs_view *v, uint32_t card, uint32_t layer,
 		     uint32_t expert, struct fs_slot *out);
 /* Like fs_lookup, but also finds copies that landed after the view was
@@ -175,6 +183,14 @@ FS_API const uint32_t *fs_card_ready_words(const fs_client *c, uint32_t card);
  * that card's device's primary context (the runtime API's context, which
  * is what engines use).  The same epoch contract covers peer reads: the
  * engine holds the view while it reads, as for a local slot.
+ *
+ * A card that goes down (fs_card_info.down) is out of all of it: every
+ * epoch the daemon publishes after the loss maps nothing to it, lookups of
+ * it answer "not resident" (whatever epoch the view holds) and no card
+ * reaches it.  Pointers already handed out stay valid while the view is
+ * held when the card was only taken down; after a real loss or reset the
+ * memory behind them may be gone, and a kernel reading it fails in the
+ * engine's own context: recompute those experts from the arena.
  */
 enum fs_place_kind {
 	FS_PLACE_MISS = 0,        /* on no card: compute it from the arena (CPU path) */
@@ -196,7 +212,8 @@ struct fs_place {
 
 /* The cards whose slots an engine on `card` can read, as the daemon found
  * them (bit j: card j; the card's own bit is set): CUDA peer access, or
- * every card on the host backend.  0 while detached or for a bad card. */
+ * every card on the host backend, less the cards that are down.  0 while
+ * detached, for a bad card, or for a card that is down. */
 FS_API uint32_t fs_card_reach(const fs_client *c, uint32_t card);
 /* Make the cards that `card` reaches readable from `card`'s device in this
  * process: opens each of their pools in that device's context with peer
@@ -205,12 +222,15 @@ FS_API uint32_t fs_card_reach(const fs_client *c, uint32_t card);
  * per layer.  Remembered: pools of a daemon attached later are opened too.
  * Returns the bitmask of cards readable from `card` now (its own bit
  * included; the host backend needs no opening), or a negative errno
- * (-ENOTCONN while detached, -EINVAL for a bad card). */
+ * (-ENOTCONN while detached, -EINVAL for a bad card, -ENODEV for a card
+ * that is down).  Mappings of a card that goes down later are kept (a
+ * kernel may still be reading them) but never handed out again. */
 FS_API int fs_peer_open(fs_client *c, uint32_t card);
 /* Where an engine on card `from` finds (layer, expert) in the held view:
  * returns the kind (FS_PLACE_*) and fills *out.  LOCAL and PEER: out->device
  * (CUDA) or out->host (host backend) is readable now and stays unchanged
- * while the view is held.  MISS and UNREACHABLE: use fs_arena_expert.  No
+ * while the view is held.  MISS and UNREACHABLE: use fs_arena_expert.
+ * Never a card that is down; MISS for every expert when `from` is down.  No
  * CUDA call, no system call, no lock. */
 FS_API int fs_lookup_from(const fs_client *c, const struct fs_view *v, uint32_t from, uint32_t layer,
 			  uint32_t expert, struct fs_place *out);

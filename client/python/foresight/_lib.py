@@ -45,6 +45,7 @@ class CardInfoC(ctypes.Structure):
         ("slot_bytes", c_u64),
         ("is_cuda", ctypes.c_int),
         ("name", ctypes.c_char * 40),
+        ("down", c_u32),  # library 0.2: 1 once the card is down
     ]
 
 
