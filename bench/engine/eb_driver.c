@@ -69,7 +69,7 @@ struct drv {
 struct row {
 	int ran, ok;
 	double tps, hit, mplw, late_seen, late_cpu, late_daemon, bus_gbps, secs, predictions, too_late;
-	double landed_late, dropped, layer_windows, peer, down_reads, down_seen;
+	double landed_late, dropped, layer_windows, peer, down_reads, down_seen, held, held_twice;
 	char recall[96]; /* --predictor kernel: engine 0's measured recall */
 	uint64_t uses, windows;
 };
@@ -669,6 +669,10 @@ static int run_mode(struct drv *d, int mode, struct row *row, char *err, size_t 
 				row->hit += kv(line, "hits");
 				row->peer += kv(line, "peer_hits");
 				row->down_reads += kv(line, "down_reads");
+				if (kv(line, "engine") == 0) {
+					row->held = kv(line, "held");
+					row->held_twice = kv(line, "held_twice");
+				}
 				row->down_seen += kv(line, "down_seen") > 0;
 				const char *r10 = strstr(line, " ra_recall10=");
 				if (r10 && !row->recall[0] && kv(line, "ra_launches") > 0) {
@@ -828,6 +832,11 @@ static void table(struct drv *d, const struct row *rows, FILE *csv)
 				r->mplw, r->late_seen, r->late_cpu, r->late_daemon, r->bus_gbps,
 				have_room ? share : "", r->predictions, r->too_late, r->landed_late, r->peer);
 	}
+	printf("held at the end (one epoch, distinct experts / held on more than one card):");
+	for (int m = 0; m < EB_NMODES; m++)
+		if (rows[m].ok && eb_mode_daemon(m))
+			printf(" %s %.0f / %.0f;", eb_mode_name(m), rows[m].held, rows[m].held_twice);
+	printf("\n");
 	if (recall[0])
 		printf("router-ahead kernel, measured per-token recall within 10 candidates, 1/2/3 layers "
 		       "ahead: %s\n",

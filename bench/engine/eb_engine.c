@@ -975,6 +975,25 @@ static void teardown(struct eng *e)
 	free(e->ptab_sc);
 }
 
+/* What the tier holds at the end, in one epoch: distinct experts mapped
+ * on any card, and those mapped on more than one (a tier per card holds
+ * hot experts once per card; one tier across cards holds each once). */
+static void tier_census(struct eng *e, uint64_t *held, uint64_t *twice)
+{
+	struct fs_view v = {0};
+	if (fs_acquire(e->c, &v) != 0)
+		return;
+	for (uint32_t l = 0; l < e->m.layers; l++)
+		for (uint32_t x = 0; x < e->m.experts; x++) {
+			uint32_t n = 0;
+			for (uint32_t c = 0; c < e->o.cards; c++)
+				n += fs_lookup(e->c, &v, c, l, x, NULL) != 0;
+			*held += n > 0;
+			*twice += n > 1;
+		}
+	fs_release(e->c, &v);
+}
+
 int eb_engine_main(int argc, char **argv)
 {
 	struct eng e;
@@ -1006,6 +1025,9 @@ int eb_engine_main(int argc, char **argv)
 		rc = window(&e, k, (start + k) % n, k >= warm);
 	}
 	double secs = (double)(eb_now_ns() - t0) / 1e9;
+	uint64_t held = 0, twice = 0;
+	if (rc == 0 && eb_mode_daemon(e.o.mode))
+		tier_census(&e, &held, &twice);
 	if (rc != 0) {
 		fprintf(stderr, "fs-engine-bench engine (%s): a device or arena call failed\n",
 			eb_mode_name(e.o.mode));
@@ -1021,7 +1043,7 @@ int eb_engine_main(int argc, char **argv)
 	       "peer_hits=%llu layer_windows=%llu late_seen=%llu late_waited=%llu late_cpu=%llu predictions=%llu "
 	       "cpu_bytes=%llu dev_bytes=%llu dense_s=%.4f cpu_s=%.4f wait_s=%.4f dropped=%llu ra_launches=%llu "
 	       "ra_recall10=%.3f,%.3f,%.3f ra_recall48=%.3f,%.3f,%.3f dev_dropped=%llu down_seen=%u "
-	       "down_reads=%llu\n",
+	       "down_reads=%llu held=%llu held_twice=%llu\n",
 	       eb_mode_name(e.o.mode), e.o.engine, (unsigned long long)e.windows,
 	       (unsigned long long)e.tokens, secs, (unsigned long long)e.uses_n, (unsigned long long)e.hits,
 	       (unsigned long long)e.misses, (unsigned long long)e.peer_hits,
@@ -1031,7 +1053,8 @@ int eb_engine_main(int argc, char **argv)
 	       (unsigned long long)e.dev_bytes, (double)e.dense_ns / 1e9, (double)e.cpu_ns / 1e9,
 	       (double)e.wait_ns / 1e9, (unsigned long long)fs_client_dropped(e.c),
 	       (unsigned long long)e.ra_launches, rc10[0], rc10[1], rc10[2], rc48[0], rc48[1], rc48[2],
-	       (unsigned long long)fs_dev_ring_dropped(e.c), e.down_seen, (unsigned long long)e.down_reads);
+	       (unsigned long long)fs_dev_ring_dropped(e.c), e.down_seen, (unsigned long long)e.down_reads,
+	       (unsigned long long)held, (unsigned long long)twice);
 	fflush(stdout);
 	teardown(&e);
 	return 0;

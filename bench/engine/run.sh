@@ -106,7 +106,7 @@ for spec in "1c1e-26 1 1 0.26" "1c1e-52 1 1 0.52" "1c2e-26 1 2 0.26" "2c1e-26 2 
 	cat "$out"
 	{
 		echo "### $label (exit $rc)"
-		grep -E '^(\||[0-9] card|dense part|shape|predictor|oracle recall|placement|router-ahead|checksums|run checksum)' "$out" || true
+		grep -E '^(\||[0-9] card|dense part|shape|predictor|oracle recall|placement|held at the end|card down|router-ahead|checksums|run checksum)' "$out" || true
 		echo
 	} >>"$MD"
 	[ "$rc" = 0 ] || fail=1
