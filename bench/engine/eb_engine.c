@@ -112,6 +112,9 @@ struct eng {
 	float *psc;
 	uint32_t *porder;
 	/* counts over the measured windows */
+	/* misses in layers 0..2, which no router-ahead within the window
+	 * reaches early (layer 0 not at all) */
+	uint64_t misses_first3;
 	uint64_t uses_n, hits, peer_hits, misses, late_seen, late_waited, late_cpu, predictions, cpu_bytes,
 		dev_bytes;
 	uint64_t windows, tokens, layer_windows;
@@ -620,6 +623,7 @@ static int window(struct eng *e, uint32_t k, uint32_t dw, int measured)
 			e->uses_n += ng + nc;
 			e->hits += ng;
 			e->misses += nc;
+			e->misses_first3 += l < 3 ? nc : 0;
 			e->layer_windows += (ng + nc) > 0;
 			e->dense_ns += t1 - t0;
 			e->cpu_ns += t3 - t2;
@@ -1043,7 +1047,7 @@ int eb_engine_main(int argc, char **argv)
 	       "peer_hits=%llu layer_windows=%llu late_seen=%llu late_waited=%llu late_cpu=%llu predictions=%llu "
 	       "cpu_bytes=%llu dev_bytes=%llu dense_s=%.4f cpu_s=%.4f wait_s=%.4f dropped=%llu ra_launches=%llu "
 	       "ra_recall10=%.3f,%.3f,%.3f ra_recall48=%.3f,%.3f,%.3f dev_dropped=%llu down_seen=%u "
-	       "down_reads=%llu held=%llu held_twice=%llu\n",
+	       "down_reads=%llu held=%llu held_twice=%llu misses_first3=%llu\n",
 	       eb_mode_name(e.o.mode), e.o.engine, (unsigned long long)e.windows,
 	       (unsigned long long)e.tokens, secs, (unsigned long long)e.uses_n, (unsigned long long)e.hits,
 	       (unsigned long long)e.misses, (unsigned long long)e.peer_hits,
@@ -1054,7 +1058,7 @@ int eb_engine_main(int argc, char **argv)
 	       (double)e.wait_ns / 1e9, (unsigned long long)fs_client_dropped(e.c),
 	       (unsigned long long)e.ra_launches, rc10[0], rc10[1], rc10[2], rc48[0], rc48[1], rc48[2],
 	       (unsigned long long)fs_dev_ring_dropped(e.c), e.down_seen, (unsigned long long)e.down_reads,
-	       (unsigned long long)held, (unsigned long long)twice);
+	       (unsigned long long)held, (unsigned long long)twice, (unsigned long long)e.misses_first3);
 	fflush(stdout);
 	teardown(&e);
 	return 0;
