@@ -96,8 +96,9 @@ struct fsr_config {
 	/* Which card reads which (fsr_place.c): bit j of reach[i] = card i can
 	 * read card j's slots (a peer path: P2P/NVLink, or host memory on the
 	 * host backend).  A card always reads its own.  All zero (the default):
-	 * no card reads another, each card keeps its own tier.  When any card
-	 * reads another, the cards form one tier: see "Placement" below. */
+	 * no card reads another, each card keeps its own tier (of every layer
+	 * it runs).  When any card reads another, the cards form one tier: see
+	 * "Placement" below. */
 	uint16_t reach[FS_MAX_CARDS];
 };
 
@@ -125,6 +126,24 @@ struct fsr_config {
  * reserved slots of the layer are trimmed (after the grace period) and the
  * new card's copies are candidates like any other, planned by deadline and
  * bus budget; the old card's static slots stay and are read from there.
+ *
+ * Without one tier (no card reads another: consumer GPUs without P2P,
+ * `foresightd --peer off`), a card keeps its own tier for every layer it
+ * runs: a use of a layer from a card makes that card serve the layer at
+ * once (a share of its slots is reserved for it), and the card stops
+ * serving it only after FSR_HOME_IDLE_WINDOWS of its own windows (those
+ * its engines end) without a use of it; its slots of the layer then go.
+ * Data-parallel engines on such cards each get a full tier, and the hot
+ * experts are on every card (the copies for a card that cannot read the
+ * holder the rule above allows).  Why: with one home per layer that moved
+ * to the record's card on every use, two data-parallel engines moved every
+ * layer's reserved sizes back and forth with nearly every record
+ * (reserved sizes worked out again, trims, the static tier refilled on the
+ * other card); on 2 x H200 with --peer off at 26 % slots the daemon's
+ * modes hit 71 % while the engines' own static pools hit 86.9 % and one
+ * tier over peer reads 91.4 %.  The home stays the card that reported a
+ * use last: where a record naming no card acts.  A card that goes down
+ * serves nothing (fsr_card_down).
  */
 #define FSR_HOME_IDLE_WINDOWS 8u
 
@@ -247,8 +266,9 @@ uint32_t fsr_lookup_from(const struct fsr *r, uint32_t from, uint32_t layer, uin
  * tier for good: its LOADING and RESIDENT slots leave the working table
  * (the next epoch maps nothing to it; a copy in flight never lands, a late
  * fsr_copy_done for it is ignored and counted), it gets no copy and no want
- * again, no card reads it for placement, its layers' homes move to the live
- * cards (dealt out in turn), and records naming it act on a live card it
+ * again, no card reads it for placement, it serves no layer, its layers'
+ * homes move to the live cards (one that serves the layer already, else
+ * dealt out in turn), and records naming it act on a live card it
  * read (one tier) or are dropped and counted.  Its slot memory is never
  * reused; a reader holding an older epoch may still read it until it
  * releases (the daemon does not free it either).  Every card may go down:

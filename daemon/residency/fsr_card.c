@@ -19,12 +19,15 @@
  *    layer's home if it read that, else the lowest live card it read), else
  *    it is dropped and counted `dropped` on the card that is down
  *    (fsr_live_card, fsr_policy.c);
- *  - the layers homed on it are dealt out over the live cards in turn, in
- *    layer order (as the first split deals layers over cards): no single
- *    card takes all of a lost card's reserved sizes; from there a layer's
- *    home follows its use as always (fsr_home_may_move).  The live cards'
- *    reserved sizes are worked out again; a tier above its new size is
- *    trimmed before the card copies anything (retrim).
+ *  - it serves no layer any more (fsr_tiers_quotas: it reserves nothing);
+ *    a layer homed on it goes to a live card that serves it already (each
+ *    card its own tier: data parallel engines), else the layers homed on
+ *    it are dealt out over the live cards in turn, in layer order (as the
+ *    first split deals layers over cards): no single card takes all of a
+ *    lost card's reserved sizes; from there a layer's home follows its use
+ *    as always (fsr_layer_used).  The live cards' reserved sizes are
+ *    worked out again; a tier above its new size is trimmed before the
+ *    card copies anything (retrim).
  *
  * Its slots leave the table exactly as evicted ones do (RETIRING, then FREE
  * after the grace period), so readers that hold an older epoch keep their
@@ -63,34 +66,37 @@ static void drop_wants(struct fsr *r, uint32_t card)
 		}
 }
 
-/* Its layers go to the live cards in turn; their reserved sizes follow. */
+/* It serves no layer any more; the layers homed on it go to a live card
+ * that serves them already (no one tier: the lowest), else to the live
+ * cards in turn; their reserved sizes follow. */
 static void move_homes(struct fsr *r, uint32_t card)
 {
 	uint32_t live[FS_MAX_CARDS], nlive = 0, k = 0, got = 0;
 	for (uint32_t c = 0; c < r->cards; c++)
 		if (fsr_is_up(r, c))
 			live[nlive++] = c;
-	if (r->tiers) {
-		fsr_tiers_quotas(r, card); /* a card that is down reserves nothing */
-		r->card[card].retrim = 0;
-	}
+	for (uint32_t l = 0; l < r->layers; l++)
+		r->serves[l] = (uint16_t)(r->serves[l] & ~(1u << card));
+	fsr_serves_changed(r, 1u << card); /* a card that is down reserves nothing */
 	if (nlive == 0)
 		return; /* every card down: the homes stay where they were */
 	for (uint32_t l = 0; l < r->layers; l++) {
 		if (r->home[l] != card)
 			continue;
-		uint32_t to = live[k++ % nlive];
+		uint32_t to = 0;
+		while (to < r->cards && !fsr_serves(r, to, l))
+			to++;
+		if (to == r->cards)
+			to = live[k++ % nlive];
 		r->home[l] = (uint16_t)to;
 		r->home_seen[l] = r->wins; /* the new home's idle clock starts now */
-		got |= 1u << to;
-	}
-	if (!r->tiers)
-		return;
-	for (uint32_t i = 0; i < nlive; i++)
-		if (got >> live[i] & 1u) {
-			fsr_tiers_quotas(r, live[i]);
-			r->card[live[i]].retrim = 1;
+		if (!fsr_serves(r, to, l)) {
+			r->serves[l] = (uint16_t)(r->serves[l] | 1u << to);
+			r->serve_seen[to * r->layers + l] = r->card_wins[to];
+			got |= 1u << to;
 		}
+	}
+	fsr_serves_changed(r, got);
 }
 
 int fsr_card_down(struct fsr *r, uint32_t card)

@@ -346,6 +346,90 @@ Test(card, homes_move_to_the_live_cards_in_turn_and_reserved_sizes_follow)
 	fsr_destroy(r);
 }
 
+/* Every reserved size of card c. */
+static void card_quotas(const struct fsr *r, uint32_t c, uint32_t *q)
+{
+	static const enum fsr_tier tiers[] = {FSR_TIER_STATIC, FSR_TIER_RECENCY, FSR_TIER_PREDICTED};
+	for (uint32_t l = 0; l < KL; l++)
+		for (uint32_t t = 0; t < 3; t++) {
+			struct fsr_tier_info ti;
+			cr_assert_eq(fsr_tier_info(r, c, l, tiers[t], &ti), 0);
+			q[l * 3 + t] = ti.quota;
+		}
+}
+
+Test(card, without_reach_it_drops_the_layers_it_served_and_the_others_keep_theirs)
+{
+	/* Cards that do not read each other, two data-parallel engines: both
+	 * cards serve every layer (each its own tier). */
+	struct fsr *r = mk(kcfg(2, 32, 1, 0));
+	for (uint32_t w = 1; w <= 6; w++) {
+		for (uint32_t cl = 0; cl < 2; cl++) {
+			for (uint32_t l = 0; l < KL; l++) {
+				uint32_t e = (w + l + cl) % 6;
+				use(r, cl, cl, l, e, fsr_lookup(r, cl, l, e) != FSR_NONE, w);
+			}
+			rec(r, cl, FS_REC_WIN_END, 0, 0, 0, 0, w);
+		}
+		settle(r, 2);
+	}
+	struct fsr_tier_info ti;
+	for (uint32_t c = 0; c < 2; c++)
+		for (uint32_t l = 0; l < KL; l++) {
+			fsr_tier_info(r, c, l, FSR_TIER_RECENCY, &ti);
+			cr_assert_gt(ti.quota, 0, "card %u serves layer %u", c, l);
+		}
+	cr_assert_gt(in_table(r, 1, 32), 0);
+	uint32_t before[KL * 3], after[KL * 3], evicted0 = (uint32_t)cc_[0][FS_CC_evicted];
+	card_quotas(r, 0, before);
+	cr_assert_eq(fsr_card_down(r, 1), 0);
+	ok_at(r, "after down");
+	/* Card 1 serves nothing and reserves nothing; card 0 served every
+	 * layer already: its reserved sizes and slots stay as they were. */
+	for (uint32_t l = 0; l < KL; l++) {
+		fsr_tier_info(r, 1, l, FSR_TIER_RECENCY, &ti);
+		cr_assert_eq(ti.quota, 0);
+		fsr_tier_info(r, 1, l, FSR_TIER_PREDICTED, &ti);
+		cr_assert_eq(ti.quota, 0);
+	}
+	fsr_tier_info(r, 1, 0, FSR_TIER_STATIC, &ti);
+	cr_assert_eq(ti.quota, 0);
+	card_quotas(r, 0, after);
+	cr_assert_arr_eq(before, after, sizeof(before), "card 0's reserved sizes changed");
+	settle(r, 2);
+	cr_assert_eq(cc_[0][FS_CC_evicted], evicted0, "card 0 trimmed slots");
+	/* Engine 1 still naming card 1 (it cannot read card 0): dropped; a
+	 * record naming no card goes to card 0, which runs every layer. */
+	use(r, 1, 1, 2, 20, 0, 7);
+	predict(r, 1, FS_CARD_NONE, 3, 21, 7);
+	settle(r, 2);
+	cr_assert_eq(in_table(r, 1, 32), 0);
+	cr_assert_eq(fsr_lookup(r, 0, 2, 20), FSR_NONE);
+	cr_assert_neq(fsr_lookup(r, 0, 3, 21), FSR_NONE);
+	ok_at(r, "dp end");
+	fsr_destroy(r);
+
+	/* Layers split over the cards without reach: layers 2, 3 run on card
+	 * 1 only, so they are dealt to card 0 when it goes down. */
+	r = mk(kcfg(2, 32, 1, 0));
+	use(r, 0, 0, 0, 1, 0, 1);
+	use(r, 1, 1, 2, 1, 0, 1);
+	settle(r, 2);
+	fsr_tier_info(r, 0, 2, FSR_TIER_RECENCY, &ti);
+	cr_assert_eq(ti.quota, 0);
+	cr_assert_eq(fsr_card_down(r, 1), 0);
+	ok_at(r, "split: after down");
+	for (uint32_t l = 0; l < KL; l++) {
+		fsr_tier_info(r, 0, l, FSR_TIER_RECENCY, &ti);
+		cr_assert_gt(ti.quota, 0, "card 0 serves layer %u", l);
+	}
+	predict(r, 0, FS_CARD_NONE, 2, 5, 2);
+	settle(r, 2);
+	cr_assert_neq(fsr_lookup(r, 0, 2, 5), FSR_NONE);
+	ok_at(r, "split end");
+	fsr_destroy(r);
+}
+
 Test(card, every_card_down_empties_the_tier)
 {
 	for (int tiers = 0; tiers < 2; tiers++) {

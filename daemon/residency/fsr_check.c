@@ -51,6 +51,20 @@ static int check_tiers(const struct fsr *r, const struct fsr_card *cd)
 		ncands += cd->ncand[l];
 	}
 	CHECK(cd->ntier[FSR_TIER_STATIC] <= cd->static_quota || cd->retrim);
+	/* Reserved sizes only for the layers the card serves (fsr_place.c),
+	 * none on a card that serves no layer. */
+	uint32_t card = (uint32_t)(cd - r->card), nserved = 0;
+	for (uint32_t l = 0; l < r->layers; l++) {
+		nserved += fsr_serves(r, card, l);
+		CHECK(fsr_serves(r, card, l) || (cd->quota[l * FSR_NTIERS + FSR_TIER_RECENCY] == 0 &&
+						 cd->quota[l * FSR_NTIERS + FSR_TIER_PREDICTED] == 0));
+	}
+	CHECK(nserved > 0 || cd->quota_total == 0);
+	/* Each card its own tier: no slot or candidate of a layer the card no
+	 * longer serves once the trim has run (fsr_sched.c). */
+	for (uint32_t l = 0; l < r->layers && !r->one_tier && !cd->retrim; l++)
+		for (unsigned t = 0; t < FSR_NTIERS && !fsr_serves(r, card, l); t++)
+			CHECK(cd->tl[l * FSR_NTIERS + t].n == 0 && cd->ncand[l] == 0);
 	CHECK(reserved + cd->static_quota == cd->quota_total && cd->quota_total <= ns);
 	CHECK(inlists == cd->nloading + cd->nresident);
 	CHECK(ncands == cd->cands);
@@ -167,10 +181,17 @@ int fsr_check(const struct fsr *r)
 		if (rc)
 			return rc;
 	}
-	/* Homes are on live cards (unless every card is down). */
+	/* Homes are on live cards (unless every card is down).  The cards that
+	 * serve a layer are live and include its home; with one tier, only its
+	 * home serves it (fsr_place.c). */
 	int any_up = r->down != (1u << r->cards) - 1u;
-	for (uint32_t l = 0; l < r->layers; l++)
-		CHECK(r->home[l] < r->cards && (!any_up || fsr_is_up(r, r->home[l])));
+	for (uint32_t l = 0; l < r->layers; l++) {
+		uint32_t home = r->home[l], serves = r->serves[l];
+		CHECK(home < r->cards && (!any_up || fsr_is_up(r, home)));
+		CHECK((serves >> r->cards) == 0 && (serves & r->down) == 0);
+		CHECK(!fsr_is_up(r, home) || fsr_serves(r, home, l));
+		CHECK(!r->one_tier || serves == ((1u << home) & ~r->down));
+	}
 	/* One tier: no two cards that read each other hold the same expert. */
 	size_t total = (size_t)r->layers * r->experts;
 	for (uint32_t i = 0; i < r->cards; i++) {

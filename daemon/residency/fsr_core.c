@@ -205,10 +205,12 @@ struct fsr *fsr_create(const struct fsr_config *cfg)
 	r->c_priv = calloc(priv ? priv : 1, sizeof(uint64_t));
 	r->home = malloc(r->layers * sizeof(*r->home));
 	r->home_seen = calloc(r->layers, sizeof(*r->home_seen));
+	r->serves = malloc(r->layers * sizeof(*r->serves));
+	r->serve_seen = calloc((size_t)r->cards * r->layers, sizeof(*r->serve_seen));
 	if (cfg->expert_bytes != NULL)
 		r->expert_bytes = malloc(n * sizeof(*r->expert_bytes));
-	if (r->c_priv == NULL || r->home == NULL || r->home_seen == NULL ||
-	    (cfg->expert_bytes != NULL && r->expert_bytes == NULL))
+	if (r->c_priv == NULL || r->home == NULL || r->home_seen == NULL || r->serves == NULL ||
+	    r->serve_seen == NULL || (cfg->expert_bytes != NULL && r->expert_bytes == NULL))
 		goto nomem;
 	if (cfg->expert_bytes != NULL)
 		memcpy(r->expert_bytes, cfg->expert_bytes, n * sizeof(*r->expert_bytes));
@@ -234,8 +236,10 @@ struct fsr *fsr_create(const struct fsr_config *cfg)
 	}
 	r->c_client = cfg->counters.client ? cfg->counters.client : p;
 
-	for (uint32_t l = 0; l < r->layers; l++)
+	for (uint32_t l = 0; l < r->layers; l++) {
 		r->home[l] = (uint16_t)((uint64_t)l * r->cards / r->layers);
+		r->serves[l] = (uint16_t)(1u << r->home[l]);
+	}
 	fsr_place_init(r, cfg->reach);
 	if (cfg->tiers && tiers_create(r, cfg) != 0)
 		goto nomem;
@@ -269,6 +273,8 @@ void fsr_destroy(struct fsr *r)
 	free(r->score_tick);
 	free(r->home);
 	free(r->home_seen);
+	free(r->serves);
+	free(r->serve_seen);
 	free(r->expert_bytes);
 	free(r->c_priv);
 	free(r);

@@ -25,6 +25,11 @@
  *              predicted), the scheduler's queue (fsr_cands.c)
  * and per core: decayed use scores per (layer, expert) (fsr_tier_static.c),
  * and per client where it runs now (fsr_clock.c).
+ *
+ * Per layer: its home card (where a record naming no card acts) and the
+ * cards that serve it (keep its reserved sizes: fsr_tiers_quotas); per
+ * (card, layer) the card's window clock at its last use of the layer
+ * (fsr_place.c says when a card stops serving a layer).
  */
 #ifndef FSR_INTERNAL_H
 #define FSR_INTERNAL_H
@@ -127,6 +132,8 @@ struct fsr_client {
 	uint32_t newest_window;       /* newest window seen (serial arithmetic) */
 	uint8_t live;
 	uint8_t window_seen;
+	uint8_t on_card; /* `card` is known: its newest usage record named a card */
+	uint16_t card;   /* the card of its newest usage record (fsr_place.c) */
 	/* Where it runs (fsr_clock.c): the layer of its newest usage, in
 	 * window pos_window, entered at layer_t; its window began at win_t. */
 	uint8_t pos_valid;
@@ -142,13 +149,16 @@ struct fsr {
 	uint64_t *expert_bytes; /* own copy, or NULL */
 	uint64_t published;     /* last published epoch, 0 = none */
 	int dirty;
-	uint16_t *home; /* [layers]: card that last reported a use of the layer */
 	/* placement across cards (fsr_place.c) */
-	uint16_t reach[FS_MAX_CARDS]; /* bit j of reach[i]: card i reads card j (own bit set) */
-	int one_tier;                 /* some card reads another */
-	uint32_t down;                /* bit i: card i is down for good (fsr_card.c) */
-	uint32_t wins;                /* WIN_END records seen (any client): the home clock */
-	uint32_t *home_seen;          /* [layers]: `wins` at the home card's last use */
+	uint16_t *home;                   /* [layers]: card that last reported a use (one tier: see fsr.h) */
+	uint16_t *serves;                 /* [layers]: bit c: card c keeps the layer's reserved sizes */
+	uint16_t reach[FS_MAX_CARDS];     /* bit j of reach[i]: card i reads card j (own bit set) */
+	int one_tier;                     /* some card reads another */
+	uint32_t down;                    /* bit i: card i is down for good (fsr_card.c) */
+	uint32_t wins;                    /* WIN_END records seen (any client): the home clock */
+	uint32_t *home_seen;              /* [layers]: `wins` at the home card's last use */
+	uint32_t card_wins[FS_MAX_CARDS]; /* windows ended by engines on the card: its serve clock */
+	uint32_t *serve_seen;             /* [cards * layers]: card_wins[c] at card c's last use of l */
 	struct fsr_card card[FS_MAX_CARDS];
 	struct fsr_client client[FSR_MAX_CLIENTS];
 	uint64_t *c_daemon; /* [FS_N_DAEMON] */
@@ -307,7 +317,13 @@ FSR_INTERNAL void fsr_place_init(struct fsr *r, const uint16_t reach[FS_MAX_CARD
 FSR_INTERNAL uint32_t fsr_holder(const struct fsr *r, uint32_t from, uint32_t idx);
 FSR_INTERNAL int fsr_held_elsewhere(const struct fsr *r, uint32_t card, uint32_t idx);
 FSR_INTERNAL uint32_t fsr_place_card(const struct fsr *r, uint32_t from, uint32_t layer, uint32_t idx);
-FSR_INTERNAL int fsr_home_may_move(struct fsr *r, uint32_t layer, uint32_t card);
+FSR_INTERNAL void fsr_layer_used(struct fsr *r, uint32_t layer, uint32_t card);
+FSR_INTERNAL void fsr_card_window_ended(struct fsr *r, uint32_t card);
+FSR_INTERNAL void fsr_serves_changed(struct fsr *r, uint32_t cards);
+static inline int fsr_serves(const struct fsr *r, uint32_t card, uint32_t layer)
+{
+	return (r->serves[layer] >> card) & 1u;
+}
 FSR_INTERNAL uint32_t fsr_live_card(const struct fsr *r, uint32_t from, uint32_t layer);
 
 /* fsr_wants.c: the per-card want queue. */

@@ -21,6 +21,10 @@
  * A card that goes down (fsr_card.c) leaves every one of these questions:
  * fsr_reaches() masks it, so it is nobody's holder or copy target, and its
  * own records go to a live card it read (fsr_live_card).
+ *
+ * Which cards keep a layer's reserved sizes (r->serves, fsr_tiers_quotas):
+ * with one tier only its home; without, every card that runs it
+ * (fsr_layer_used, fsr_card_window_ended).
  */
 #include <errno.h>
 
@@ -95,20 +99,72 @@ uint32_t fsr_place_card(const struct fsr *r, uint32_t from, uint32_t layer, uint
 	return fsr_reaches(r, from, home) ? home : fsr_live_card(r, from, layer);
 }
 
-/* A use of `layer` reported from `card`: may the layer's home move there?
- * Without one tier, at once (as always).  With one, only once the home
- * card has been silent about the layer for FSR_HOME_IDLE_WINDOWS windows
- * (fsr.h says why). */
-int fsr_home_may_move(struct fsr *r, uint32_t layer, uint32_t card)
+/* The cards in the mask serve other layers now: their reserved sizes are
+ * worked out again, and a tier above its new size is trimmed before the
+ * card copies anything (fsr_sched.c). */
+void fsr_serves_changed(struct fsr *r, uint32_t cards)
 {
-	if (r->home[layer] == card) {
+	if (!r->tiers)
+		return;
+	for (uint32_t c = 0; c < r->cards; c++)
+		if ((cards >> c) & 1u) {
+			fsr_tiers_quotas(r, c);
+			r->card[c].retrim = fsr_is_up(r, c);
+		}
+}
+
+/* A use of `layer` reported from live `card` (fsr.h, "Placement across
+ * cards").  With one tier, the layer has one home and only that card
+ * serves it: the home moves once the home card has been silent about the
+ * layer for FSR_HOME_IDLE_WINDOWS windows (of any engine).  Without, the
+ * card serves the layer from its first use on (the reserved sizes change
+ * only then), and the home is the card that reported last (where a record
+ * naming no card acts): a change of home alone moves no slot. */
+void fsr_layer_used(struct fsr *r, uint32_t layer, uint32_t card)
+{
+	uint32_t was = r->home[layer], bit = 1u << card;
+	if (!r->one_tier) {
+		r->serve_seen[card * r->layers + layer] = r->card_wins[card];
+		r->home[layer] = (uint16_t)card;
 		r->home_seen[layer] = r->wins;
-		return 0;
+		if (r->serves[layer] & bit)
+			return;
+		r->serves[layer] = (uint16_t)(r->serves[layer] | bit);
+		fsr_serves_changed(r, bit);
+		return;
 	}
-	if (r->one_tier && r->wins - r->home_seen[layer] < FSR_HOME_IDLE_WINDOWS)
-		return 0;
+	if (was == card) {
+		r->home_seen[layer] = r->wins;
+		return;
+	}
+	if (r->wins - r->home_seen[layer] < FSR_HOME_IDLE_WINDOWS)
+		return;
 	r->home_seen[layer] = r->wins;
-	return 1;
+	r->home[layer] = (uint16_t)card;
+	r->serves[layer] = (uint16_t)bit;
+	fsr_serves_changed(r, bit | 1u << was);
+}
+
+/* An engine whose newest use was on `card` ended a window (without one
+ * tier): the card's window clock ticks, and a layer the card has not used
+ * in its last FSR_HOME_IDLE_WINDOWS whole windows (those after the window
+ * of its last use) is no longer served there, unless the card is its home
+ * (the last card that used it: every other card serving it is silent
+ * too).  The clock counts only the windows of engines on the card, so
+ * more engines elsewhere do not make it drop a layer sooner.  O(layers). */
+void fsr_card_window_ended(struct fsr *r, uint32_t card)
+{
+	if (r->one_tier || !fsr_is_up(r, card))
+		return;
+	uint32_t now = ++r->card_wins[card], bit = 1u << card, dropped = 0;
+	const uint32_t *seen = r->serve_seen + (size_t)card * r->layers;
+	for (uint32_t l = 0; l < r->layers; l++) {
+		if (!(r->serves[l] & bit) || r->home[l] == card || now - seen[l] <= FSR_HOME_IDLE_WINDOWS)
+			continue;
+		r->serves[l] = (uint16_t)(r->serves[l] & ~bit);
+		dropped = bit;
+	}
+	fsr_serves_changed(r, dropped);
 }
 
 uint32_t fsr_lookup_from(const struct fsr *r, uint32_t from, uint32_t layer, uint32_t expert, uint32_t *card)
@@ -130,6 +186,13 @@ int fsr_set_reach(struct fsr *r, const uint16_t reach[FS_MAX_CARDS])
 		if (r->card[c].nfree != r->card[c].nslots)
 			return -EBUSY;
 	fsr_place_init(r, reach);
+	if (r->one_tier) {
+		/* Records before (none, from the daemon) may have let several
+		 * cards serve a layer: with one tier only its home does. */
+		for (uint32_t l = 0; l < r->layers; l++)
+			r->serves[l] = (uint16_t)((1u << r->home[l]) & ~r->down);
+		fsr_serves_changed(r, (1u << r->cards) - 1u);
+	}
 	return 0;
 }
 

@@ -331,16 +331,24 @@ Test(place, layer_split_places_on_the_home_card_and_home_moves_after_idle_window
 	fsr_destroy(r);
 }
 
-Test(place, without_reach_a_use_moves_the_home_at_once)
+Test(place, without_reach_a_use_adds_the_card_and_the_first_keeps_its_share)
 {
-	/* The old behaviour, kept for cards that do not read each other. */
+	/* Cards that do not read each other: a use from card 1 of layer 0
+	 * (homed on card 0) gives card 1 a share of the layer at once, and
+	 * card 0 keeps its own (it has not been silent about it). */
 	struct fsr *r = mk(pcfg(2, 32, 1, 0));
 	use(r, 0, 1, 0, 3, 0, 1);
 	struct fsr_tier_info ti;
 	fsr_tier_info(r, 1, 0, FSR_TIER_RECENCY, &ti);
 	cr_assert_gt(ti.quota, 0);
 	fsr_tier_info(r, 0, 0, FSR_TIER_RECENCY, &ti);
-	cr_assert_eq(ti.quota, 0);
+	cr_assert_gt(ti.quota, 0, "card 0 keeps serving layer 0");
+	/* A prediction naming no card goes to the card that used it last. */
+	predict(r, 1, FS_CARD_NONE, 0, 7, 1);
+	settle(r, 2);
+	cr_assert_neq(fsr_lookup(r, 1, 0, 7), FSR_NONE);
+	cr_assert_eq(fsr_lookup(r, 0, 0, 7), FSR_NONE);
+	ok(r);
 	fsr_destroy(r);
 }
 
@@ -397,15 +405,259 @@ Test(place, data_parallel_engines_fill_both_cards_with_distinct_experts)
 			      one.occ[1]);
 		cr_assert_eq(one.distinct, one.occ[0] + one.occ[1]);
 
-		/* Control: cards that do not read each other.  A use moves its
-		 * layer's home at once, so two engines running every layer drag
-		 * every layer's reserved slots back and forth and whichever card
-		 * reported last ends up with all of them (the other near empty). */
+		/* Control: cards that do not read each other.  Each keeps its
+		 * own tier of every layer, so both hold the hottest experts:
+		 * fewer distinct ones than one tier over both cards. */
 		struct dp_result own = data_parallel(0, seed);
 		cr_assert_gt(one.distinct, own.distinct,
 			     "seed %llu: %u vs %u distinct (own tiers %u + %u slots)",
 			     (unsigned long long)seed, one.distinct, own.distinct, own.occ[0], own.occ[1]);
 	}
+}
+
+/* ---- data parallel engines on cards that do not read each other ----------- */
+
+#define OT_WINDOWS 150u
+#define OT_WARM 30u
+#define OT_USES 4u /* per layer and window */
+#define OT_BUS 1u  /* copies per card and layer step */
+#define OT_SLOTS 64u
+/* A recency ring of 8 per layer (the discussion's were 16): the reserved
+ * sizes are then a good part of each card, as on the engine bench. */
+#define OT_RECENCY 8u
+
+struct ot_run {
+	uint32_t hits[2], uses[2]; /* per engine, after the warm-up */
+	uint32_t changes;          /* after the warm-up: steps that changed a reserved size */
+	uint32_t static_layers[2]; /* layers with static slots on each card at the end */
+	uint32_t reserving[PL];    /* per layer, bit c: card c reserves recency slots for it, every window */
+	uint32_t dups;             /* (layer, expert) on both cards at the end */
+};
+
+/* Every reserved size of the first `cards` cards. */
+static void quotas(const struct fsr *r, uint32_t cards, uint32_t *q)
+{
+	static const enum fsr_tier tiers[] = {FSR_TIER_STATIC, FSR_TIER_RECENCY, FSR_TIER_PREDICTED};
+	for (uint32_t c = 0; c < cards; c++)
+		for (uint32_t l = 0; l < PL; l++)
+			for (uint32_t t = 0; t < 3; t++) {
+				struct fsr_tier_info ti;
+				cr_assert_eq(fsr_tier_info(r, c, l, tiers[t], &ti), 0);
+				q[(c * PL + l) * 3 + t] = ti.quota;
+			}
+}
+
+/* Publish, free every hold, reclaim; then land at most `bus` copies per
+ * card (what its link carries in a layer's time). */
+static void settle_bus(struct fsr *r, uint32_t cards, unsigned bus)
+{
+	static const uint64_t none[FS_MAX_HOLDS];
+	struct fsr_copy cp[64];
+	fsr_fill(r, tbl_);
+	fsr_publish(r);
+	for (uint32_t k = 0; k < PCL; k++)
+		fsr_client_holds(r, k, none);
+	fsr_reclaim(r);
+	for (uint32_t c = 0; c < cards; c++) {
+		unsigned n = fsr_take_copies(r, c, cp, bus, now_);
+		for (unsigned i = 0; i < n; i++)
+			fsr_copy_done(r, c, cp[i].slot, cp[i].gen, now_);
+	}
+	now_ += 1000;
+}
+
+/* `engines` engines, engine i on card i, each running every layer (data
+ * parallel) on its own skewed stream seeds[i], with tiers; a hit is the
+ * expert on a card the engine's card reads.  The engines run in step, layer by
+ * layer, and after each layer at most OT_BUS copies land per card (as when
+ * they run at once); the reserved sizes are compared after each engine's
+ * records with the state before. */
+static struct ot_run own_tiers(uint32_t engines, uint16_t reach, const uint64_t *seeds)
+{
+	const uint32_t slots = OT_SLOTS;
+	struct fsr_config cfg = pcfg(engines, slots, 1, reach);
+	cfg.recency_slots = OT_RECENCY;
+	struct fsr *r = mk(cfg);
+	struct ot_run out = {{0}};
+	uint64_t s[2] = {seeds[0], engines > 1 ? seeds[1] : 0};
+	uint32_t q[2][2 * PL * 3], step = 0;
+	quotas(r, engines, q[0]);
+	for (uint32_t l = 0; l < PL; l++)
+		out.reserving[l] = (1u << engines) - 1u;
+	for (uint32_t w = 1; w <= OT_WINDOWS; w++) {
+		for (uint32_t cl = 0; cl < engines; cl++)
+			rec(r, cl, FS_REC_WIN_BEGIN, 0, 0, 0, 0, w);
+		for (uint32_t l = 0; l <= PL; l++) { /* step PL: the window ends */
+			for (uint32_t i = 0; i < engines; i++) {
+				uint32_t cl = (i + w + l) % engines; /* who reports first varies */
+				for (uint32_t k = 0; k < OT_USES && l < PL; k++) {
+					uint32_t e = skewed(&s[cl], PE), card;
+					int hit = fsr_lookup_from(r, cl, l, e, &card) != FSR_NONE;
+					use(r, cl, cl, l, e, hit, w);
+					if (w > OT_WARM) {
+						out.uses[cl]++;
+						out.hits[cl] += hit;
+					}
+				}
+				if (l == PL)
+					window_end(r, cl, w);
+				step++;
+				quotas(r, engines, q[step & 1]);
+				if (w > OT_WARM && memcmp(q[0], q[1], sizeof(q[0])) != 0)
+					out.changes++;
+			}
+			settle_bus(r, engines, OT_BUS);
+		}
+		int rc = fsr_check(r);
+		cr_assert_eq(rc, 0, "window %u: fsr_check.c:%d", w, -rc);
+		for (uint32_t l = 0; l < PL; l++) {
+			uint32_t m = 0;
+			for (uint32_t c = 0; c < engines; c++) {
+				struct fsr_tier_info ti;
+				fsr_tier_info(r, c, l, FSR_TIER_RECENCY, &ti);
+				m |= (ti.quota > 0) << c;
+			}
+			out.reserving[l] &= m;
+		}
+	}
+	for (uint32_t c = 0; c < engines; c++)
+		for (uint32_t l = 0; l < PL; l++) {
+			uint32_t n = 0;
+			for (uint32_t sl = 0; sl < slots; sl++) {
+				struct fsr_slot_info si;
+				fsr_slot_info(r, c, sl, &si);
+				n += (si.state == FSR_RESIDENT || si.state == FSR_LOADING) && si.layer == l &&
+				     si.tier == FSR_TIER_STATIC;
+			}
+			out.static_layers[c] += n > 0;
+		}
+	for (uint32_t l = 0; l < PL; l++)
+		for (uint32_t e = 0; e < PE; e++)
+			out.dups += holders(r, engines, l, e) > 1;
+	fsr_destroy(r);
+	return out;
+}
+
+static double rate(uint32_t hits, uint32_t uses)
+{
+	return uses ? (double)hits / uses : 0.0;
+}
+
+Test(place, no_reach_data_parallel_each_card_keeps_a_full_tier_for_every_layer)
+{
+	/* Two engines, engine i running every layer on card i, cards that do
+	 * not read each other (consumer GPUs, --peer off).  Each card keeps
+	 * its own tier for every layer it runs: its reserved sizes settle and
+	 * stay, it holds static slots of every layer, and each engine hits as
+	 * often as one engine alone on one card with the same slots.  (Before:
+	 * each record moved its layer's reserved sizes to its card, so the two
+	 * engines pulled every layer back and forth all run long.) */
+	for (uint64_t seed = 1; seed <= 4; seed++) {
+		const uint64_t seeds[2] = {seed, seed + 100};
+		struct ot_run dp = own_tiers(2, 0, seeds);
+		cr_assert_eq(dp.changes, 0, "seed %llu: reserved sizes changed in %u steps after the warm-up",
+			     (unsigned long long)seed, dp.changes);
+		for (uint32_t l = 0; l < PL; l++)
+			cr_assert_eq(dp.reserving[l], 0x3u, "seed %llu: layer %u reserved on cards %#x only",
+				     (unsigned long long)seed, l, dp.reserving[l]);
+		for (uint32_t c = 0; c < 2; c++) {
+			cr_assert_eq(dp.static_layers[c], PL,
+				     "seed %llu: card %u holds static slots of %u layers",
+				     (unsigned long long)seed, c, dp.static_layers[c]);
+			const uint64_t one_seed[1] = {seeds[c]};
+			struct ot_run one = own_tiers(1, 0, one_seed);
+			double got = rate(dp.hits[c], dp.uses[c]), want = rate(one.hits[0], one.uses[0]);
+			cr_assert_geq(got, want - 0.03,
+				      "seed %llu: engine %u hits %.3f, alone on one card %.3f",
+				      (unsigned long long)seed, c, got, want);
+		}
+		cr_assert_gt(dp.dups, 0, "seed %llu: the hot experts are on both cards",
+			     (unsigned long long)seed);
+	}
+}
+
+Test(place, with_reach_data_parallel_keeps_each_layer_on_its_home_card)
+{
+	/* The same engines on cards that read each other: one tier, as
+	 * before.  Each layer's reserved sizes stay on its first home (layers
+	 * 0, 1 on card 0; 2, 3 on card 1: both cards use every layer every
+	 * window, so no home is ever idle), nothing moves after the warm-up,
+	 * and no expert is on both cards. */
+	for (uint64_t seed = 1; seed <= 4; seed++) {
+		const uint64_t seeds[2] = {seed, seed + 100};
+		struct ot_run one = own_tiers(2, 0x3, seeds);
+		cr_assert_eq(one.changes, 0, "seed %llu", (unsigned long long)seed);
+		for (uint32_t l = 0; l < PL; l++)
+			cr_assert_eq(one.reserving[l], 1u << (l * 2 / PL),
+				     "seed %llu: layer %u reserved on %#x", (unsigned long long)seed, l,
+				     one.reserving[l]);
+		cr_assert_eq(one.dups, 0, "seed %llu", (unsigned long long)seed);
+	}
+}
+
+Test(place, no_reach_a_layer_a_card_stops_using_is_no_longer_served_there)
+{
+	struct fsr *r = mk(pcfg(2, 40, 1, 0));
+	uint64_t s = 7;
+	uint32_t w = 1;
+	/* Both engines run every layer for a while. */
+	for (; w <= 20; w++) {
+		for (uint32_t cl = 0; cl < 2; cl++) {
+			for (uint32_t l = 0; l < PL; l++)
+				for (uint32_t k = 0; k < OT_USES; k++) {
+					uint32_t e = skewed(&s, PE);
+					use(r, cl, cl, l, e, fsr_lookup(r, cl, l, e) != FSR_NONE, w);
+				}
+			window_end(r, cl, w);
+		}
+		settle(r, 2);
+	}
+	struct fsr_tier_info st0, ti;
+	fsr_tier_info(r, 1, 0, FSR_TIER_STATIC, &st0);
+	fsr_tier_info(r, 1, 3, FSR_TIER_RECENCY, &ti);
+	cr_assert_gt(ti.quota, 0);
+	uint32_t on1 = 0;
+	for (uint32_t e = 0; e < PE; e++)
+		on1 += fsr_lookup(r, 1, 3, e) != FSR_NONE;
+	cr_assert_gt(on1, 0, "card 1 holds experts of layer 3");
+	/* Engine 1 stops running layer 3 (engine 0 goes on): still served
+	 * through FSR_HOME_IDLE_WINDOWS - 1 of card 1's windows, not after
+	 * FSR_HOME_IDLE_WINDOWS. */
+	for (uint32_t n = 1; n <= FSR_HOME_IDLE_WINDOWS; n++, w++) {
+		for (uint32_t cl = 0; cl < 2; cl++) {
+			for (uint32_t l = 0; l < PL; l++) {
+				if (cl == 1 && l == 3)
+					continue;
+				uint32_t e = skewed(&s, PE);
+				use(r, cl, cl, l, e, fsr_lookup(r, cl, l, e) != FSR_NONE, w);
+			}
+			window_end(r, cl, w);
+		}
+		settle(r, 2);
+		fsr_tier_info(r, 1, 3, FSR_TIER_RECENCY, &ti);
+		if (n < FSR_HOME_IDLE_WINDOWS)
+			cr_assert_gt(ti.quota, 0, "dropped after %u silent windows", n);
+		else
+			cr_assert_eq(ti.quota, 0, "still served after %u silent windows", n);
+	}
+	/* Its reserved sizes went to the other layers, its slots went, and card
+	 * 0 (which runs it) kept it. */
+	fsr_tier_info(r, 1, 3, FSR_TIER_PREDICTED, &ti);
+	cr_assert_eq(ti.quota, 0);
+	fsr_tier_info(r, 1, 0, FSR_TIER_STATIC, &ti);
+	cr_assert_gt(ti.quota, st0.quota, "card 1's static tier grew (%u -> %u)", st0.quota, ti.quota);
+	for (uint32_t e = 0; e < PE; e++)
+		cr_assert_eq(fsr_lookup(r, 1, 3, e), FSR_NONE, "card 1 still holds (3, %u)", e);
+	fsr_tier_info(r, 0, 3, FSR_TIER_RECENCY, &ti);
+	cr_assert_gt(ti.quota, 0);
+	/* A use brings it back at once. */
+	use(r, 1, 1, 3, 1, 0, w);
+	fsr_tier_info(r, 1, 3, FSR_TIER_RECENCY, &ti);
+	cr_assert_gt(ti.quota, 0);
+	settle(r, 2);
+	cr_assert_neq(fsr_lookup(r, 1, 3, 1), FSR_NONE);
+	ok(r);
+	fsr_destroy(r);
 }
 
 /* ---- random demand --------------------------------------------------------- */

@@ -10,8 +10,9 @@
  *
  *  - PREDICT: the predicted expert is wanted on the record's card (or, for
  *    FS_CARD_NONE, on the layer's home card: the card that last reported a
- *    use of the layer).  With one tier across cards (fsr_place.c), on the
- *    card that holds it or should hold it instead.  A record naming a card
+ *    use of the layer; with one tier, see fsr.h).  With one tier across
+ *    cards (fsr_place.c), on the card that holds it or should hold it
+ *    instead.  A record naming a card
  *    that is down acts on a live card that card read, else it is dropped
  *    (fsr_card.c).  Already LOADING/RESIDENT or already wanted there:
  *    a duplicate, counted `dropped` (a RESIDENT one is touched in the LRU).
@@ -73,20 +74,19 @@ static void count3(struct fsr *r, uint32_t card, uint32_t client, uint32_t layer
 		fsr_ctr_add(&c[ccl], 1);
 }
 
-/* The layer runs on rec->card now.  With tiers, both cards' reserved
- * sizes follow (a layer's share moves with it). */
-static void set_home(struct fsr *r, const struct fs_rec *rec)
+/* The layer runs on rec->card now: its home and the cards that serve it
+ * follow (fsr_place.c), and with them the reserved sizes.  The client's
+ * card is noted for the cards' window clocks. */
+static void set_home(struct fsr *r, uint32_t client, const struct fs_rec *rec)
 {
 	/* A card that is down is nobody's home (fsr_card.c). */
-	if (rec->card >= r->cards || !fsr_is_up(r, rec->card) || !fsr_home_may_move(r, rec->layer, rec->card))
+	if (rec->card >= r->cards || !fsr_is_up(r, rec->card))
 		return;
-	uint32_t was = r->home[rec->layer];
-	r->home[rec->layer] = rec->card;
-	if (!r->tiers)
-		return;
-	fsr_tiers_quotas(r, was);
-	fsr_tiers_quotas(r, rec->card);
-	r->card[was].retrim = r->card[rec->card].retrim = 1;
+	if (client < r->max_clients) {
+		r->client[client].card = rec->card;
+		r->client[client].on_card = 1;
+	}
+	fsr_layer_used(r, rec->layer, rec->card);
 }
 
 /* A use with tiers: its score goes up; a hit may promote its slot, a miss
@@ -118,7 +118,7 @@ static void usage_tiered(struct fsr *r, uint32_t card, uint32_t client, const st
  * expert is or goes (`card`, fsr_place.c: the same card without one tier). */
 static void usage(struct fsr *r, uint32_t client, const struct fs_rec *rec)
 {
-	set_home(r, rec);
+	set_home(r, client, rec);
 	uint32_t from = rec_card(r, rec);
 	uint32_t idx = fsr_idx(r, rec->layer, rec->expert);
 	uint32_t card = fsr_place_card(r, from, rec->layer, idx);
@@ -190,6 +190,8 @@ void fsr_record(struct fsr *r, uint32_t client, const struct fs_rec *rec, uint64
 		if (c)
 			fsr_ctr_add(&c[FS_CCL_windows], 1);
 		r->wins++;
+		if (client < r->max_clients && r->client[client].on_card)
+			fsr_card_window_ended(r, r->client[client].card);
 		if (r->tiers) {
 			/* The decay clock of the use scores counts tokens: a window's
 			 * length varies (speculative decoding), a token's work not. */

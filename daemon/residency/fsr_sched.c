@@ -212,11 +212,32 @@ static int pred_displaces(struct fsr *r, uint32_t card, uint32_t layer, float sc
 	return score > cd->slot[v].score;
 }
 
-/* Reserved sizes shrank (a layer moved here): evict what is above them. */
+/* Reserved sizes shrank (a layer moved here): evict what is above them.
+ * Without one tier, a card's slots of a layer it no longer serves are of
+ * no use to anyone (no card reads them, no engine on it runs the layer):
+ * they go too, static ones included, whose scores the cards still running
+ * the layer keep high. */
 static void trim(struct fsr *r, uint32_t card)
 {
 	struct fsr_card *cd = &r->card[card];
 	int left = 0;
+	for (uint32_t l = 0; l < r->layers && !r->one_tier; l++) {
+		if (fsr_serves(r, card, l))
+			continue;
+		while (cd->ncand[l] > 0) {
+			fsr_cand_del(r, card, l, cd->ncand[l] - 1u);
+			fsr_ctr_add(&cd->ctr[FS_CC_dropped], 1);
+		}
+		uint32_t s = fsr_tl(cd, l, FSR_TIER_STATIC)->old;
+		while (s != FSR_NONE) {
+			uint32_t next = cd->slot[s].tnext;
+			if (cd->slot[s].state == FSR_RESIDENT)
+				fsr_slot_evict(r, card, s);
+			else
+				left = 1; /* still loading: next time */
+			s = next;
+		}
+	}
 	for (uint32_t l = 0; l < r->layers; l++)
 		for (unsigned t = FSR_TIER_RECENCY; t < FSR_NTIERS; t++)
 			while (fsr_used(cd, l, t) > fsr_quota(cd, l, t)) {
@@ -249,7 +270,7 @@ static unsigned background(struct fsr *r, uint32_t card, struct fsr_copy *out, u
 		uint32_t layer = w.idx / r->experts;
 		cd->wanted[w.idx] &= (uint8_t)~FSR_W_QUEUED;
 		if (cd->slot_of[w.idx] != FSR_NONE || fsr_held_elsewhere(r, card, w.idx) ||
-		    !fsr_tier_has_room(cd, layer, w.tier)) {
+		    !fsr_tier_has_room(cd, layer, w.tier) || (!r->one_tier && !fsr_serves(r, card, layer))) {
 			fsr_ctr_add(&cd->ctr[FS_CC_dropped], 1);
 			continue;
 		}

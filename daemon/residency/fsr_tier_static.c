@@ -147,11 +147,10 @@ static int by_count_desc(const void *a, const void *b)
 	return x->layer < y->layer ? -1 : x->layer > y->layer;
 }
 
-/* Queue (layer, expert) for a tier of its card unless it is there or
- * queued; 1 when queued. */
-static int fill_one(struct fsr *r, const struct ranked *rk, unsigned tier, uint32_t *room)
+/* Queue (layer, expert) for a tier of `card`, a card that serves the
+ * layer, unless it is there or queued; 1 when queued. */
+static int fill_one(struct fsr *r, uint32_t card, const struct ranked *rk, unsigned tier, uint32_t *room)
 {
-	uint32_t card = r->home[rk->layer];
 	struct fsr_card *cd = &r->card[card];
 	uint32_t idx = fsr_idx(r, rk->layer, rk->expert);
 	if (cd->slot_of[idx] != FSR_NONE || cd->wanted[idx] || room[card] == 0 ||
@@ -163,7 +162,9 @@ static int fill_one(struct fsr *r, const struct ranked *rk, unsigned tier, uint3
 	return 1;
 }
 
-/* Queue each card's hottest experts: the static tier's size of them
+/* Queue each card's hottest experts of the layers it serves (with one
+ * tier, a layer's home; without, every card that runs it: each fills the
+ * layer's share of its own tier): the static tier's size of them
  * card-wide, then per layer its recency and predicted sizes of the next
  * hottest of that layer. */
 static void fill(struct fsr *r, struct ranked *rk, size_t n)
@@ -182,18 +183,25 @@ static void fill(struct fsr *r, struct ranked *rk, size_t n)
 			left |= room[c] > 0;
 		if (!left)
 			break;
-		fill_one(r, &rk[i], FSR_TIER_STATIC, room);
+		for (uint32_t c = 0; c < r->cards; c++)
+			if (fsr_serves(r, c, rk[i].layer))
+				fill_one(r, c, &rk[i], FSR_TIER_STATIC, room);
 	}
 	static const unsigned per_layer[] = {FSR_TIER_RECENCY, FSR_TIER_PREDICTED};
 	for (unsigned t = 0; t < 2; t++) {
 		for (uint32_t l = 0; l < r->layers; l++) {
-			struct fsr_card *cd = &r->card[r->home[l]];
-			uint32_t q = fsr_quota(cd, l, per_layer[t]), have = fsr_used(cd, l, per_layer[t]);
-			uint32_t lroom[FS_MAX_CARDS] = {0};
-			lroom[r->home[l]] = q > have ? q - have : 0;
-			for (size_t j = i; j < n && lroom[r->home[l]] > 0; j++)
-				if (rk[j].layer == l)
-					fill_one(r, &rk[j], per_layer[t], lroom);
+			for (uint32_t c = 0; c < r->cards; c++) {
+				if (!fsr_serves(r, c, l))
+					continue;
+				struct fsr_card *cd = &r->card[c];
+				uint32_t q = fsr_quota(cd, l, per_layer[t]),
+					 have = fsr_used(cd, l, per_layer[t]);
+				uint32_t lroom[FS_MAX_CARDS] = {0};
+				lroom[c] = q > have ? q - have : 0;
+				for (size_t j = i; j < n && lroom[c] > 0; j++)
+					if (rk[j].layer == l)
+						fill_one(r, c, &rk[j], per_layer[t], lroom);
+			}
 		}
 	}
 }

@@ -4,7 +4,8 @@
  * and the order in which slots leave them.
  *
  * Reserved sizes.  A card's slots less its spare ones are shared out over
- * the layers that run on the card (r->home); each layer's share reserves
+ * the layers it serves (r->serves, fsr_place.c: with one tier the layers
+ * homed on it; without, every layer it runs); each layer's share reserves
  * recency and predicted slots for that layer, and what is left of all the
  * shares is the static tier's, one size for the card: the hottest experts
  * by decayed use wherever they are, since layers differ in how
@@ -72,16 +73,16 @@ static void split_share(const struct fsr *r, uint32_t share, uint32_t *rec, uint
 	*pred = p;
 }
 
-/* Reserved sizes of one card, from the layers that run on it now.  A
- * layer moving between cards can leave a tier above its new size; the
- * scheduler then trims it (fsr_sched.c) before it copies anything. */
+/* Reserved sizes of one card, from the layers it serves now.  A layer
+ * moving between cards can leave a tier above its new size; the scheduler
+ * then trims it (fsr_sched.c) before it copies anything. */
 void fsr_tiers_quotas(struct fsr *r, uint32_t card)
 {
 	struct fsr_card *cd = &r->card[card];
 	uint32_t nl = 0;
 	int up = fsr_is_up(r, card); /* a card that is down reserves nothing (fsr_card.c) */
 	for (uint32_t l = 0; l < r->layers; l++)
-		nl += up && r->home[l] == card;
+		nl += up && fsr_serves(r, card, l);
 	uint32_t spare = r->cfg_spare;
 	if (spare == FSR_AUTO) /* one per layer, at most 1 % of the card (fsr_core.c) */
 		spare = nl < cd->nslots / 128 ? nl : cd->nslots / 128;
@@ -92,7 +93,7 @@ void fsr_tiers_quotas(struct fsr *r, uint32_t card)
 	for (uint32_t l = 0; l < r->layers; l++) {
 		uint32_t *q = &cd->quota[l * FSR_NTIERS];
 		q[FSR_TIER_POOL] = q[FSR_TIER_STATIC] = q[FSR_TIER_RECENCY] = q[FSR_TIER_PREDICTED] = 0;
-		if (!up || r->home[l] != card)
+		if (!up || !fsr_serves(r, card, l))
 			continue;
 		uint32_t share = base + (i++ < extra), k, p;
 		split_share(r, share, &k, &p);
