@@ -109,7 +109,8 @@ def _err_class(rc):
 
 
 ModelInfo = namedtuple("ModelInfo", "layers experts experts_used cards max_expert_bytes name")
-CardInfo = namedtuple("CardInfo", "id slots slot_bytes is_cuda name device")
+# down: the card was down when the handle attached (Client.card_down asks now)
+CardInfo = namedtuple("CardInfo", "id slots slot_bytes is_cuda name device down")
 
 
 class Part(namedtuple("Part", "role what ggml_type offset bytes ne")):
@@ -360,8 +361,17 @@ class Client:
             if dev >= 0:
                 self._dev[i] = dev
             out.append(CardInfo(ci.id, ci.slots, ci.slot_bytes, bool(ci.is_cuda), ci.name.decode("utf-8", "replace"),
-                                dev if dev >= 0 else None))
+                                dev if dev >= 0 else None, bool(ci.down)))
         return out
+
+    def card_down(self, card):
+        """True once the card is down (lost, reset or taken down with
+        `fsctl card down`): lookups of it answer "not resident" from then on,
+        until foresightd restarts.  Read live from the daemon's region."""
+        self._check_le(0, 0, card)
+        ci = _lib.CardInfoC()
+        self._check(self._lib.fs_client_card(self._h(), card, ctypes.byref(ci)), "fs_client_card")
+        return bool(ci.down)
 
     def _card_device(self, card):
         d = self._dev.get(card)

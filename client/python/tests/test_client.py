@@ -5,6 +5,7 @@ import ctypes
 import errno
 import gc
 import os
+import subprocess
 import sys
 import unittest
 
@@ -133,6 +134,8 @@ class WithDaemon(unittest.TestCase):
             self.assertEqual(card.slots, SLOTS)
             self.assertFalse(card.is_cuda)
             self.assertIsNone(card.device)
+            self.assertFalse(card.down)
+            self.assertFalse(self.c.card_down(i))
         self.assertTrue(self.c.attached)
         self.assertEqual(self.c.attach_count, 1)
         self.assertIn("py-test", repr(self.c) + self.c.model.name + "py-test")
@@ -342,6 +345,37 @@ class DaemonRestart(unittest.TestCase):
             self.assertIsNotNone(v)
             with v:
                 self.assertEqual(find(v, 1, 3).memoryview(), c.arena_expert(1, 3).memoryview())
+            c.close()
+        finally:
+            d.cleanup()
+
+
+class CardDown(unittest.TestCase):
+    """`fsctl card down 1` under an attached client: the card reads as down
+    and nothing is found on it any more; the other card keeps serving."""
+
+    def test_a_card_taken_down_is_seen_and_never_looked_up(self):
+        d = fsd.Daemon("--layers", 2, "--experts", 8, "--experts-used", 2, "--slots", 8, "--cards", 2,
+                       "--expert-bytes", 16384, "--tiers", 0).start()
+        try:
+            c = foresight.Client(socket=d.sock, name="py-card-down")
+            v = resident(c, 1, 1, [2, 5], window=1)
+            self.assertIsNotNone(v, "no expert became resident")
+            v.release()
+            self.assertFalse(c.card_down(1))
+            r = subprocess.run([fsd.fsctl(), "--socket", d.sock, "card", "down", "1"], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertTrue(c.card_down(1))
+            self.assertFalse(c.card_down(0))
+            with c.acquire() as v:
+                for e in range(8):
+                    self.assertIsNone(v.lookup(1, 1, e), "card 1 is down")
+            v = resident(c, 0, 0, [4], window=100)
+            self.assertIsNotNone(v, "card 0 stopped serving")
+            with v:
+                self.assertEqual(find(v, 0, 4).memoryview(), c.arena_expert(0, 4).memoryview())
+            with self.assertRaises(foresight.InvalidArgument):
+                c.card_down(7)
             c.close()
         finally:
             d.cleanup()
