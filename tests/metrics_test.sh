@@ -16,29 +16,11 @@
 #   - SIGTERM: exit 0, the endpoint stopped.
 set -euo pipefail
 daemon=$1 fsctl=$2 engine=$3
-command -v promtool >/dev/null || {
-	echo "metrics_test: promtool not found (Debian package prometheus; bash tools/install-deps.sh)" >&2
-	exit 1
-}
-command -v curl >/dev/null || {
-	echo "metrics_test: curl not found (bash tools/install-deps.sh)" >&2
-	exit 1
-}
-work=$(mktemp -d "${TMPDIR:-/tmp}/fs-metrics-test.XXXXXX")
-pid=
-cleanup()
-{
-	[[ -n $pid ]] && kill -9 "$pid" 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
-fail()
-{
-	echo "metrics_test: FAIL: $*" >&2
-	echo "--- foresightd log:" >&2
-	cat "$work/log" >&2 || true
-	exit 1
-}
+# shellcheck source=tests/fs_daemon_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/fs_daemon_lib.sh"
+fs_test_init metrics_test
+fs_need promtool "Debian package prometheus; bash tools/install-deps.sh"
+fs_need curl "bash tools/install-deps.sh"
 
 sock=$work/control.sock
 "$daemon" --socket "$sock" --cards 2 --slots 16 --layers 4 --experts 16 --experts-used 2 \
@@ -46,7 +28,7 @@ sock=$work/control.sock
 pid=$!
 port=
 for _ in $(seq 100); do
-	port=$(sed -n 's#.*metrics: serving http://127\.0\.0\.1:\([0-9]*\)/metrics#\1#p' "$work/log")
+	port=$(fs_metrics_port)
 	[[ -n $port ]] && "$fsctl" --socket "$sock" ping >/dev/null 2>&1 && break
 	kill -0 "$pid" 2>/dev/null || fail "foresightd exited"
 	sleep 0.1
@@ -62,12 +44,7 @@ cat "$work/engine.out"
 # section is an array: its first element]
 jget()
 {
-	awk -v sec="$1" -v key="$2" '
-		$0 ~ "^\t\"" sec "\":" {on = 1; next}
-		on && /^\t[]}]/ {exit}
-		on && /^\t\t}/ {exit}
-		on && $0 ~ "^\t\t\t?\"" key "\":" {v = $NF; sub(/,$/, "", v); print v; exit}
-	' "$work/stats.json"
+	fs_stats_get "$1" "$2" <"$work/stats.json"
 }
 prom()
 {

@@ -19,25 +19,10 @@
 #   4. metrics_listen removed: the endpoint stops.  SIGTERM: exit 0.
 set -euo pipefail
 daemon=$1 fsctl=$2 engine=$3
-command -v curl >/dev/null || {
-	echo "reload_test: curl not found (bash tools/install-deps.sh)" >&2
-	exit 1
-}
-work=$(mktemp -d "${TMPDIR:-/tmp}/fs-reload-test.XXXXXX")
-pid=
-cleanup()
-{
-	[[ -n $pid ]] && kill -9 "$pid" 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
-fail()
-{
-	echo "reload_test: FAIL: $*" >&2
-	echo "--- foresightd log:" >&2
-	cat "$work/log" >&2 || true
-	exit 1
-}
+# shellcheck source=tests/fs_daemon_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/fs_daemon_lib.sh"
+fs_test_init reload_test
+fs_need curl "bash tools/install-deps.sh"
 sock=$work/control.sock
 cfg=$work/foresightd.json
 write_cfg()
@@ -62,12 +47,7 @@ jget()
 {
 	local json
 	json=$("$fsctl" --socket "$sock" stats --json) || fail "fsctl stats --json"
-	awk -v sec="$1" -v key="$2" '$0 ~ "^\t\"" sec "\":" {on = 1; next} on && /^\t[]}]/ {exit}
-			on && $0 ~ "^\t\t\t?\"" key "\":" {v = $NF; sub(/,$/, "", v); print v; exit}' <<<"$json"
-}
-metrics_port()
-{
-	sed -n 's#.*metrics: serving http://127\.0\.0\.1:\([0-9]*\)/metrics#\1#p' "$work/log" | tail -1
+	fs_stats_get "$1" "$2" <<<"$json"
 }
 
 write_cfg '  "log_level": 6,
@@ -111,7 +91,7 @@ restart=$(grep 'only a restart applies' "$work/log" | tail -1)
 echo "  $restart"
 grep -q 'slots' <<<"$restart" || fail "slots is not reported as needing a restart"
 ! grep -qE 'liveness_ms|log_level|metrics' <<<"$restart" || fail "a reloadable key is listed as restart-only"
-port=$(metrics_port)
+port=$(fs_metrics_port)
 [[ -n $port ]] || fail "the metrics endpoint did not start on reload"
 curl -sSf -o "$work/metrics.txt" "http://127.0.0.1:$port/metrics" || fail "GET /metrics after the reload"
 grep -q '^foresight_attaches_total 1$' "$work/metrics.txt" ||
