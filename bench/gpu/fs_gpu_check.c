@@ -16,6 +16,7 @@
  *                            blobs from the same (pinned) arena pages.
  *                            Prints "daemon_gbps X raw_gbps Y ratio Z".
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,18 +79,28 @@ static int integrity(const char *sock, unsigned long want, double max_s)
 	fs_client_model(c, &m);
 	uint64_t bytes_max = m.max_expert_bytes;
 	unsigned char *hbuf = malloc(bytes_max);
-	/* The kernel check reads ready words on the device. */
+	/* The kernel check reads ready words on the device.  The cards' ready
+	 * words lie back to back in the daemon region, so one card's last page
+	 * can be the next card's first: register the pages of all of them once
+	 * (a second registration of a page fails "already mapped"). */
 	const uint32_t *ready_dev[16] = {0};
+	uintptr_t rlo = UINTPTR_MAX, rhi = 0;
 	for (uint32_t card = 0; card < m.cards; card++) {
 		struct fs_card_info ci;
 		fs_client_card(c, card, &ci);
-		const uint32_t *rw = fs_card_ready_words(c, card);
-		size_t len = ((size_t)ci.slots * 4 + 4095) & ~(size_t)4095;
-		const uint32_t *page = (const uint32_t *)((uintptr_t)rw & ~(uintptr_t)4095);
-		CK(cudaHostRegister((void *)page, len + 4096,
-				    cudaHostRegisterMapped | cudaHostRegisterReadOnly));
+		uintptr_t rw = (uintptr_t)fs_card_ready_words(c, card);
+		uintptr_t end = rw + (uintptr_t)ci.slots * 4;
+		rlo = rw < rlo ? rw : rlo;
+		rhi = end > rhi ? end : rhi;
+	}
+	rlo &= ~(uintptr_t)4095;
+	rhi = (rhi + 4095) & ~(uintptr_t)4095;
+	/* Portable: the kernel check runs on each slot's own card (its context). */
+	CK(cudaHostRegister((void *)rlo, rhi - rlo,
+			    cudaHostRegisterPortable | cudaHostRegisterMapped | cudaHostRegisterReadOnly));
+	for (uint32_t card = 0; card < m.cards; card++) {
 		void *dp;
-		CK(cudaHostGetDevicePointer(&dp, (void *)rw, 0));
+		CK(cudaHostGetDevicePointer(&dp, (void *)fs_card_ready_words(c, card), 0));
 		ready_dev[card] = dp;
 	}
 	unsigned long checks = 0, bad = 0, kchecks = 0, kbad = 0;
@@ -126,6 +137,9 @@ static int integrity(const char *sock, unsigned long want, double max_s)
 				/* The engine's-kernel path: the device reads the ready word and
 				 * the slot's bytes; the host sums the arena blob the same way. */
 				uint64_t dsum = 0;
+				int dev = fs_card_device(c, s.card);
+				if (dev >= 0)
+					CK(cudaSetDevice(dev)); /* the slot's own card reads it */
 				int ok = fs_gpu_sum_if_ready(s.device, s.bytes, ready_dev[s.card], s.slot,
 							     s.gen, &dsum);
 				if (ok >= 0) {
