@@ -940,7 +940,11 @@ static int reap(pid_t pid, uint64_t timeout_ns)
 #define IPC_DEADLINE_NS (45 * NS_PER_S)
 
 /* Producer child: map the ring again (at another address), attach, post
- * n sequenced records, one at a time or in batches of 2..64. */
+ * n sequenced records, one at a time or in batches of 2..64.  In the second
+ * half it pauses 2 ms every n / 32 records, so the consumer (which sleeps on
+ * the futex in that half) finds the ring empty and sleeps whatever the
+ * relative speeds: a fast producer kept the ring full and the sleep path
+ * unexercised in one CI run. */
 static int ipc_producer(int fd, size_t bytes, uint64_t n)
 {
 	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -950,9 +954,14 @@ static int ipc_producer(int fd, size_t bytes, uint64_t n)
 	if (fs_ring_prod_init(&p, m, bytes) != 0)
 		return 11;
 	uint64_t seed = 0x9e3779b97f4a7c15ull, seq = 0, dl = now_ns() + IPC_DEADLINE_NS;
+	uint64_t pause_at = n / 2 + n / 64;
 	uint32_t spins = 0;
 	struct fs_rec b[64];
 	while (seq < n) {
+		if (seq >= pause_at) {
+			usleep(2000);
+			pause_at += n / 32;
+		}
 		uint64_t x = rnd(&seed);
 		uint32_t k = (x & 31) == 0 ? 2 + (uint32_t)((x >> 8) % 63) :
 					     1; /* ~half the records batched */
