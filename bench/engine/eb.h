@@ -26,6 +26,9 @@ const char *eb_mode_name(int m);
 int eb_mode_by_name(const char *s); /* -1 when unknown */
 int eb_mode_daemon(int m);          /* uses the daemon's slots */
 int eb_mode_predicts(int m);        /* posts predictions */
+/* A two-way option (--OPT A|B), the same for the driver and an engine: 0
+ * for `a`, 1 for `b`, -1 (and a message naming OPT) for anything else. */
+int eb_opt_pick(const char *opt, const char *arg, const char *a, const char *b);
 
 enum eb_device { EB_DEV_HOST = 0, EB_DEV_CUDA = 1 };
 

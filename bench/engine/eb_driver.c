@@ -35,6 +35,7 @@
 #include <cjson/cJSON.h>
 
 #include "eb.h"
+#include "replay.h"
 
 #define EB_MAX_ENGINES 8
 #define EB_MAX_DARGS 16
@@ -195,7 +196,7 @@ static int parse(struct drv *d, int argc, char **argv)
 	d->fault_mode = -1;
 	for (int i = 0; i < EB_NMODES; i++)
 		d->modes[i] = 1;
-	int ch;
+	int ch, v;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		if (eb_route_opt(&d->ro, ch, optarg))
@@ -205,7 +206,9 @@ static int parse(struct drv *d, int argc, char **argv)
 			d->daemon = optarg;
 			break;
 		case 'd':
-			d->device = strcmp(optarg, "cuda") == 0 ? EB_DEV_CUDA : EB_DEV_HOST;
+			if ((v = eb_opt_pick("device", optarg, "host", "cuda")) < 0)
+				return -1;
+			d->device = v ? EB_DEV_CUDA : EB_DEV_HOST;
 			break;
 		case 'c':
 			d->cards = (uint32_t)strtoul(optarg, NULL, 0);
@@ -297,32 +300,24 @@ static int parse(struct drv *d, int argc, char **argv)
 			d->fault_mode = eb_mode_by_name(optarg);
 			break;
 		case 21:
-			if (strcmp(optarg, "free") && strcmp(optarg, "charged")) {
-				fprintf(stderr, "fs-engine-bench: --pred-cost free|charged\n");
+			if ((v = eb_opt_pick("pred-cost", optarg, "free", "charged")) < 0)
 				return -1;
-			}
-			d->pred_charged = strcmp(optarg, "charged") == 0;
+			d->pred_charged = v;
 			break;
 		case 22:
-			if (strcmp(optarg, "split") && strcmp(optarg, "dp")) {
-				fprintf(stderr, "fs-engine-bench: --placement split|dp\n");
+			if ((v = eb_opt_pick("placement", optarg, "split", "dp")) < 0)
 				return -1;
-			}
-			d->dp = strcmp(optarg, "dp") == 0;
+			d->dp = v;
 			break;
 		case 23:
-			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
-				fprintf(stderr, "fs-engine-bench: --peer on|off\n");
+			if ((v = eb_opt_pick("peer", optarg, "on", "off")) < 0)
 				return -1;
-			}
-			d->peer_off = strcmp(optarg, "off") == 0;
+			d->peer_off = v;
 			break;
 		case 24:
-			if (strcmp(optarg, "oracle") && strcmp(optarg, "kernel")) {
-				fprintf(stderr, "fs-engine-bench: --predictor oracle|kernel\n");
+			if ((v = eb_opt_pick("predictor", optarg, "oracle", "kernel")) < 0)
 				return -1;
-			}
-			d->predictor_kernel = strcmp(optarg, "kernel") == 0;
+			d->predictor_kernel = v;
 			break;
 		case 25:
 			d->ra_dim = (uint32_t)strtoul(optarg, NULL, 0);
@@ -330,11 +325,16 @@ static int parse(struct drv *d, int argc, char **argv)
 		case 26:
 			d->ra_top = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
-		case 27:
-			if (d->nrecall == 3)
+		case 27: {
+			struct replay_recall rc;
+			if (d->nrecall == 3 || replay_recall_parse(optarg, &rc) != 0) {
+				fprintf(stderr,
+					"fs-engine-bench: --pred-recall H:A,B,C (at most 3, 1 <= H <= 3)\n");
 				return -1;
+			}
 			d->recall[d->nrecall++] = optarg;
 			break;
+		}
 		case 28:
 			d->card_down = optarg;
 			break;

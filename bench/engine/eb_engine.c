@@ -730,7 +730,7 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 	o->ra_top = 24;
 	o->fault_window = -1;
 	o->down_window = -1;
-	int ch;
+	int ch, v;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		if (eb_route_opt(&o->ro, ch, optarg))
@@ -743,11 +743,9 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 			o->mode = eb_mode_by_name(optarg);
 			break;
 		case 'd':
-			if (strcmp(optarg, "host") && strcmp(optarg, "cuda")) {
-				fprintf(stderr, "fs-engine-bench: --device host|cuda\n");
+			if ((v = eb_opt_pick("device", optarg, "host", "cuda")) < 0)
 				return -1;
-			}
-			o->device = strcmp(optarg, "cuda") == 0 ? EB_DEV_CUDA : EB_DEV_HOST;
+			o->device = v ? EB_DEV_CUDA : EB_DEV_HOST;
 			break;
 		case 'c':
 			o->cards = (uint32_t)strtoul(optarg, NULL, 0);
@@ -780,11 +778,9 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 			o->pred_seed = strtoull(optarg, NULL, 0);
 			break;
 		case 13:
-			if (strcmp(optarg, "oracle") && strcmp(optarg, "kernel")) {
-				fprintf(stderr, "fs-engine-bench: --predictor oracle|kernel\n");
+			if ((v = eb_opt_pick("predictor", optarg, "oracle", "kernel")) < 0)
 				return -1;
-			}
-			o->predictor_kernel = strcmp(optarg, "kernel") == 0;
+			o->predictor_kernel = v;
 			break;
 		case 14:
 			o->late_wait_us = (uint32_t)strtoul(optarg, NULL, 0);
@@ -805,11 +801,9 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 			o->pred_charged = 1;
 			break;
 		case 20:
-			if (strcmp(optarg, "split") && strcmp(optarg, "dp")) {
-				fprintf(stderr, "fs-engine-bench: --placement split|dp\n");
+			if ((v = eb_opt_pick("placement", optarg, "split", "dp")) < 0)
 				return -1;
-			}
-			o->dp = strcmp(optarg, "dp") == 0;
+			o->dp = v;
 			break;
 		case 21:
 			o->peer = 1;

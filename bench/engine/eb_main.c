@@ -38,6 +38,16 @@ int eb_mode_predicts(int m)
 
 /* Iterations of the dense loop that take `us` per layer on this device
  * (card 0), at 3 tokens a window.  Prints "dense_iters N us X". */
+int eb_opt_pick(const char *opt, const char *arg, const char *a, const char *b)
+{
+	if (strcmp(arg, a) == 0)
+		return 0;
+	if (strcmp(arg, b) == 0)
+		return 1;
+	fprintf(stderr, "fs-engine-bench: --%s %s|%s (not '%s')\n", opt, a, b, arg);
+	return -1;
+}
+
 int eb_calibrate_main(int argc, char **argv)
 {
 	static const struct option lo[] = {{"device", required_argument, NULL, 'd'},
