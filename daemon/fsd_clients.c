@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fs_name.h"
 #include "fs_time.h"
 #include "fsd.h"
 
@@ -143,7 +144,14 @@ int fsd_client_attach(struct fsd *d, pid_t pid, uid_t uid, gid_t gid, const char
 	c->uid = uid;
 	c->gid = gid;
 	c->serial = ++d->next_serial;
-	snprintf(c->name, sizeof(c->name), "%s", name && *name ? name : "engine");
+	/* The name goes to log lines, replies and metrics: printable ASCII only,
+	 * capped (fs_name.h), once, here. */
+	_Static_assert(sizeof(c->name) == FS_NAME_MAX + 1, "a row holds a safe name");
+	if (fs_name_safe(c->name, sizeof(c->name), name) > 0) {
+		fsd_count(&d->counters_daemon[FS_C_bad_names], 1);
+		fsd_log(FSD_WARN, "client %u (pid %d, uid %d): name escaped or cut to \"%s\"", row, (int)pid,
+			(int)uid, c->name);
+	}
 
 	/* Host ring, then the device ring on its own page: an engine registers
 	 * that part with CUDA for its kernels (fs_ring_dev.h). */

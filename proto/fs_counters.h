@@ -36,7 +36,8 @@
 	X(arena_load_ns, "nanoseconds spent loading the arena")                       \
 	X(arena_reused, "1: the arena was taken over from the fd store, not loaded")  \
 	X(oversized, "control requests over the size limit, refused")                 \
-	X(bad_heartbeats, "client heartbeats from the future (client dropped)")
+	X(bad_heartbeats, "client heartbeats from the future (client dropped)")       \
+	X(bad_names, "attach names escaped or cut to printable ASCII (fs_name.h)")
 
 /* Per card. */
 #define FS_COUNTERS_CARD(X)                                                                \

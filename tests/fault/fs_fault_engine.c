@@ -24,6 +24,7 @@
  *       and a slot through the library's own mappings (each must die of
  *       SIGSEGV), and report the mode and access of every region fd.
  *   fs-fault-engine hostile SOCKET   (tests/fault/fs_hostile.c)
+ *   fs-fault-engine iso SOCKET ATTACK ...   (tests/fault/fs_iso.c)
  *   fs-fault-engine peer SOCKET card=N ...   (tests/fault/fs_peer_reader.c)
  */
 #include <errno.h>
@@ -343,8 +344,10 @@ int main(int argc, char **argv)
 		return segv(argv[2]);
 	if (argc >= 3 && strcmp(argv[1], "hostile") == 0)
 		return fault_hostile(argv[2], argc - 3, argv + 3);
+	if (argc >= 3 && strcmp(argv[1], "iso") == 0)
+		return fault_iso(argv[2], argc - 3, argv + 3);
 	if (argc >= 3 && strcmp(argv[1], "peer") == 0)
 		return fault_peer_reader(argv[2], argc - 3, argv + 3);
-	fprintf(stderr, "usage: fs-fault-engine run|hold|segv|hostile|peer SOCKET [key=value ...]\n");
+	fprintf(stderr, "usage: fs-fault-engine run|hold|segv|hostile|iso|peer SOCKET [key=value ...]\n");
 	return 2;
 }

@@ -162,31 +162,14 @@ static int ping_ms(const char *sock)
 	return (int)((now_ns() - t0) / 1000000);
 }
 
-/* ---- what we attached with --------------------------------------------- */
-
-struct me {
-	const char *sock;
-	char fd_sock[160];
-	uint32_t id;
-	uint8_t token[16];
-	int fds[3 + FS_MAX_CARDS];
-	unsigned nfds;
-	const struct fs_daemon_hdr *dh;
-	size_t dh_bytes;
-	struct fs_client_hdr *ch;
-	size_t ch_bytes;
-	long daemon_pid;
-	const uint64_t *ctr;
-};
-
 static uint64_t ctr(const struct me *m, unsigned i)
 {
 	return fs_load_relaxed(&m->ctr[i]);
 }
 
 /* The fd handshake; returns the reply status (0 with fds, or < 0). */
-static int fd_handshake(const char *path, uint32_t id, const uint8_t *token, int *fds, unsigned max,
-			unsigned *n)
+int fault_fd_handshake(const char *path, uint32_t id, const uint8_t *token, int *fds, unsigned max,
+		       unsigned *n)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.107s", path);
@@ -209,7 +192,7 @@ static int fd_handshake(const char *path, uint32_t id, const uint8_t *token, int
 	return rp.status;
 }
 
-static int attach(struct me *m)
+int fault_hostile_attach(struct me *m)
 {
 	nng_socket s;
 	char err[256];
@@ -226,7 +209,7 @@ static int attach(struct me *m)
 	cJSON_Delete(rep);
 	rep = NULL;
 	req = fs_ctl_request("attach");
-	cJSON_AddStringToObject(req, "name", "hostile");
+	cJSON_AddStringToObject(req, "name", m->name ? m->name : "hostile");
 	if (r == 0)
 		r = fs_ctl_call(s, req, &rep, err, sizeof(err));
 	cJSON_Delete(req);
@@ -247,7 +230,8 @@ static int attach(struct me *m)
 	m->id = (uint32_t)id->valuedouble;
 	snprintf(m->fd_sock, sizeof(m->fd_sock), "%s", fdp->valuestring);
 	cJSON_Delete(rep);
-	if (fd_handshake(m->fd_sock, m->id, m->token, m->fds, 3 + FS_MAX_CARDS, &m->nfds) != 0 || m->nfds < 3)
+	if (fault_fd_handshake(m->fd_sock, m->id, m->token, m->fds, 3 + FS_MAX_CARDS, &m->nfds) != 0 ||
+	    m->nfds < 3)
 		return -1;
 	struct stat st;
 	fstat(m->fds[0], &st);
@@ -382,7 +366,7 @@ static void attack_fdsock(struct me *m, long victim)
 		(void)!getrandom(tok, sizeof(tok), 0);
 		int fds[3 + FS_MAX_CARDS];
 		unsigned nf = 0;
-		int st = fd_handshake(m->fd_sock, id, tok, fds, 3 + FS_MAX_CARDS, &nf);
+		int st = fault_fd_handshake(m->fd_sock, id, tok, fds, 3 + FS_MAX_CARDS, &nf);
 		tries++;
 		for (unsigned i = 0; i < nf; i++)
 			close(fds[i]);
@@ -391,7 +375,7 @@ static void attack_fdsock(struct me *m, long victim)
 	/* Our own id and token again (a replay after the handshake). */
 	int fds[3 + FS_MAX_CARDS];
 	unsigned nf = 0;
-	int st = fd_handshake(m->fd_sock, m->id, m->token, fds, 3 + FS_MAX_CARDS, &nf);
+	int st = fault_fd_handshake(m->fd_sock, m->id, m->token, fds, 3 + FS_MAX_CARDS, &nf);
 	for (unsigned i = 0; i < nf; i++)
 		close(fds[i]);
 	got += st == 0 || nf > 0;
@@ -652,7 +636,7 @@ int fault_hostile(const char *sock, int argc, char **argv)
 			victim = strtol(argv[i] + 7, NULL, 10);
 	}
 	struct me m = {.sock = sock};
-	if (attach(&m) < 0) {
+	if (fault_hostile_attach(&m) < 0) {
 		fprintf(stderr, "hostile: could not attach\n");
 		return 2;
 	}
