@@ -20,6 +20,7 @@
 
 #include "foresight/foresight.h"
 #include "fs_arena.h"
+#include "fs_rec.h"
 #include "fs_regions.h"
 #include "fs_ring.h"
 #include "fs_ring_dev.h"
@@ -114,6 +115,11 @@ int fs_cuda_pinned_alloc(size_t bytes, void **host, void **dev, char *err, size_
 void fs_cuda_pinned_free(void *host);
 int fs_cuda_register(void *p, size_t bytes, void **dev, char *err, size_t len);
 void fs_cuda_unregister(void *p);
+/* fs_post.c: a record checked as the daemon checks it (proto/fs_rec.h):
+ * against the attachment's model, or (arg_check, before one is known)
+ * its structure and score alone.  0 or -EINVAL. */
+int fs_rec_post_check(const struct fs_att *a, const struct fs_rec *r);
+int fs_rec_arg_check(const struct fs_rec *r);
 /* fs_dev_ring.c: the device ring of an attachment (called by fs_att_*) */
 int fs_dev_att_create(struct fs_client *c, struct fs_att *a);
 int fs_dev_att_destroy(struct fs_client *c, struct fs_att *a);

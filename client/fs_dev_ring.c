@@ -182,14 +182,9 @@ uint64_t fs_dev_ring_dropped(const fs_client *c)
 int fs_dev_ring_post_predict(fs_client *c, uint32_t window, uint32_t layer, uint32_t expert, uint32_t card,
 			     float score, unsigned horizon)
 {
-	if (layer > 0xffff || expert > 0xffff || card > 0xffff || horizon < 1 ||
-	    horizon > FS_PRED_HORIZON_MAX || !(score >= 0.0f))
+	/* What does not fit the record's fields; the rest is fs_rec_check's. */
+	if (layer > 0xffff || expert > 0xffff || card > 0xffff || horizon > FS_PRED_HORIZON_MAX)
 		return -EINVAL;
-	struct fs_att *a = fs_load_acquire(&c->att);
-	if (!a || fs_load_relaxed(&a->dead) || !a->dev_hdr) {
-		__atomic_fetch_add(&c->dropped, 1, __ATOMIC_RELAXED);
-		return a && !a->dev_hdr ? -ENOTSUP : -ENOTCONN;
-	}
 	struct fs_rec r = {.type = FS_REC_PREDICT,
 			   .aux = FS_PRED_AUX(horizon, FS_SRC_KERNEL),
 			   .layer = (uint16_t)layer,
@@ -197,6 +192,15 @@ int fs_dev_ring_post_predict(fs_client *c, uint32_t window, uint32_t layer, uint
 			   .card = (uint16_t)card,
 			   .window = window};
 	memcpy(&r.value, &score, sizeof(score));
+	if (fs_rec_arg_check(&r) != 0)
+		return -EINVAL;
+	struct fs_att *a = fs_load_acquire(&c->att);
+	if (!a || fs_load_relaxed(&a->dead) || !a->dev_hdr) {
+		__atomic_fetch_add(&c->dropped, 1, __ATOMIC_RELAXED);
+		return a && !a->dev_hdr ? -ENOTSUP : -ENOTCONN;
+	}
+	if (fs_rec_post_check(a, &r) != 0)
+		return -EINVAL;
 	struct fs_ring_hdr *h = a->dev_hdr;
 	uint32_t mask = (1u << a->dev_log2e) - 1u;
 	uint32_t tail = fs_load_relaxed(&h->tail), head = fs_load_acquire(&h->head);

@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,8 +19,8 @@
 #include "foresight/foresight.h"
 #include "fs_harness.h"
 
-/* This client's dev_records in the daemon's stats (-1: not found). */
-static double dev_records(fs_client *c)
+/* This client's `field` in the daemon's stats (-1: not found). */
+static double client_num(fs_client *c, const char *field)
 {
 	static char buf[1 << 20];
 	int n = fs_client_stats_json(c, buf, sizeof(buf));
@@ -32,10 +33,15 @@ static double dev_records(fs_client *c)
 	{
 		const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "name");
 		if (cJSON_IsString(name) && strcmp(name->valuestring, "dev-ring-test") == 0)
-			v = cJSON_GetObjectItemCaseSensitive(it, "dev_records")->valuedouble;
+			v = cJSON_GetObjectItemCaseSensitive(it, field)->valuedouble;
 	}
 	cJSON_Delete(o);
 	return v;
+}
+
+static double dev_records(fs_client *c)
+{
+	return client_num(c, "dev_records");
 }
 
 static int wait_records(fs_client *c, double want)
@@ -91,6 +97,26 @@ Test(dev_ring, predictions_arrive_and_become_copies, .timeout = 60)
 	/* Bad arguments never reach the ring. */
 	cr_assert_eq(fs_dev_ring_post_predict(c, 1, 3, 0, 0, -1.0f, 1), -EINVAL);
 	cr_assert_eq(fs_dev_ring_post_predict(c, 1, 3, 0, 0, 1.0f, 0), -EINVAL);
+	/* ... nor do records the daemon would count bad (proto/fs_rec.h, one
+	 * check for both: the client once let +Inf through). */
+	cr_assert_eq(fs_dev_ring_post_predict(c, 1, 3, 0, 0, INFINITY, 1), -EINVAL);
+	cr_assert_eq(fs_dev_ring_post_predict(c, 1, 3, 0, 0, NAN, 1), -EINVAL);
+	cr_assert_eq(fs_dev_ring_post_predict(c, 1, mi.layers, 0, 0, 1.0f, 1), -EINVAL);
+	cr_assert_eq(fs_dev_ring_post_predict(c, 1, 3, mi.experts, 0, 1.0f, 1), -EINVAL);
+	cr_assert_eq(fs_dev_ring_post_predict(c, 1, 3, 0, mi.cards, 1.0f, 1), -EINVAL);
+	cr_assert_eq(fs_post_predict(c, 1, 3, 0, 0, INFINITY, 1, FS_SOURCE_HOST), -EINVAL);
+	cr_assert_eq(fs_post_predict(c, 1, 3, 0, 0, -INFINITY, 1, FS_SOURCE_HOST), -EINVAL);
+	cr_assert_eq(fs_post_predict(c, 1, mi.layers, 0, 0, 1.0f, 1, FS_SOURCE_HOST), -EINVAL);
+	cr_assert_eq(fs_post_usage(c, 1, 3, mi.experts, 0, 1), -EINVAL);
+	cr_assert_eq(fs_post_usage(c, 1, 3, 0, mi.cards, 1), -EINVAL);
+	cr_assert_eq(fs_post_predict(c, 1, 3, 0, FS_ANY_CARD, 0.0f, 1, FS_SOURCE_HOST), 0);
+	uint64_t until2 = fsh_now_ms() + 5000;
+	while (client_num(c, "records") < 11 && fsh_now_ms() < until2) {
+		struct timespec ts = {.tv_nsec = 5000000};
+		nanosleep(&ts, NULL);
+	}
+	cr_assert_eq(client_num(c, "records"), 11.0, "not 10 device records and the one valid host post");
+	cr_assert_eq(client_num(c, "bad_records"), 0.0, "a refused record reached the daemon");
 	cr_assert_eq(fs_dev_ring_dropped(c), 0u);
 	fs_client_close(c);
 	cr_assert_eq(fsh_daemon_stop(&d), 0);

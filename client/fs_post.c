@@ -6,13 +6,34 @@
 
 #include "fs_client_internal.h"
 
+/* The record checked as the daemon checks it (proto/fs_rec.h) against
+ * the attachment's model: a record that would be counted bad there is
+ * refused here, with -EINVAL, and never reaches the ring. */
+int fs_rec_post_check(const struct fs_att *a, const struct fs_rec *r)
+{
+	struct fs_rec_model m = {a->layers, a->experts, a->cards};
+	return fs_rec_check(r, &m) ? 0 : -EINVAL;
+}
+
+/* Before any attachment: what the record alone can tell (structure, the
+ * score); the model's bounds wait for an attachment. */
+int fs_rec_arg_check(const struct fs_rec *r)
+{
+	struct fs_rec_model any = {0x10000u, 0x10000u, 0x10000u};
+	return fs_rec_check(r, &any) ? 0 : -EINVAL;
+}
+
 static int post(fs_client *c, const struct fs_rec *r)
 {
+	if (fs_unlikely(fs_rec_arg_check(r) != 0))
+		return -EINVAL;
 	struct fs_att *a = fs_load_acquire(&c->att);
 	if (fs_unlikely(!a || fs_load_relaxed(&a->dead))) {
 		__atomic_fetch_add(&c->dropped, 1, __ATOMIC_RELAXED);
 		return -ENOTCONN;
 	}
+	if (fs_unlikely(fs_rec_post_check(a, r) != 0))
+		return -EINVAL;
 	int rc = fs_ring_post(&a->prod, r);
 	if (fs_unlikely(rc < 0)) {
 		__atomic_fetch_add(&c->dropped, 1, __ATOMIC_RELAXED);
@@ -26,8 +47,9 @@ static int post(fs_client *c, const struct fs_rec *r)
 int fs_post_predict(fs_client *c, uint32_t window, uint32_t layer, uint32_t expert, uint32_t card,
 		    float score, unsigned horizon, enum fs_source src)
 {
-	if (layer > 0xffff || expert > 0xffff || (card > 0xffff) || horizon < 1 ||
-	    horizon > FS_PRED_HORIZON_MAX || (unsigned)src > FS_SRC_MAX || !(score >= 0.0f))
+	/* What does not fit the record's fields; the rest is fs_rec_check's. */
+	if (layer > 0xffff || expert > 0xffff || card > 0xffff || horizon > FS_PRED_HORIZON_MAX ||
+	    (unsigned)src > FS_SRC_MAX)
 		return -EINVAL;
 	struct fs_rec r = {.type = FS_REC_PREDICT,
 			   .aux = FS_PRED_AUX(horizon, (unsigned)src),

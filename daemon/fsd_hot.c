@@ -13,12 +13,12 @@
  * The control loop never runs any of this, and this never waits on it.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "fs_futex.h"
+#include "fs_rec.h"
 #include "fs_time.h"
 #include "fsd.h"
 
@@ -181,22 +181,12 @@ static void hot_apply_cmds(struct fsd *d)
 	}
 }
 
-/* The checks the ring cannot make: the record's fields against the model. */
+/* The checks the ring cannot make: the record's fields against the model
+ * (proto/fs_rec.h, the client library's check too). */
 static int rec_in_bounds(const struct fsd *d, const struct fs_rec *r)
 {
-	if (r->type == FS_REC_WIN_BEGIN || r->type == FS_REC_WIN_END)
-		return 1;
-	if (r->layer >= d->cfg.layers || r->expert >= d->cfg.experts)
-		return 0;
-	if (r->card != FS_CARD_NONE && r->card >= d->cfg.cards)
-		return 0;
-	if (r->type == FS_REC_PREDICT) {
-		float score;
-		memcpy(&score, &r->value, sizeof(score));
-		if (!isfinite(score) || score < 0.0f)
-			return 0;
-	}
-	return 1;
+	struct fs_rec_model m = {d->cfg.layers, d->cfg.experts, d->cfg.cards};
+	return fs_rec_fits(r, &m);
 }
 
 /* Drain one ring of client `row` (at most 64 batches: let the other

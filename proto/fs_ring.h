@@ -54,6 +54,7 @@
 
 #include "fs_atomic.h"
 #include "fs_proto.h"
+#include "fs_rec.h" /* fs_rec_valid: the structural check */
 
 #define FS_RING_MAGIC 0x474e5246u /* "FRNG" little-endian */
 #define FS_RING_NEED_WAKEUP 1u
@@ -185,22 +186,6 @@ struct fs_ring_cons {
 /* Format `mem` as an empty ring of `entries` (power of two) and attach a
  * consumer to it.  -EINVAL when entries is out of range or size too small. */
 int fs_ring_format(struct fs_ring_cons *c, void *mem, size_t size, uint32_t entries);
-
-/* Structural check of one (private) record copy: type known, aux in range. */
-static inline int fs_rec_valid(const struct fs_rec *r)
-{
-	switch (r->type) {
-	case FS_REC_PREDICT:
-		return FS_PRED_HORIZON(r->aux) >= 1 && FS_PRED_SOURCE(r->aux) <= FS_SRC_MAX;
-	case FS_REC_USAGE:
-		return r->aux <= FS_USE_HIT;
-	case FS_REC_WIN_BEGIN:
-	case FS_REC_WIN_END:
-		return r->aux == 0;
-	default:
-		return 0;
-	}
-}
 
 /*
  * Copy up to `max` valid records into `out` and release their space.
