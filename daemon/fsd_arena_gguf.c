@@ -16,6 +16,7 @@
 
 #include "fs_time.h"
 #include "fsd.h"
+#include "fsd_preflight.h"
 #include "fsg_arena.h"
 #include "fsg_describe.h"
 
@@ -61,6 +62,26 @@ int fsd_arena_gguf_describe(const char *path)
 	fsg_plan_free(&g.p);
 	fsg_close(&g.f);
 	return rc;
+}
+
+/* --check-config and the start's preflight: the file opens, parses and
+ * plans as the start would (a truncated or foreign file fails here).  On
+ * success msg says what it holds. */
+int fsd_arena_gguf_check(const char *path, char *msg, size_t len)
+{
+	struct fsd_gguf g;
+	struct fsg_layout lo;
+	struct fsg_err err;
+	if (plan(path, &g, &lo, &err) < 0) {
+		snprintf(msg, len, "%s", err.msg);
+		return -1;
+	}
+	snprintf(msg, len, "GGUF %s, %u layers x %u experts, top-%u, %.3f GB of experts", g.p.arch, g.p.layers,
+		 g.p.experts, g.p.experts_used, (double)g.p.member_bytes / 1e9);
+	fsg_layout_free(&lo);
+	fsg_plan_free(&g.p);
+	fsg_close(&g.f);
+	return 0;
 }
 
 static const char *base_name(const char *path)

@@ -32,6 +32,7 @@
 #include "fs_hex.h"
 #include "fs_time.h"
 #include "fsd.h"
+#include "fsd_sockpath.h"
 #include "fsd_control.h"
 
 static const char *errno_code(int e)
@@ -539,13 +540,14 @@ int fsd_control_start(struct fsd *d)
 		}
 		nng_close(probe);
 	}
-	unlink(d->cfg.socket_path); /* a stale socket file from a killed daemon */
+	/* fsd_sock_claim (main.c) holds the lock and cleared a stale socket. */
 	if ((r = nng_listener_create(&l, d->rep, url)) != 0 ||
 	    (r = nng_listener_set_int(l, NNG_OPT_IPC_PERMISSIONS, (int)d->cfg.socket_mode)) != 0 ||
 	    (r = nng_listener_start(l, 0)) != 0) {
 		fsd_log(FSD_ERR, "control: cannot listen on %s: %s", url, nng_strerror(r));
 		return -EIO;
 	}
+	fsd_sock_bound(&d->cfg, FSD_SOCK_CONTROL);
 	if (d->cfg.group[0]) {
 		/* Only the loop thread looks groups up: getgrnam's static buffer is safe. */
 		// cppcheck-suppress getgrnamCalled
@@ -585,7 +587,7 @@ void fsd_control_stop(struct fsd *d)
 	if (d->rep_poll.type == UV_POLL && !uv_is_closing((uv_handle_t *)&d->rep_poll))
 		uv_close((uv_handle_t *)&d->rep_poll, NULL);
 	/* No new engine finds a socket that will not answer. */
-	unlink(d->cfg.socket_path);
+	fsd_sock_unlink(&d->cfg, FSD_SOCK_CONTROL);
 	/* nng_close() waits for every pipe; a daemon (nng 1.5.2) was seen
 	 * waiting there forever after SIGTERM, with one connection left over
 	 * from killed clients.  Close on a helper thread and give it 2 s: a

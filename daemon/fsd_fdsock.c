@@ -17,6 +17,7 @@
 #include "fs_fdproto.h"
 #include "fs_time.h"
 #include "fsd.h"
+#include "fsd_sockpath.h"
 
 #define FDSOCK_MAX_CONNS 16
 
@@ -153,12 +154,13 @@ int fsd_fdsock_start(struct fsd *d)
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	unlink(d->cfg.fd_socket_path);
+	/* fsd_sock_claim (main.c) holds the lock and cleared a stale socket. */
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
 		int e = -errno;
 		close(fd);
 		return e;
 	}
+	fsd_sock_bound(&d->cfg, FSD_SOCK_FD);
 	if (chmod(d->cfg.fd_socket_path, d->cfg.socket_mode) < 0) {
 		int e = -errno;
 		close(fd);
@@ -181,6 +183,6 @@ void fsd_fdsock_stop(struct fsd *d)
 	for (int i = 0; i < FDSOCK_MAX_CONNS; i++)
 		conn_close(&conns[i]);
 	close(d->fdsock);
-	unlink(d->cfg.fd_socket_path);
+	fsd_sock_unlink(&d->cfg, FSD_SOCK_FD);
 	d->fdsock = -1;
 }

@@ -13,6 +13,8 @@
 
 #include "fs_time.h"
 #include "fsd.h"
+#include "fsd_preflight.h"
+#include "fsd_sockpath.h"
 
 static void on_signal(uv_signal_t *h, int sig)
 {
@@ -135,9 +137,18 @@ int main(int argc, char **argv)
 	if (d.cfg.describe)
 		return fsd_arena_gguf_describe(d.cfg.model_path);
 	if (d.cfg.check_config) {
+		printf("foresightd: settings OK; start-up checks:\n");
+		if (fsd_preflight(&d.cfg, 1) < 0) {
+			printf("foresightd: a start with these settings would fail (FAIL above)\n");
+			return 2;
+		}
 		printf("foresightd: configuration OK\n");
 		return 0;
 	}
+	/* Before anything is allocated: what stops the start stops it now.
+	 * Then the socket paths' lock, held for life (fsd_sockpath.c). */
+	if (fsd_preflight(&d.cfg, 0) < 0 || fsd_sock_claim(&d.cfg) < 0)
+		return 1;
 	signal(SIGPIPE, SIG_IGN);
 	d.start_ns = fs_now_ns();
 	if (getrandom(&d.instance, sizeof(d.instance), 0) != (ssize_t)sizeof(d.instance))
@@ -217,6 +228,7 @@ out:
 	fs_shm_close(&d.arena_shm);
 	fsd_arena_gguf_close(&d);
 	free(d.doneq);
+	fsd_sock_release(&d.cfg);
 	fsd_log(FSD_INFO, "stopped");
 	return rc;
 }
