@@ -146,7 +146,10 @@ done
 out=$("$root/usr/sbin/foresightd" --version)
 echo "  $out"
 [[ $out == "foresightd $version "* ]] || fail "foresightd --version: $out"
-"$root/usr/sbin/foresightd" --check-config "$root/etc/foresight/foresightd.json"
+# The example names the group foresight and /run/foresight, which only an
+# installed package creates: the user's group and a scratch socket stand in.
+"$root/usr/sbin/foresightd" --check-config "$root/etc/foresight/foresightd.json" --group "$(id -gn)" \
+	--socket "$root/check.sock"
 "$root/usr/bin/fsctl" --help >/dev/null
 page=$(zcat "$root/usr/share/man/man8/foresightd.8.gz")
 grep -q '^\.TH' <<<"$page" || fail "foresightd.8.gz is not a man page"

@@ -117,11 +117,11 @@ echo "metrics_test: hostile requests refused (POST 405, other paths 404, a body 
 kill -0 "$pid" || fail "foresightd died"
 [[ $(code "$url") == 200 ]] || fail "no longer serving after the hostile requests"
 
-if "$daemon" --check-config --metrics-listen 0.0.0.0:9464 >"$work/remote.log" 2>&1; then
+if "$daemon" --check-config --socket "$work/check.sock" --metrics-listen 0.0.0.0:0 >"$work/remote.log" 2>&1; then
 	fail "a non-loopback metrics_listen was accepted without metrics_allow_remote"
 fi
 grep -q "metrics_listen" "$work/remote.log" || fail "the refusal does not name metrics_listen: $(cat "$work/remote.log")"
-"$daemon" --check-config --metrics-listen 0.0.0.0:9464 --metrics-allow-remote >/dev/null ||
+"$daemon" --check-config --socket "$work/check.sock" --metrics-listen 0.0.0.0:0 --metrics-allow-remote >/dev/null ||
 	fail "metrics_allow_remote does not allow 0.0.0.0"
 
 kill -TERM "$pid"
