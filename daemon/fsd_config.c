@@ -13,8 +13,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <cjson/cJSON.h>
-
 #include "fsd.h"
 
 enum opt_type {
@@ -74,7 +72,7 @@ static const struct opt opts[] = {
 	O("experts_used", OPT_U32, experts_used, 0, FS_MAX_EXPERTS, "synthetic arena: top-k (default 8)"),
 	O("expert_bytes", OPT_U64, expert_bytes, 64, 1ull << 32,
 	  "synthetic arena: bytes per expert (default 65536)"),
-	O("seed", OPT_U64, seed, 0, 1.8e19, "synthetic arena: byte generator seed (default 1)"),
+	O("seed", OPT_U64, seed, 0, 18446744073709551615.0, "synthetic arena: byte generator seed (default 1)"),
 	O("max_clients", OPT_U32, max_clients, 1, FSD_MAX_CLIENTS,
 	  "engines attached at once (default 32, max 64)"),
 	O("ring_entries", OPT_U32, ring_entries, FS_RING_MIN_ENTRIES, FS_RING_MAX_ENTRIES,
@@ -170,16 +168,68 @@ void fsd_config_defaults(struct fsd_config *c)
 	c->peer = 1;
 }
 
+/* Where each option's value came from, as the user wrote it: "--slots",
+ * "FILE:LINE:COL: key 'slots'", "$FORESIGHT_SOCKET"; "" = the default.
+ * Every later message about an option names it this way. */
+static char origin[NOPTS][300];
+
+static size_t opt_index(const struct opt *o)
+{
+	return (size_t)(o - opts);
+}
+
+static const struct opt *opt_by_key(const char *key)
+{
+	for (size_t i = 0; i < NOPTS; i++)
+		if (strcmp(opts[i].key, key) == 0)
+			return &opts[i];
+	return NULL;
+}
+
+/* How to name option `key` in a message: where it was set, or
+ * "key 'K' (default)". */
+static const char *src(const char *key)
+{
+	static char buf[4][320];
+	static int next;
+	const struct opt *o = opt_by_key(key);
+	char *b = buf[next++ & 3];
+	if (o && origin[opt_index(o)][0])
+		snprintf(b, sizeof(buf[0]), "%s", origin[opt_index(o)]);
+	else
+		snprintf(b, sizeof(buf[0]), "%s (default)", key);
+	return b;
+}
+
+static int opt_is_int(const struct opt *o)
+{
+	return o->type == OPT_U32 || o->type == OPT_U64 || o->type == OPT_INT;
+}
+
+/* "1 to 16777216": integer ranges as integers (the u64 seed: its whole range). */
+static void range_text(const struct opt *o, char *out, size_t len)
+{
+	if (!opt_is_int(o))
+		snprintf(out, len, "%g to %g", o->min, o->max);
+	else if (o->max >= 18446744073709551615.0)
+		snprintf(out, len, "%lld to %llu", (long long)o->min, (unsigned long long)UINT64_MAX);
+	else
+		snprintf(out, len, "%lld to %lld", (long long)o->min, (long long)o->max);
+}
+
+static const char *type_word(const struct opt *o);
+
 /* Set one option from text.  0, or -1 with a message naming `where`. */
 static int opt_set(struct fsd_config *c, const struct opt *o, const char *val, const char *where)
 {
 	char *p = (char *)c + o->off;
 	char *end;
+	char range[96];
 	errno = 0;
 	switch (o->type) {
 	case OPT_STR:
 		if (strlen(val) >= o->size) {
-			cfg_err("%s: value too long (max %zu)\n", where, o->size - 1);
+			cfg_err("%s: value too long (%zu bytes, at most %zu)\n", where, strlen(val), o->size - 1);
 			return -1;
 		}
 		strcpy(p, val);
@@ -200,8 +250,8 @@ static int opt_set(struct fsd_config *c, const struct opt *o, const char *val, c
 		return 0;
 	case OPT_MODE: {
 		unsigned long v = strtoul(val, &end, 8);
-		if (errno || *end || end == val || v > 0777) {
-			cfg_err("%s: '%s' is not an octal mode\n", where, val);
+		if (errno || *end || end == val || v > 0777 || val[0] == '-' || val[0] == '+' || val[0] == ' ') {
+			cfg_err("%s: '%s' is not an octal mode 0 to 0777\n", where, val);
 			return -1;
 		}
 		*(unsigned *)p = (unsigned)v;
@@ -210,19 +260,48 @@ static int opt_set(struct fsd_config *c, const struct opt *o, const char *val, c
 	default:
 		break;
 	}
-	double v = strtod(val, &end);
-	if (errno || *end || end == val || v < o->min || v > o->max) {
-		cfg_err("%s: '%s' is not a number in %g..%g\n", where, val, o->min, o->max);
-		return -1;
+	range_text(o, range, sizeof(range));
+	double v;
+	if (opt_is_int(o)) {
+		/* Digits only: "128", "-1"; not "1e3", "0x80", " 128" or "128.0". */
+		const char *d = val + (val[0] == '-');
+		int digits = *d != 0;
+		for (; *d; d++)
+			digits &= *d >= '0' && *d <= '9';
+		if (!digits) {
+			cfg_err("%s: '%s' is not an integer (%s)\n", where, val, range);
+			return -1;
+		}
+		if (val[0] == '-') {
+			long long x = strtoll(val, &end, 10);
+			v = (double)x;
+			if (errno || x < (long long)o->min) {
+				cfg_err("%s: %s is out of range (%s)\n", where, val, range);
+				return -1;
+			}
+		} else {
+			unsigned long long x = strtoull(val, &end, 10);
+			if (errno || (double)x > o->max || (double)x < o->min) {
+				cfg_err("%s: %s is out of range (%s)\n", where, val, range);
+				return -1;
+			}
+			if (o->type == OPT_U64) {
+				*(uint64_t *)p = x;
+				goto done;
+			}
+			v = (double)x;
+		}
+	} else {
+		v = strtod(val, &end);
+		if (errno || *end || end == val || v != v) {
+			cfg_err("%s: '%s' is not a number (%s)\n", where, val, range);
+			return -1;
+		}
+		if (v < o->min || v > o->max) {
+			cfg_err("%s: %s is out of range (%s)\n", where, val, range);
+			return -1;
+		}
 	}
-	if (o->type != OPT_DBL && v != (o->type == OPT_INT ? (double)(int64_t)v : (double)(uint64_t)v)) {
-		cfg_err("%s: '%s' must be a whole number\n", where, val);
-		return -1;
-	}
-	if (strcmp(o->key, "cards") == 0)
-		c->cards_set = 1;
-	if (strcmp(o->key, "bus_gbps") == 0)
-		c->bus_gbps_set = 1;
 	switch (o->type) {
 	case OPT_U32:
 		*(uint32_t *)p = (uint32_t)v;
@@ -239,6 +318,361 @@ static int opt_set(struct fsd_config *c, const struct opt *o, const char *val, c
 		*(double *)p = v;
 		break;
 	}
+done:
+	if (strcmp(o->key, "cards") == 0)
+		c->cards_set = 1;
+	if (strcmp(o->key, "bus_gbps") == 0)
+		c->bus_gbps_set = 1;
+	return 0;
+}
+
+/* The config file: one flat JSON object (RFC 8259) of string, number and
+ * boolean values.  A reader of its own, not cJSON: every error names the
+ * file, line and column, a key given twice is refused (cJSON keeps both and
+ * lookups take one), and a value's JSON type is kept (a string "128" is not
+ * the number 128). */
+enum jtok { J_STR, J_NUM, J_TRUE, J_FALSE, J_NULL, J_OBJ, J_ARR, J_BAD };
+
+struct jr {
+	const char *p, *end, *lstart, *file;
+	int line;
+	char err[192];
+};
+
+static int jcol(const struct jr *j, const char *at)
+{
+	return (int)(at - j->lstart) + 1;
+}
+
+static void jws(struct jr *j)
+{
+	for (; j->p < j->end; j->p++) {
+		if (*j->p == '\n') {
+			j->line++;
+			j->lstart = j->p + 1;
+		} else if (*j->p != ' ' && *j->p != '\t' && *j->p != '\r') {
+			break;
+		}
+	}
+}
+
+static int jfail(struct jr *j, const char *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int jfail(struct jr *j, const char *at, const char *fmt, ...)
+{
+	char msg[160];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	cfg_err("%s:%d:%d: %s\n", j->file, j->line, jcol(j, at), msg);
+	return -1;
+}
+
+static void put_utf8(char *out, size_t *n, unsigned cp)
+{
+	if (cp < 0x80) {
+		out[(*n)++] = (char)cp;
+	} else if (cp < 0x800) {
+		out[(*n)++] = (char)(0xc0 | cp >> 6);
+		out[(*n)++] = (char)(0x80 | (cp & 0x3f));
+	} else if (cp < 0x10000) {
+		out[(*n)++] = (char)(0xe0 | cp >> 12);
+		out[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		out[(*n)++] = (char)(0x80 | (cp & 0x3f));
+	} else {
+		out[(*n)++] = (char)(0xf0 | cp >> 18);
+		out[(*n)++] = (char)(0x80 | ((cp >> 12) & 0x3f));
+		out[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		out[(*n)++] = (char)(0x80 | (cp & 0x3f));
+	}
+}
+
+static int hex4(const char *s, unsigned *v)
+{
+	*v = 0;
+	for (int i = 0; i < 4; i++) {
+		char ch = s[i];
+		int d = ch >= '0' && ch <= '9' ? ch - '0' :
+			ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 :
+			ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+		if (d < 0)
+			return -1;
+		*v = *v << 4 | (unsigned)d;
+	}
+	return 0;
+}
+
+/* A string at j->p (the opening quote) into out (cap bytes); 0 or -1. */
+static int jstring(struct jr *j, char *out, size_t cap)
+{
+	const char *q = j->p++;
+	size_t n = 0;
+	while (j->p < j->end && *j->p != '"') {
+		const char *at = j->p;
+		unsigned char ch = (unsigned char)*j->p++;
+		if (n + 4 >= cap)
+			return jfail(j, q, "a string longer than %zu bytes", cap - 5);
+		if (ch < 0x20)
+			return jfail(j, at, "a control character (0x%02x) in a string: write it as \\u%04x", ch,
+				     ch);
+		if (ch != '\\') {
+			out[n++] = (char)ch;
+			continue;
+		}
+		if (j->p >= j->end)
+			break;
+		char e = *j->p++;
+		const char *map = strchr("\"\\/bfnrt", e);
+		if (e && map) {
+			out[n++] = "\"\\/\b\f\n\r\t"[map - "\"\\/bfnrt"];
+			continue;
+		}
+		unsigned cp, lo;
+		if (e != 'u' || j->end - j->p < 4 || hex4(j->p, &cp) < 0)
+			return jfail(j, at, "'\\%c' is not a JSON escape", e ? e : '0');
+		j->p += 4;
+		if (cp >= 0xd800 && cp < 0xdc00) {
+			if (j->end - j->p < 6 || j->p[0] != '\\' || j->p[1] != 'u' || hex4(j->p + 2, &lo) < 0 ||
+			    lo < 0xdc00 || lo > 0xdfff)
+				return jfail(j, at, "a lone UTF-16 surrogate \\u%04x", cp);
+			j->p += 6;
+			cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+		} else if (cp >= 0xdc00 && cp < 0xe000) {
+			return jfail(j, at, "a lone UTF-16 surrogate \\u%04x", cp);
+		}
+		if (cp == 0)
+			return jfail(j, at, "\\u0000 in a string");
+		put_utf8(out, &n, cp);
+	}
+	if (j->p >= j->end)
+		return jfail(j, q, "a string that does not end (no closing '\"')");
+	j->p++;
+	out[n] = 0;
+	return 0;
+}
+
+/* One value at j->p: its kind, its text in out (a string's contents, a
+ * number's digits), -1 on a syntax error. */
+static int jvalue(struct jr *j, char *out, size_t cap, enum jtok *t)
+{
+	const char *at = j->p;
+	if (j->p >= j->end)
+		return jfail(j, at, "the file ends where a value should be");
+	char ch = *j->p;
+	if (ch == '"') {
+		*t = J_STR;
+		return jstring(j, out, cap);
+	}
+	if (ch == '{' || ch == '[') {
+		*t = ch == '{' ? J_OBJ : J_ARR;
+		return 0;
+	}
+	static const struct {
+		const char *w;
+		enum jtok t;
+	} words[] = {{"true", J_TRUE}, {"false", J_FALSE}, {"null", J_NULL}};
+	for (size_t i = 0; i < 3; i++) {
+		size_t n = strlen(words[i].w);
+		if ((size_t)(j->end - j->p) >= n && memcmp(j->p, words[i].w, n) == 0) {
+			j->p += n;
+			*t = words[i].t;
+			snprintf(out, cap, "%s", words[i].w);
+			return 0;
+		}
+	}
+	/* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+	const char *s = j->p;
+	if (s < j->end && *s == '-')
+		s++;
+	const char *digits = s;
+	while (s < j->end && *s >= '0' && *s <= '9')
+		s++;
+	int ok = s > digits && !(digits[0] == '0' && s - digits > 1);
+	if (ok && s < j->end && *s == '.') {
+		const char *f = ++s;
+		while (s < j->end && *s >= '0' && *s <= '9')
+			s++;
+		ok = s > f;
+	}
+	if (ok && s < j->end && (*s == 'e' || *s == 'E')) {
+		s++;
+		if (s < j->end && (*s == '+' || *s == '-'))
+			s++;
+		const char *e = s;
+		while (s < j->end && *s >= '0' && *s <= '9')
+			s++;
+		ok = s > e;
+	}
+	if (!ok || (size_t)(s - j->p) >= cap) {
+		const char *w = j->p;
+		while (w < j->end && w - j->p < 24 && !strchr(" \t\r\n,}]", *w))
+			w++;
+		return jfail(j, at, "'%.*s' is not a JSON value (strings need double quotes)", (int)(w - j->p), j->p);
+	}
+	memcpy(out, j->p, (size_t)(s - j->p));
+	out[s - j->p] = 0;
+	j->p = s;
+	*t = J_NUM;
+	return 0;
+}
+
+static const char *type_word(const struct opt *o)
+{
+	switch (o->type) {
+	case OPT_STR:
+		return "a string";
+	case OPT_FLAG:
+		return "true or false";
+	case OPT_ONOFF:
+		return "\"on\" or \"off\" (or true or false)";
+	case OPT_MODE:
+		return "an octal mode (\"0660\")";
+	case OPT_DBL:
+		return "a number";
+	default:
+		return "an integer";
+	}
+}
+
+static const char *jtok_word(enum jtok t)
+{
+	static const char *w[] = {"a string", "a number", "true", "false", "null", "an object", "an array", "?"};
+	return w[t];
+}
+
+/* One key's value into c: the JSON type must be the option's. */
+static int file_set(struct fsd_config *c, const struct opt *o, enum jtok t, const char *val, const char *where)
+{
+	int fits;
+	switch (o->type) {
+	case OPT_STR:
+		fits = t == J_STR;
+		break;
+	case OPT_FLAG:
+		fits = t == J_TRUE || t == J_FALSE;
+		break;
+	case OPT_ONOFF:
+		fits = t == J_TRUE || t == J_FALSE || (t == J_STR && (!strcmp(val, "on") || !strcmp(val, "off")));
+		if (t != J_STR)
+			val = t == J_TRUE ? "on" : "off";
+		break;
+	case OPT_MODE:
+		/* 660 reads as octal, like "0660" (the example's spelling) */
+		fits = t == J_STR || t == J_NUM;
+		break;
+	default:
+		fits = t == J_NUM;
+		break;
+	}
+	if (!fits) {
+		char range[96] = "";
+		if (o->type != OPT_STR && o->type != OPT_FLAG && o->type != OPT_ONOFF && o->type != OPT_MODE) {
+			range[0] = ',';
+			range[1] = ' ';
+			range_text(o, range + 2, sizeof(range) - 2);
+		}
+		if (t == J_STR)
+			cfg_err("%s: \"%s\" is a string; %s takes %s%s\n", where, val, o->key, type_word(o), range);
+		else
+			cfg_err("%s: %s is %s; %s takes %s%s\n", where, val, t == J_NUM ? "a number" : "a boolean",
+				o->key, type_word(o), range);
+		return -1;
+	}
+	if (o->type == OPT_FLAG)
+		val = t == J_TRUE ? "true" : "false";
+	return opt_set(c, o, val, where);
+}
+
+static int parse_text(struct fsd_config *c, const char *path, const char *buf, size_t len)
+{
+	struct jr j = {.p = buf, .end = buf + len, .lstart = buf, .file = path, .line = 1};
+	if (len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0)
+		j.p = j.lstart = buf + 3; /* a UTF-8 byte order mark */
+	jws(&j);
+	if (j.p >= j.end)
+		return jfail(&j, j.p, "empty: the file must hold one JSON object, e.g. {\"slots\": 128}");
+	if (*j.p != '{') {
+		char tmp[256];
+		enum jtok t = J_BAD;
+		const char *at = j.p;
+		if (jvalue(&j, tmp, sizeof(tmp), &t) < 0)
+			return -1;
+		return jfail(&j, at, "%s: the file must hold one JSON object {...} of keys and values",
+			     jtok_word(t));
+	}
+	int line_of[NOPTS], col_of[NOPTS];
+	memset(line_of, 0, sizeof(line_of));
+	memset(col_of, 0, sizeof(col_of));
+	j.p++;
+	jws(&j);
+	if (j.p < j.end && *j.p == '}') {
+		j.p++;
+	} else {
+		for (;;) {
+			char key[64], val[4200];
+			enum jtok t;
+			jws(&j);
+			if (j.p >= j.end)
+				return jfail(&j, j.p, "the file ends inside the object (no closing '}')");
+			if (*j.p == '}')
+				return jfail(&j, j.p, "a ',' before '}': JSON has no trailing comma");
+			if (*j.p != '"')
+				return jfail(&j, j.p, "'%c' where a key should be (keys are \"quoted\")", *j.p);
+			const char *kat = j.p;
+			int kline = j.line, kcol = jcol(&j, kat);
+			if (jstring(&j, key, sizeof(key)) < 0)
+				return -1;
+			jws(&j);
+			if (j.p >= j.end || *j.p != ':')
+				return jfail(&j, j.p, "':' expected after the key \"%s\"", key);
+			j.p++;
+			jws(&j);
+			const char *vat = j.p;
+			if (jvalue(&j, val, sizeof(val), &t) < 0)
+				return -1;
+			char where[300];
+			snprintf(where, sizeof(where), "%.200s:%d:%d: key '%s'", path, kline, kcol, key);
+			const struct opt *o = opt_by_key(key);
+			if (!o) {
+				char hint[96] = "";
+				for (size_t i = 0; i < NOPTS; i++)
+					if (strncmp(opts[i].key, key, strlen(key)) == 0 || strstr(key, opts[i].key))
+						snprintf(hint, sizeof(hint), " (did you mean '%s'?)", opts[i].key);
+				cfg_err("%s: unknown key%s; foresightd --help lists them\n", where, hint);
+				return -1;
+			}
+			size_t i = opt_index(o);
+			if (line_of[i]) {
+				cfg_err("%s: given twice (first at line %d, column %d)\n", where, line_of[i], col_of[i]);
+				return -1;
+			}
+			line_of[i] = kline;
+			col_of[i] = kcol;
+			if (t == J_OBJ || t == J_ARR || t == J_NULL) {
+				cfg_err("%s:%d:%d: key '%s': %s is not a value it takes; %s takes %s\n", path, j.line,
+					jcol(&j, vat), key, jtok_word(t), key, type_word(o));
+				return -1;
+			}
+			if (file_set(c, o, t, val, where) < 0)
+				return -1;
+			snprintf(origin[i], sizeof(origin[i]), "%s", where);
+			jws(&j);
+			if (j.p < j.end && *j.p == ',') {
+				j.p++;
+				continue;
+			}
+			if (j.p < j.end && *j.p == '}') {
+				j.p++;
+				break;
+			}
+			if (j.p >= j.end)
+				return jfail(&j, j.p, "the file ends inside the object (no closing '}')");
+			return jfail(&j, j.p, "',' or '}' expected after the value of '%s'", key);
+		}
+	}
+	jws(&j);
+	if (j.p < j.end)
+		return jfail(&j, j.p, "more after the object's closing '}'");
 	return 0;
 }
 
@@ -274,42 +708,15 @@ static int load_file(struct fsd_config *c, const char *path)
 			break;
 		len += n;
 	}
+	int err = ferror(f);
 	fclose(f);
-	cJSON *root = cJSON_ParseWithLength(buf, len);
-	free(buf);
-	if (!cJSON_IsObject(root)) {
-		cfg_err("config %s: not a JSON object\n", path);
-		cJSON_Delete(root);
+	if (err) {
+		cfg_err("config %s: read error\n", path);
+		free(buf);
 		return -1;
 	}
-	int rc = 0;
-	for (cJSON *it = root->child; it && rc == 0; it = it->next) {
-		const struct opt *o = NULL;
-		for (size_t i = 0; i < NOPTS; i++)
-			if (strcmp(opts[i].key, it->string) == 0)
-				o = &opts[i];
-		char where[128];
-		snprintf(where, sizeof(where), "config %s: key '%s'", path, it->string);
-		if (!o) {
-			cfg_err("%s: unknown key\n", where);
-			rc = -1;
-		} else if (cJSON_IsString(it)) {
-			rc = opt_set(c, o, it->valuestring, where);
-		} else if (cJSON_IsBool(it) && o->type == OPT_FLAG) {
-			rc = opt_set(c, o, cJSON_IsTrue(it) ? "1" : "0", where);
-		} else if (cJSON_IsBool(it) && o->type == OPT_ONOFF) {
-			rc = opt_set(c, o, cJSON_IsTrue(it) ? "on" : "off", where);
-		} else if (cJSON_IsNumber(it) && o->type != OPT_STR && o->type != OPT_ONOFF) {
-			/* socket_mode 660 reads as octal, like the string "0660" */
-			char num[64];
-			snprintf(num, sizeof(num), "%.17g", it->valuedouble);
-			rc = opt_set(c, o, num, where);
-		} else {
-			cfg_err("%s: wrong type\n", where);
-			rc = -1;
-		}
-	}
-	cJSON_Delete(root);
+	int rc = parse_text(c, path, buf, len);
+	free(buf);
 	return rc;
 }
 
@@ -455,7 +862,11 @@ static int config_reference(const char *mode)
 		else if (o->type == OPT_ONOFF)
 			printf("Type: %s (in the file also true or false)", opt_type_name(o));
 		else
-			printf("Type: %s, %.10g to %.10g", opt_type_name(o), o->min, o->max);
+		{
+			char range[96];
+			range_text(o, range, sizeof(range));
+			printf("Type: %s, %s", opt_type_name(o), range);
+		}
 		printf(". Default: ");
 		scdoc_text(dflt);
 		if (flags)
@@ -532,6 +943,7 @@ static int parse(struct fsd_config *c, int argc, char **argv)
 		}
 	}
 	saved_cfgfile = cfgfile;
+	memset(origin, 0, sizeof(origin));
 	if (cfgfile && load_file(c, cfgfile) < 0)
 		return -1;
 	const char *env = getenv("FORESIGHT_SOCKET");
@@ -541,6 +953,7 @@ static int parse(struct fsd_config *c, int argc, char **argv)
 			return -1;
 		}
 		strcpy(c->socket_path, env);
+		snprintf(origin[opt_index(opt_by_key("socket"))], sizeof(origin[0]), "$FORESIGHT_SOCKET");
 	}
 	/* Pass 2: flags override. */
 	opterr = 1;
@@ -551,6 +964,7 @@ static int parse(struct fsd_config *c, int argc, char **argv)
 			snprintf(where, sizeof(where), "--%s", names[ch - 1000]);
 			if (opt_set(c, &opts[ch - 1000], optarg ? optarg : "1", where) < 0)
 				return -1;
+			snprintf(origin[ch - 1000], sizeof(origin[0]), "%s", where);
 		} else if (ch == '?') {
 			usage(stderr);
 			return -1;
@@ -562,23 +976,18 @@ static int parse(struct fsd_config *c, int argc, char **argv)
 	}
 #ifdef FSD_HAVE_CUDA
 	if (strcmp(c->backend, "host") != 0 && strcmp(c->backend, "cuda") != 0) {
-		cfg_err("--backend %s: unknown (backends: host, cuda)\n", c->backend);
+		cfg_err("%s: '%s' is not a backend (backends: host, cuda)\n", src("backend"), c->backend);
 		return -1;
 	}
 #else
 	if (strcmp(c->backend, "host") != 0) {
-		cfg_err("--backend %s: not built here (this build has: host; cuda needs nvcc "
-			"at build time)\n",
-			c->backend);
+		cfg_err("%s: '%s': not built here (this build has: host; cuda needs nvcc at build time)\n",
+			src("backend"), c->backend);
 		return -1;
 	}
 #endif
-	if (c->max_clients > 64) {
-		cfg_err("--max-clients: at most 64\n");
-		return -1;
-	}
 	if ((c->ring_entries & (c->ring_entries - 1)) != 0) {
-		cfg_err("--ring-entries %u: must be a power of two\n", c->ring_entries);
+		cfg_err("%s: %u is not a power of two\n", src("ring_entries"), c->ring_entries);
 		return -1;
 	}
 	if (c->describe && !c->model_path[0]) {
@@ -586,24 +995,25 @@ static int parse(struct fsd_config *c, int argc, char **argv)
 		return -1;
 	}
 	if (c->experts_used > c->experts) {
-		cfg_err("--experts-used %u exceeds --experts %u\n", c->experts_used, c->experts);
+		cfg_err("%s: %u exceeds %s: %u\n", src("experts_used"), c->experts_used, src("experts"), c->experts);
 		return -1;
 	}
 	if ((uint64_t)c->layers * c->experts * c->cards > (1ull << 26)) {
-		cfg_err("cards x layers x experts too large for the epoch tables\n");
+		cfg_err("%s x %s x %s (%u x %u x %u) is more than the epoch tables hold (%llu)\n", src("cards"),
+			src("layers"), src("experts"), c->cards, c->layers, c->experts, 1ull << 26);
 		return -1;
 	}
 	if (snprintf(c->fd_socket_path, sizeof(c->fd_socket_path), "%s.fd", c->socket_path) >=
 		    (int)sizeof(c->fd_socket_path) ||
 	    strlen(c->fd_socket_path) >= 108) {
-		cfg_err("socket path too long (%zu bytes, max 104)\n", strlen(c->socket_path));
+		cfg_err("%s: the path is too long (%zu bytes, at most 104)\n", src("socket"), strlen(c->socket_path));
 		return -1;
 	}
 	if (c->metrics_listen[0]) {
 		char url[128], err[256];
 		if (fsd_metrics_url(c->metrics_listen, (int)c->metrics_allow_remote, url, sizeof(url), err,
 				    sizeof(err)) < 0) {
-			cfg_err("key 'metrics_listen': %s\n", err);
+			cfg_err("%s: %s\n", src("metrics_listen"), err);
 			return -1;
 		}
 	}

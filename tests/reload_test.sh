@@ -108,14 +108,14 @@ write_cfg '  "log_level": 6,
   "metrics_listen": "127.0.0.1:0",
 '
 hup 'rejected'
-grep -q "reload: config $cfg: key 'liveness_ms'" "$work/log" || fail "the bad key is not named"
+grep -q "reload: $cfg:[0-9]*:[0-9]*: key 'liveness_ms'" "$work/log" || fail "the bad key is not named (file:line:col)"
 write_cfg '  "log_level": 6,
   "heartbeat": 100,
   "metrics_listen": "127.0.0.1:0",
 '
 hup "key 'heartbeat': unknown"
 echo '{"log_level": 6, "slots": ' >"$cfg"
-hup "config $cfg: not a JSON object"
+hup "$cfg:2:1: the file ends where a value should be"
 [[ $(grep -c 'rejected' "$work/log") -ge 3 ]] || fail "three reloads were not all rejected"
 curl -sSf -o /dev/null "http://127.0.0.1:$port/metrics" || fail "the endpoint moved after a rejected reload"
 [[ $(grep -c 'attached' "$work/log") -eq $n_attached ]] || fail "log_level changed by a rejected reload"
