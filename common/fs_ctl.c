@@ -2,6 +2,7 @@
 #include "fs_ctl.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +38,29 @@ int fs_ctl_open(nng_socket *s, const char *path, int recv_ms, char *err, size_t 
 	nng_socket_set_ms(*s, NNG_OPT_RECONNMINT, 50);
 	nng_socket_set_ms(*s, NNG_OPT_RECONNMAXT, 200);
 	if ((r = nng_dial(*s, url, NULL, 0)) != 0) {
-		snprintf(err, errlen, "foresightd is not running at %s (connect: %s)", path, nng_strerror(r));
+		/* Say which way to look: no socket, a socket nobody serves, a
+		 * socket this user may not use, or something else at the path. */
+		struct stat st;
+		int e = stat(path, &st) < 0 ? errno : 0;
 		nng_close(*s);
-		return r == NNG_EPERM ? -EACCES : -ENOTCONN;
+		if (e == EACCES || r == NNG_EPERM) {
+			snprintf(err, errlen,
+				 "permission denied on %s: foresightd may be running, but this user may not use "
+				 "its socket (ls -l shows the socket's group; the daemon's 'group' key names who "
+				 "may)",
+				 path);
+			return -EACCES;
+		}
+		if (e == 0 && !S_ISSOCK(st.st_mode)) {
+			snprintf(err, errlen, "%s is not a socket (wrong --socket or $FORESIGHT_SOCKET?)", path);
+			return -ENOTSOCK;
+		}
+		if (e == ENOENT || e == ENOTDIR)
+			snprintf(err, errlen, "foresightd is not running at %s (connect: no socket there)", path);
+		else
+			snprintf(err, errlen, "foresightd is not running at %s (connect: %s)", path,
+				 e ? strerror(e) : nng_strerror(r));
+		return -ENOTCONN;
 	}
 	return 0;
 }

@@ -43,6 +43,25 @@ grep -q "arena" "$work/log2" && fail "the second daemon allocated an arena befor
 [[ -S $sock && -S $sock.fd ]] || fail "the second daemon removed the first one's socket files"
 "$fsctl" --socket "$sock" ping >/dev/null || fail "the first daemon no longer answers"
 
+# 7. a socket this user may not use: "permission denied", exit 3 (it said
+# "foresightd is not running", exit 1)
+rc=0
+if [[ $(id -u) -eq 0 ]]; then
+	chmod 0600 "$sock"
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$fsctl" --socket "$sock" ping >"$work/out" 2>&1 || rc=$?
+else
+	chmod 0000 "$sock"
+	"$fsctl" --socket "$sock" ping >"$work/out" 2>&1 || rc=$?
+fi
+cat "$work/out"
+[[ $rc -eq 3 ]] || fail "fsctl on a socket it may not use exited $rc, not 3"
+grep -q "permission denied on $sock" "$work/out" || fail "no 'permission denied' message"
+chmod 0660 "$sock"
+rc=0
+"$fsctl" --socket "$work/none.sock" ping >"$work/out" 2>&1 || rc=$?
+[[ $rc -eq 1 ]] && grep -q "not running at $work/none.sock (connect: no socket there)" "$work/out" ||
+	fail "fsctl on a missing socket: exit $rc, $(cat "$work/out")"
+
 # a clean stop removes its own sockets and lock
 kill -TERM "$pid"
 wait "$pid" || fail "foresightd exited $? on SIGTERM"

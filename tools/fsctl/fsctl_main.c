@@ -23,7 +23,7 @@ static const char main_help[] =
 	"  --timeout MS   how long to wait for each reply (default 3000)\n"
 	"\n"
 	"Exit status: 0 ok, 1 foresightd not running or not answering, 2 usage,\n"
-	"3 refused by foresightd.\n";
+	"3 refused (by foresightd, or the socket's permissions deny this user).\n";
 
 static const struct {
 	const char *name;

@@ -26,10 +26,12 @@ int fsctl_connect(const struct fsctl *g, struct fsctl_conn **out)
 	}
 	/* fs_ctl_open dials with flags 0: it fails at once when nobody
 	 * listens, with "foresightd is not running at PATH (connect: ...)". */
-	if (fs_ctl_open(&c->s, g->socket, g->timeout_ms, err, sizeof(err)) != 0) {
+	int r = fs_ctl_open(&c->s, g->socket, g->timeout_ms, err, sizeof(err));
+	if (r != 0) {
 		fprintf(stderr, "fsctl: %s\n", err);
 		free(c);
-		return FSCTL_DOWN;
+		/* A socket this user may not use is a refusal, not a daemon that is down. */
+		return r == -EACCES ? FSCTL_REFUSED : FSCTL_DOWN;
 	}
 	c->path = g->socket;
 	*out = c;
