@@ -44,19 +44,22 @@ int fs_ctl_open(nng_socket *s, const char *path, int recv_ms, char *err, size_t 
 		int e = stat(path, &st) < 0 ? errno : 0;
 		nng_close(*s);
 		if (e == EACCES || r == NNG_EPERM) {
-			snprintf(err, errlen,
-				 "permission denied on %s: foresightd may be running, but this user may not use "
-				 "its socket (ls -l shows the socket's group; the daemon's 'group' key names who "
-				 "may)",
-				 path);
+			snprintf(
+				err, errlen,
+				"permission denied on %s: foresightd may be running, but this user may not use "
+				"its socket (ls -l shows the socket's group; the daemon's 'group' key names who "
+				"may)",
+				path);
 			return -EACCES;
 		}
 		if (e == 0 && !S_ISSOCK(st.st_mode)) {
-			snprintf(err, errlen, "%s is not a socket (wrong --socket or $FORESIGHT_SOCKET?)", path);
+			snprintf(err, errlen, "%s is not a socket (wrong --socket or $FORESIGHT_SOCKET?)",
+				 path);
 			return -ENOTSOCK;
 		}
 		if (e == ENOENT || e == ENOTDIR)
-			snprintf(err, errlen, "foresightd is not running at %s (connect: no socket there)", path);
+			snprintf(err, errlen, "foresightd is not running at %s (connect: no socket there)",
+				 path);
 		else
 			snprintf(err, errlen, "foresightd is not running at %s (connect: %s)", path,
 				 e ? strerror(e) : nng_strerror(r));

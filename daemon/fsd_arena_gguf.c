@@ -76,8 +76,8 @@ int fsd_arena_gguf_check(const char *path, char *msg, size_t len)
 		snprintf(msg, len, "%s", err.msg);
 		return -1;
 	}
-	snprintf(msg, len, "GGUF %s, %u layers x %u experts, top-%u, %.3f GB of experts", g.p.arch, g.p.layers,
-		 g.p.experts, g.p.experts_used, (double)g.p.member_bytes / 1e9);
+	snprintf(msg, len, "GGUF %s, %u layers x %u experts, top-%u, %.3f GB of experts", g.p.arch,
+		 g.p.layers, g.p.experts, g.p.experts_used, (double)g.p.member_bytes / 1e9);
 	fsg_layout_free(&lo);
 	fsg_plan_free(&g.p);
 	fsg_close(&g.f);

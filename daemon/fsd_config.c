@@ -72,7 +72,8 @@ static const struct opt opts[] = {
 	O("experts_used", OPT_U32, experts_used, 0, FS_MAX_EXPERTS, "synthetic arena: top-k (default 8)"),
 	O("expert_bytes", OPT_U64, expert_bytes, 64, 1ull << 32,
 	  "synthetic arena: bytes per expert (default 65536)"),
-	O("seed", OPT_U64, seed, 0, 18446744073709551615.0, "synthetic arena: byte generator seed (default 1)"),
+	O("seed", OPT_U64, seed, 0, 18446744073709551615.0,
+	  "synthetic arena: byte generator seed (default 1)"),
 	O("max_clients", OPT_U32, max_clients, 1, FSD_MAX_CLIENTS,
 	  "engines attached at once (default 32, max 64)"),
 	O("ring_entries", OPT_U32, ring_entries, FS_RING_MIN_ENTRIES, FS_RING_MAX_ENTRIES,
@@ -229,7 +230,8 @@ static int opt_set(struct fsd_config *c, const struct opt *o, const char *val, c
 	switch (o->type) {
 	case OPT_STR:
 		if (strlen(val) >= o->size) {
-			cfg_err("%s: value too long (%zu bytes, at most %zu)\n", where, strlen(val), o->size - 1);
+			cfg_err("%s: value too long (%zu bytes, at most %zu)\n", where, strlen(val),
+				o->size - 1);
 			return -1;
 		}
 		strcpy(p, val);
@@ -250,7 +252,8 @@ static int opt_set(struct fsd_config *c, const struct opt *o, const char *val, c
 		return 0;
 	case OPT_MODE: {
 		unsigned long v = strtoul(val, &end, 8);
-		if (errno || *end || end == val || v > 0777 || val[0] == '-' || val[0] == '+' || val[0] == ' ') {
+		if (errno || *end || end == val || v > 0777 || val[0] == '-' || val[0] == '+' ||
+		    val[0] == ' ') {
 			cfg_err("%s: '%s' is not an octal mode 0 to 0777\n", where, val);
 			return -1;
 		}
@@ -394,7 +397,8 @@ static int hex4(const char *s, unsigned *v)
 		char ch = s[i];
 		int d = ch >= '0' && ch <= '9' ? ch - '0' :
 			ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 :
-			ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+			ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 :
+						 -1;
 		if (d < 0)
 			return -1;
 		*v = *v << 4 | (unsigned)d;
@@ -413,8 +417,8 @@ static int jstring(struct jr *j, char *out, size_t cap)
 		if (n + 4 >= cap)
 			return jfail(j, q, "a string longer than %zu bytes", cap - 5);
 		if (ch < 0x20)
-			return jfail(j, at, "a control character (0x%02x) in a string: write it as \\u%04x", ch,
-				     ch);
+			return jfail(j, at, "a control character (0x%02x) in a string: write it as \\u%04x",
+				     ch, ch);
 		if (ch != '\\') {
 			out[n++] = (char)ch;
 			continue;
@@ -432,8 +436,8 @@ static int jstring(struct jr *j, char *out, size_t cap)
 			return jfail(j, at, "'\\%c' is not a JSON escape", e ? e : '0');
 		j->p += 4;
 		if (cp >= 0xd800 && cp < 0xdc00) {
-			if (j->end - j->p < 6 || j->p[0] != '\\' || j->p[1] != 'u' || hex4(j->p + 2, &lo) < 0 ||
-			    lo < 0xdc00 || lo > 0xdfff)
+			if (j->end - j->p < 6 || j->p[0] != '\\' || j->p[1] != 'u' ||
+			    hex4(j->p + 2, &lo) < 0 || lo < 0xdc00 || lo > 0xdfff)
 				return jfail(j, at, "a lone UTF-16 surrogate \\u%04x", cp);
 			j->p += 6;
 			cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
@@ -507,7 +511,8 @@ static int jvalue(struct jr *j, char *out, size_t cap, enum jtok *t)
 		const char *w = j->p;
 		while (w < j->end && w - j->p < 24 && !strchr(" \t\r\n,}]", *w))
 			w++;
-		return jfail(j, at, "'%.*s' is not a JSON value (strings need double quotes)", (int)(w - j->p), j->p);
+		return jfail(j, at, "'%.*s' is not a JSON value (strings need double quotes)",
+			     (int)(w - j->p), j->p);
 	}
 	memcpy(out, j->p, (size_t)(s - j->p));
 	out[s - j->p] = 0;
@@ -536,12 +541,14 @@ static const char *type_word(const struct opt *o)
 
 static const char *jtok_word(enum jtok t)
 {
-	static const char *w[] = {"a string", "a number", "true", "false", "null", "an object", "an array", "?"};
+	static const char *w[] = {"a string", "a number",  "true",     "false",
+				  "null",     "an object", "an array", "?"};
 	return w[t];
 }
 
 /* One key's value into c: the JSON type must be the option's. */
-static int file_set(struct fsd_config *c, const struct opt *o, enum jtok t, const char *val, const char *where)
+static int file_set(struct fsd_config *c, const struct opt *o, enum jtok t, const char *val,
+		    const char *where)
 {
 	int fits;
 	switch (o->type) {
@@ -552,7 +559,8 @@ static int file_set(struct fsd_config *c, const struct opt *o, enum jtok t, cons
 		fits = t == J_TRUE || t == J_FALSE;
 		break;
 	case OPT_ONOFF:
-		fits = t == J_TRUE || t == J_FALSE || (t == J_STR && (!strcmp(val, "on") || !strcmp(val, "off")));
+		fits = t == J_TRUE || t == J_FALSE ||
+		       (t == J_STR && (!strcmp(val, "on") || !strcmp(val, "off")));
 		if (t != J_STR)
 			val = t == J_TRUE ? "on" : "off";
 		break;
@@ -566,16 +574,18 @@ static int file_set(struct fsd_config *c, const struct opt *o, enum jtok t, cons
 	}
 	if (!fits) {
 		char range[96] = "";
-		if (o->type != OPT_STR && o->type != OPT_FLAG && o->type != OPT_ONOFF && o->type != OPT_MODE) {
+		if (o->type != OPT_STR && o->type != OPT_FLAG && o->type != OPT_ONOFF &&
+		    o->type != OPT_MODE) {
 			range[0] = ',';
 			range[1] = ' ';
 			range_text(o, range + 2, sizeof(range) - 2);
 		}
 		if (t == J_STR)
-			cfg_err("%s: \"%s\" is a string; %s takes %s%s\n", where, val, o->key, type_word(o), range);
+			cfg_err("%s: \"%s\" is a string; %s takes %s%s\n", where, val, o->key, type_word(o),
+				range);
 		else
-			cfg_err("%s: %s is %s; %s takes %s%s\n", where, val, t == J_NUM ? "a number" : "a boolean",
-				o->key, type_word(o), range);
+			cfg_err("%s: %s is %s; %s takes %s%s\n", where, val,
+				t == J_NUM ? "a number" : "a boolean", o->key, type_word(o), range);
 		return -1;
 	}
 	if (o->type == OPT_FLAG)
@@ -617,7 +627,8 @@ static int parse_text(struct fsd_config *c, const char *path, const char *buf, s
 			if (*j.p == '}')
 				return jfail(&j, j.p, "a ',' before '}': JSON has no trailing comma");
 			if (*j.p != '"')
-				return jfail(&j, j.p, "'%c' where a key should be (keys are \"quoted\")", *j.p);
+				return jfail(&j, j.p, "'%c' where a key should be (keys are \"quoted\")",
+					     *j.p);
 			const char *kat = j.p;
 			int kline = j.line, kcol = jcol(&j, kat);
 			if (jstring(&j, key, sizeof(key)) < 0)
@@ -636,21 +647,24 @@ static int parse_text(struct fsd_config *c, const char *path, const char *buf, s
 			if (!o) {
 				char hint[96] = "";
 				for (size_t i = 0; i < NOPTS; i++)
-					if (strncmp(opts[i].key, key, strlen(key)) == 0 || strstr(key, opts[i].key))
-						snprintf(hint, sizeof(hint), " (did you mean '%s'?)", opts[i].key);
+					if (strncmp(opts[i].key, key, strlen(key)) == 0 ||
+					    strstr(key, opts[i].key))
+						snprintf(hint, sizeof(hint), " (did you mean '%s'?)",
+							 opts[i].key);
 				cfg_err("%s: unknown key%s; foresightd --help lists them\n", where, hint);
 				return -1;
 			}
 			size_t i = opt_index(o);
 			if (line_of[i]) {
-				cfg_err("%s: given twice (first at line %d, column %d)\n", where, line_of[i], col_of[i]);
+				cfg_err("%s: given twice (first at line %d, column %d)\n", where, line_of[i],
+					col_of[i]);
 				return -1;
 			}
 			line_of[i] = kline;
 			col_of[i] = kcol;
 			if (t == J_OBJ || t == J_ARR || t == J_NULL) {
-				cfg_err("%s:%d:%d: key '%s': %s is not a value it takes; %s takes %s\n", path, j.line,
-					jcol(&j, vat), key, jtok_word(t), key, type_word(o));
+				cfg_err("%s:%d:%d: key '%s': %s is not a value it takes; %s takes %s\n", path,
+					j.line, jcol(&j, vat), key, jtok_word(t), key, type_word(o));
 				return -1;
 			}
 			if (file_set(c, o, t, val, where) < 0)
@@ -861,8 +875,7 @@ static int config_reference(const char *mode)
 			printf("Type: %s", opt_type_name(o));
 		else if (o->type == OPT_ONOFF)
 			printf("Type: %s (in the file also true or false)", opt_type_name(o));
-		else
-		{
+		else {
 			char range[96];
 			range_text(o, range, sizeof(range));
 			printf("Type: %s, %s", opt_type_name(o), range);
@@ -995,18 +1008,21 @@ static int parse(struct fsd_config *c, int argc, char **argv)
 		return -1;
 	}
 	if (c->experts_used > c->experts) {
-		cfg_err("%s: %u exceeds %s: %u\n", src("experts_used"), c->experts_used, src("experts"), c->experts);
+		cfg_err("%s: %u exceeds %s: %u\n", src("experts_used"), c->experts_used, src("experts"),
+			c->experts);
 		return -1;
 	}
 	if ((uint64_t)c->layers * c->experts * c->cards > (1ull << 26)) {
-		cfg_err("%s x %s x %s (%u x %u x %u) is more than the epoch tables hold (%llu)\n", src("cards"),
-			src("layers"), src("experts"), c->cards, c->layers, c->experts, 1ull << 26);
+		cfg_err("%s x %s x %s (%u x %u x %u) is more than the epoch tables hold (%llu)\n",
+			src("cards"), src("layers"), src("experts"), c->cards, c->layers, c->experts,
+			1ull << 26);
 		return -1;
 	}
 	if (snprintf(c->fd_socket_path, sizeof(c->fd_socket_path), "%s.fd", c->socket_path) >=
 		    (int)sizeof(c->fd_socket_path) ||
 	    strlen(c->fd_socket_path) >= 108) {
-		cfg_err("%s: the path is too long (%zu bytes, at most 104)\n", src("socket"), strlen(c->socket_path));
+		cfg_err("%s: the path is too long (%zu bytes, at most 104)\n", src("socket"),
+			strlen(c->socket_path));
 		return -1;
 	}
 	if (c->metrics_listen[0]) {

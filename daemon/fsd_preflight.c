@@ -78,19 +78,21 @@ static void check_socket(struct pf *pf, const struct fsd_config *c)
 			result(pf, 0, "%s", err);
 		else if (pf->report)
 			printf("  %-5s %s: %s\n", "ok", p,
-			       r == 0 ? "free" : held ? "the running daemon's socket" : "a stale socket (replaced at start)");
+			       r == 0 ? "free" :
+			       held   ? "the running daemon's socket" :
+					"a stale socket (replaced at start)");
 	}
 	if (held && pf->report)
-		printf("  note  foresightd pid %ld serves %s now: a second start there fails until it stops\n", pid,
-		       c->socket_path);
+		printf("  note  foresightd pid %ld serves %s now: a second start there fails until it stops\n",
+		       pid, c->socket_path);
 }
 
 static void check_model(struct pf *pf, const struct fsd_config *c)
 {
 	if (!c->model_path[0]) {
 		if (pf->report)
-			printf("  %-5s model: none (a synthetic arena of %u layers x %u experts x %llu bytes)\n", "ok",
-			       c->layers, c->experts, (unsigned long long)c->expert_bytes);
+			printf("  %-5s model: none (a synthetic arena of %u layers x %u experts x %llu bytes)\n",
+			       "ok", c->layers, c->experts, (unsigned long long)c->expert_bytes);
 		return;
 	}
 	char err[PATH_MAX_MSG];

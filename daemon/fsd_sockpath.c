@@ -85,8 +85,8 @@ int fsd_sock_path_check(const char *path, char *err, size_t errlen)
 		return -errno;
 	}
 	if (!S_ISSOCK(st.st_mode)) {
-		snprintf(err, errlen, "%s exists and is %s, not a socket: foresightd will not replace it", path,
-			 kind_name(st.st_mode));
+		snprintf(err, errlen, "%s exists and is %s, not a socket: foresightd will not replace it",
+			 path, kind_name(st.st_mode));
 		return -EEXIST;
 	}
 	return 1;
@@ -133,7 +133,8 @@ int fsd_sock_claim(struct fsd_config *c)
 		}
 		struct stat fst, pst;
 		if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode)) {
-			fsd_log(FSD_ERR, "lock %s: not a regular file; foresightd will not use it", lock_path);
+			fsd_log(FSD_ERR, "lock %s: not a regular file; foresightd will not use it",
+				lock_path);
 			close(fd);
 			return -EEXIST;
 		}

@@ -120,7 +120,7 @@ kill -0 "$pid" || fail "foresightd died"
 if "$daemon" --check-config --socket "$work/check.sock" --metrics-listen 0.0.0.0:0 >"$work/remote.log" 2>&1; then
 	fail "a non-loopback metrics_listen was accepted without metrics_allow_remote"
 fi
-grep -q "metrics_listen" "$work/remote.log" || fail "the refusal does not name metrics_listen: $(cat "$work/remote.log")"
+grep -q -- "--metrics-listen: " "$work/remote.log" || fail "the refusal does not name --metrics-listen: $(cat "$work/remote.log")"
 "$daemon" --check-config --socket "$work/check.sock" --metrics-listen 0.0.0.0:0 --metrics-allow-remote >/dev/null ||
 	fail "metrics_allow_remote does not allow 0.0.0.0"
 
