@@ -4,7 +4,7 @@
  * (--model FILE).  The GGUF code (daemon/gguf/) parses, plans and fills;
  * this file ties it to the daemon: the served model's dimensions come from
  * the file, the slot size is the largest expert blob, progress goes to the
- * log and to the arena_load_* counters, and an arena that cannot be locked
+ * log and to the arena_* counters, and an arena that cannot be locked
  * stops the daemon unless --allow-unlocked says otherwise.
  */
 #include <errno.h>
@@ -146,8 +146,8 @@ static void progress(void *arg, uint64_t done, uint64_t total, uint64_t ns)
 {
 	struct fsd *d = arg;
 	uint64_t *ctr = d->counters_daemon;
-	__atomic_store_n(&ctr[FS_C_arena_load_done], done, __ATOMIC_RELAXED);
-	__atomic_store_n(&ctr[FS_C_arena_load_total], total, __ATOMIC_RELAXED);
+	__atomic_store_n(&ctr[FS_C_arena_loaded_bytes], done, __ATOMIC_RELAXED);
+	__atomic_store_n(&ctr[FS_C_arena_bytes], total, __ATOMIC_RELAXED);
 	__atomic_store_n(&ctr[FS_C_arena_load_ns], ns, __ATOMIC_RELAXED);
 	/* A log line a second is plenty for a load of minutes. */
 	if (done < total && ns - d->gguf->last_log_ns < 1000000000ull)
@@ -169,7 +169,7 @@ int fsd_arena_gguf_load(struct fsd *d)
 		.progress = progress,
 		.arg = d,
 	};
-	__atomic_store_n(&d->counters_daemon[FS_C_arena_load_total], g->p.member_bytes, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->counters_daemon[FS_C_arena_bytes], g->p.member_bytes, __ATOMIC_RELAXED);
 	/* A restart under systemd: this file's arena may be in the fd store
 	 * (fsd_arena_keep.c); then no byte of the file is read again. */
 	uint64_t identity = fsd_arena_file_identity(d->cfg.model_path);

@@ -191,10 +191,8 @@ static void family(struct buf *b, const char *scope, const char *name, const cha
 	int gauge = strstr(help, "(gauge") != NULL; /* "(gauge)", "(gauge, ...)" */
 	int ns = ends_ns(name);
 	size_t nl = strlen(name);
-	/* arena_load_total is a counter already named *_total */
-	int has_total = nl > 6 && strcmp(name + nl - 6, "_total") == 0;
 	snprintf(metric, len, "foresight_%s%s%.*s%s%s", scope, scope[0] ? "_" : "", (int)(nl - (ns ? 3 : 0)),
-		 name, ns ? "_seconds" : "", gauge || has_total ? "" : "_total");
+		 name, ns ? "_seconds" : "", gauge ? "" : "_total");
 	put(b, "# HELP %s ", metric);
 	/* The lists count *_ns in nanoseconds; here they are seconds. */
 	int renamed = ns && strncmp(help, "nanoseconds ", 12) == 0;

@@ -141,6 +141,9 @@ cJSON *fsd_stats_json(struct fsd *d)
 #define X(name, help) cJSON_AddNumberToObject(t, #name, (double)tot[FS_CC_##name]);
 	FS_COUNTERS_CARD(X)
 #undef X
+	/* Summed over the cards, the per-card `up` gauge counts cards: named so. */
+	cJSON_DeleteItemFromObjectCaseSensitive(t, "up");
+	cJSON_AddNumberToObject(t, "cards_up", (double)tot[FS_CC_up]);
 	cJSON_AddNumberToObject(t, "windows", (double)windows);
 	cJSON_AddNumberToObject(t, "hit_rate", ratio(tot[FS_CC_hits], tot[FS_CC_hits] + tot[FS_CC_misses]));
 	cJSON_AddNumberToObject(t, "misses_per_layer_window",

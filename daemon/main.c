@@ -68,7 +68,7 @@ static int start(struct fsd *d)
 	int r;
 	if (d->cfg.model_path[0]) {
 		/* The model's dimensions first; its bytes once the daemon region
-		 * (and with it the arena_load_* counters) exists. */
+		 * (and with it the arena_* counters) exists. */
 		if ((r = fsd_arena_gguf_open(d)) < 0)
 			return r;
 	} else if ((r = fsd_arena_synth_create(d)) < 0) {

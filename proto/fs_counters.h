@@ -17,7 +17,7 @@
 
 /* Whole daemon. */
 #define FS_COUNTERS_DAEMON(X)                                                         \
-	X(epochs, "residency epochs published")                                       \
+	X(epochs, "residency epochs published (each a new slot map for the engines)") \
 	X(publish_deferred, "publishes put off: every epoch buffer held")             \
 	X(attaches, "clients attached")                                               \
 	X(detaches, "clients detached (any reason)")                                  \
@@ -31,10 +31,10 @@
 	X(bad_index, "impossible ring head/tail seen")                                \
 	X(bad_holds, "held epoch numbers that cannot exist")                          \
 	X(hot_wakeups, "times the hot thread woke from sleep")                        \
-	X(arena_load_done, "arena bytes read from the model file so far")             \
-	X(arena_load_total, "arena bytes to read from the model file (0: synthetic)") \
+	X(arena_loaded_bytes, "arena bytes read from the model file so far")          \
+	X(arena_bytes, "arena bytes to read from the model file (gauge; 0: synth)")   \
 	X(arena_load_ns, "nanoseconds spent loading the arena")                       \
-	X(arena_reused, "1: the arena was taken over from the fd store, not loaded")  \
+	X(arena_reused, "1: arena taken over from the fd store, not loaded (gauge)")  \
 	X(oversized, "control requests over the size limit, refused")                 \
 	X(bad_heartbeats, "client heartbeats from the future (client dropped)")       \
 	X(bad_names, "attach names escaped or cut to printable ASCII (fs_name.h)")
@@ -46,9 +46,9 @@
 	X(predicted, "predictions received for this card")                                 \
 	X(copied, "copies landed in this card's slots")                                    \
 	X(late, "uses that missed while the expert's copy was in flight")                  \
-	X(dropped, "predictions and wants dropped (duplicate, no slot, stale, card down)") \
+	X(dropped, "predictions and wants the daemon dropped (dup, no slot, stale, down)") \
 	X(evicted, "slots evicted")                                                        \
-	X(bytes, "bytes copied into this card's slots")                                    \
+	X(copied_bytes, "bytes copied into this card's slots")                             \
 	X(bus_busy_ns, "nanoseconds the copy path was busy")                               \
 	X(resident, "slots holding a landed expert (gauge)")                               \
 	X(loading, "slots with a copy in flight (gauge)")                                  \

@@ -37,6 +37,7 @@ PACKAGES=(
 	scdoc              # man pages (docs/man/*.scd)
 	curl               # tests: scrape the Prometheus endpoint
 	prometheus         # tests: promtool check metrics
+	tmux               # tests: fsctl top on an 80x24 and a 200x50 terminal (top_test.sh)
 )
 
 die()

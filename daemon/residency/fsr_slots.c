@@ -113,7 +113,7 @@ void fsr_copy_done(struct fsr *r, uint32_t card, uint32_t slot, uint32_t gen, ui
 	lru_push_new(cd, slot);
 	uint64_t bytes = fsr_bytes(r, fsr_idx(r, sl->layer, sl->expert));
 	fsr_ctr_add(&cd->ctr[FS_CC_copied], 1);
-	fsr_ctr_add(&cd->ctr[FS_CC_bytes], bytes);
+	fsr_ctr_add(&cd->ctr[FS_CC_copied_bytes], bytes);
 	fsr_ctr_add(&fsr_layer_ctr(r, sl->layer)[FS_CL_copied], 1);
 	fsr_gauges(cd);
 	if (r->tiers) {

@@ -234,7 +234,7 @@ Test(fsr, predict_take_land)
 	cr_assert_eq(state_of(r, 0, cp[0].slot), FSR_RESIDENT);
 	cr_assert_eq(fsr_dirty(r), 0); /* the entry did not change: the ready word says it landed */
 	cr_assert_eq(K.card[0][FS_CC_copied], 1);
-	cr_assert_eq(K.card[0][FS_CC_bytes], 1000);
+	cr_assert_eq(K.card[0][FS_CC_copied_bytes], 1000);
 	cr_assert_eq(K.layer[1][FS_CL_copied], 1);
 	cr_assert_eq(K.card[0][FS_CC_loading], 0);
 	cr_assert_eq(K.card[0][FS_CC_resident], 1);

@@ -253,7 +253,7 @@ Test(fault, daemon_kill9_engines_continue_and_reattach_to_the_kept_arena, .timeo
 		s = fault_stats(d.h.sock);
 		cr_expect_eq(fault_num(s, "daemon", "arena_reused"), 1.0,
 			     "round %u: the arena was not reused", i);
-		cr_expect_eq(fault_num(s, "daemon", "arena_load_done"), 0.0,
+		cr_expect_eq(fault_num(s, "daemon", "arena_loaded_bytes"), 0.0,
 			     "round %u: the model file was read", i);
 		cJSON_Delete(s);
 		cr_assert_eq(fd_wait_store(&d, 5000), 1,

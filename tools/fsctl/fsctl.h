@@ -35,6 +35,9 @@ int fsctl_call(struct fsctl_conn *c, const char *verb, cJSON **reply);
 /* The same with a request the caller built (fs_ctl_request + fields). */
 int fsctl_call_req(struct fsctl_conn *c, const cJSON *req, cJSON **reply);
 void fsctl_disconnect(struct fsctl_conn *c);
+/* Every string value in o made printable ASCII (fs_name_safe); the calls
+ * above apply it to each reply. */
+void fsctl_safe_strings(cJSON *o);
 /* connect + call + disconnect */
 int fsctl_call_once(const struct fsctl *g, const char *verb, cJSON **reply);
 
@@ -104,5 +107,9 @@ int fsctl_cmd_clients(const struct fsctl *g, int argc, char **argv);
 int fsctl_cmd_profile(const struct fsctl *g, int argc, char **argv);
 int fsctl_cmd_card(const struct fsctl *g, int argc, char **argv);
 int fsctl_cmd_shutdown(const struct fsctl *g, int argc, char **argv);
+int fsctl_cmd_counters(const struct fsctl *g, int argc, char **argv);
+int fsctl_cmd_top(const struct fsctl *g, int argc, char **argv); /* fsctl_top.c */
+/* The top loop: a frame every interval until q, Ctrl-C or count frames. */
+int fsctl_top_run(const struct fsctl *g, double interval, long count);
 
 #endif /* FSCTL_H */

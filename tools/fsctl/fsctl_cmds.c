@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "fs_counters.h"
 #include "fs_ctl.h"
 #include "fsctl.h"
 
@@ -24,33 +25,55 @@ static int usage_error(const char *cmd, const char *fmt, const char *arg)
 	return FSCTL_USAGE;
 }
 
-/* Commands without options: only --help. */
-static int no_options(const char *cmd, const char *help, int argc, char **argv)
+/* Commands whose only options are --help and --json (*json set). */
+static int no_options(const char *cmd, const char *help, int argc, char **argv, int *json)
 {
+	*json = 0;
 	for (int i = 1; i < argc; i++) {
 		if (is_help(argv[i])) {
 			fputs(help, stdout);
 			return -1;
+		}
+		if (strcmp(argv[i], "--json") == 0) {
+			*json = 1;
+			continue;
 		}
 		return usage_error(cmd, "unexpected argument '%s'", argv[i]);
 	}
 	return 0;
 }
 
+/* --json: the daemon's reply minus "ok", pretty-printed. */
+static void print_json(FILE *out, const cJSON *r)
+{
+	cJSON *copy = cJSON_Duplicate(r, 1);
+	cJSON_DeleteItemFromObjectCaseSensitive(copy, "ok");
+	char *txt = cJSON_Print(copy);
+	if (txt)
+		fprintf(out, "%s\n", txt);
+	free(txt);
+	cJSON_Delete(copy);
+}
+
 /* ---- ping ----------------------------------------------------------------- */
 
-static const char ping_help[] = "usage: fsctl ping\n"
-				"Check that foresightd answers; prints its version, pid and uptime.\n";
+static const char ping_help[] = "usage: fsctl ping [--json]\n"
+				"Check that foresightd answers; prints its version, pid and uptime.\n"
+				"  --json   the daemon's reply as JSON\n";
 
 int fsctl_cmd_ping(const struct fsctl *g, int argc, char **argv)
 {
-	int rc = no_options("ping", ping_help, argc, argv);
+	int json;
+	int rc = no_options("ping", ping_help, argc, argv, &json);
 	if (rc)
 		return rc < 0 ? FSCTL_OK : rc;
 	cJSON *r;
 	if ((rc = fsctl_call_once(g, "ping", &r)))
 		return rc;
-	fsctl_render_ping(stdout, r);
+	if (json)
+		print_json(stdout, r);
+	else
+		fsctl_render_ping(stdout, r);
 	cJSON_Delete(r);
 	return FSCTL_OK;
 }
@@ -63,7 +86,9 @@ static const char stats_help[] =
 	"  --json          the daemon's reply as JSON (pretty-printed)\n"
 	"  --layers all    list every layer (default: the 8 worst by hit rate)\n"
 	"  --layers N      list the N worst layers\n"
-	"  --watch         redraw every interval like top, until Ctrl-C\n"
+	"  --watch         every interval: the screen of fsctl top (rates per second);\n"
+	"                  with --json the reply each interval (no escapes either way\n"
+	"                  when not a terminal)\n"
 	"  --interval S    seconds between redraws (default 1, may be fractional)\n"
 	"  --count N       stop after N redraws (implies --watch)\n";
 
@@ -119,13 +144,7 @@ static int parse_stats(int argc, char **argv, struct stats_opts *o)
 static void show_stats(FILE *out, const cJSON *r, const struct stats_opts *o)
 {
 	if (o->json) {
-		cJSON *copy = cJSON_Duplicate(r, 1);
-		cJSON_DeleteItemFromObjectCaseSensitive(copy, "ok");
-		char *txt = cJSON_Print(copy);
-		if (txt)
-			fprintf(out, "%s\n", txt);
-		free(txt);
-		cJSON_Delete(copy);
+		print_json(out, r);
 	} else {
 		fsctl_render_stats(out, r, &o->render);
 	}
@@ -175,8 +194,7 @@ static int watch(const struct fsctl *g, const struct stats_opts *o)
 		char clock[16] = "";
 		if (localtime_r(&now, &tm))
 			strftime(clock, sizeof(clock), "%H:%M:%S", &tm);
-		fprintf(f, "\033[H\033[2J");
-		fprintf(f, "fsctl stats --watch  every %.2gs  %s  (Ctrl-C quits)\n\n", o->interval, clock);
+		fprintf(f, "fsctl stats --watch --json  every %.2gs  %s\n", o->interval, clock);
 		show_stats(f, r, o);
 		fclose(f);
 		fwrite(frame, 1, len, stdout);
@@ -197,6 +215,8 @@ int fsctl_cmd_stats(const struct fsctl *g, int argc, char **argv)
 	int rc = parse_stats(argc, argv, &o);
 	if (rc)
 		return rc < 0 ? FSCTL_OK : rc;
+	if (o.watch && !o.json)
+		return fsctl_top_run(g, o.interval, o.count); /* rates, and no escapes into a pipe */
 	if (o.watch)
 		return watch(g, &o);
 	cJSON *r;
@@ -210,19 +230,24 @@ int fsctl_cmd_stats(const struct fsctl *g, int argc, char **argv)
 /* ---- clients -------------------------------------------------------------- */
 
 static const char clients_help[] =
-	"usage: fsctl clients\n"
+	"usage: fsctl clients [--json]\n"
 	"The engines attached to foresightd: id, name, pid, uid, time attached and\n"
-	"their counters (windows, hits, misses, hit rate, holds, ...).\n";
+	"their counters (windows, hits, misses, hit rate, holds, ...).\n"
+	"  --json   the daemon's reply as JSON\n";
 
 int fsctl_cmd_clients(const struct fsctl *g, int argc, char **argv)
 {
-	int rc = no_options("clients", clients_help, argc, argv);
+	int json;
+	int rc = no_options("clients", clients_help, argc, argv, &json);
 	if (rc)
 		return rc < 0 ? FSCTL_OK : rc;
 	cJSON *r;
 	if ((rc = fsctl_call_once(g, "clients", &r)))
 		return rc;
-	fsctl_render_clients(stdout, r, 0);
+	if (json)
+		print_json(stdout, r);
+	else
+		fsctl_render_clients(stdout, r, 0);
 	cJSON_Delete(r);
 	return FSCTL_OK;
 }
@@ -339,7 +364,7 @@ int fsctl_cmd_profile(const struct fsctl *g, int argc, char **argv)
 /* ---- card ----------------------------------------------------------------- */
 
 static const char card_help[] =
-	"usage: fsctl card down N\n"
+	"usage: fsctl card down N [--json]\n"
 	"Take card N down (admin: root or foresightd's own user): its slots leave\n"
 	"the tier, engines stop reading them from the next epoch on and compute\n"
 	"those experts on another card or the CPU path; the other cards keep\n"
@@ -353,6 +378,9 @@ int fsctl_cmd_card(const struct fsctl *g, int argc, char **argv)
 		fputs(card_help, stdout);
 		return FSCTL_OK;
 	}
+	int json = argc == 4 && strcmp(argv[3], "--json") == 0;
+	if (json)
+		argc = 3;
 	char *end = NULL;
 	long n = argc == 3 ? strtol(argv[2], &end, 10) : -1;
 	if (argc != 3 || strcmp(argv[1], "down") != 0 || !end || *end || end == argv[2] || n < 0 ||
@@ -372,7 +400,9 @@ int fsctl_cmd_card(const struct fsctl *g, int argc, char **argv)
 		fsctl_disconnect(c);
 	}
 	cJSON_Delete(req);
-	if (rc == 0)
+	if (rc == 0 && json)
+		print_json(stdout, r);
+	else if (rc == 0)
 		printf("card %ld is down: %s (until foresightd restarts)\n", n, fsctl_str(r, "reason", "?"));
 	cJSON_Delete(r);
 	return rc;
@@ -380,19 +410,95 @@ int fsctl_cmd_card(const struct fsctl *g, int argc, char **argv)
 
 /* ---- shutdown ------------------------------------------------------------- */
 
-static const char shutdown_help[] = "usage: fsctl shutdown\n"
+static const char shutdown_help[] = "usage: fsctl shutdown [--json]\n"
 				    "Stop foresightd (admin: root or foresightd's own user).  Engines keep\n"
 				    "running on their CPU path and re-attach when a daemon comes back.\n";
 
 int fsctl_cmd_shutdown(const struct fsctl *g, int argc, char **argv)
 {
-	int rc = no_options("shutdown", shutdown_help, argc, argv);
+	int json;
+	int rc = no_options("shutdown", shutdown_help, argc, argv, &json);
 	if (rc)
 		return rc < 0 ? FSCTL_OK : rc;
 	cJSON *r;
 	if ((rc = fsctl_call_once(g, "shutdown", &r)))
 		return rc;
-	printf("foresightd at %s is shutting down\n", g->socket);
+	if (json)
+		print_json(stdout, r);
+	else
+		printf("foresightd at %s is shutting down\n", g->socket);
 	cJSON_Delete(r);
+	return FSCTL_OK;
+}
+
+/* ---- counters ------------------------------------------------------------- */
+
+static const char counters_help[] =
+	"usage: fsctl counters [--scdoc]\n"
+	"What every counter means: the daemon's, each card's, each layer's and each\n"
+	"client's (proto/fs_counters.h, the one list that feeds fsctl, the stats\n"
+	"reply and the metrics).  Needs no daemon.  --scdoc: as scdoc(5) text (the\n"
+	"COUNTERS section of fsctl(1) is built from it).\n";
+
+/* scdoc: * and _ format, \ escapes. */
+static void scdoc_put(const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '*' || *s == '_' || *s == '\\')
+			putchar('\\');
+		putchar(*s);
+	}
+}
+
+static void counter_line(int scdoc, const char *name, const char *help)
+{
+	if (scdoc) {
+		putchar('*');
+		scdoc_put(name);
+		printf("*\n\t");
+		scdoc_put(help);
+		printf(".\n\n");
+	} else {
+		printf("  %-20s %s\n", name, help);
+	}
+}
+
+int fsctl_cmd_counters(const struct fsctl *g, int argc, char **argv)
+{
+	(void)g;
+	int scdoc = 0;
+	for (int i = 1; i < argc; i++) {
+		if (is_help(argv[i])) {
+			fputs(counters_help, stdout);
+			return FSCTL_OK;
+		} else if (strcmp(argv[i], "--scdoc") == 0) {
+			scdoc = 1;
+		} else {
+			return usage_error("counters", "unexpected argument '%s'", argv[i]);
+		}
+	}
+	static const char *const intro[] = {
+		"Daemon counters (the stats reply's daemon object; metrics foresight_NAME)",
+		"Card counters (each card: cards[]; summed: totals; metrics foresight_card_NAME{card})",
+		"Layer counters (each MoE layer, all cards: layers[]; metrics foresight_layer_NAME{layer})",
+		"Client counters (each attached engine: clients[]; metrics foresight_client_NAME{client,name})",
+	};
+	for (int s = 0; s < 4; s++) {
+		if (scdoc)
+			printf("## %s\n\n", intro[s]);
+		else
+			printf("%s%s:\n", s ? "\n" : "", intro[s]);
+#define X(name, help) counter_line(scdoc, #name, help);
+		if (s == 0) {
+			FS_COUNTERS_DAEMON(X)
+		} else if (s == 1) {
+			FS_COUNTERS_CARD(X)
+		} else if (s == 2) {
+			FS_COUNTERS_LAYER(X)
+		} else {
+			FS_COUNTERS_CLIENT(X)
+		}
+#undef X
+	}
 	return FSCTL_OK;
 }

@@ -10,9 +10,11 @@ static const char main_help[] =
 	"usage: fsctl [--socket PATH] [--timeout MS] COMMAND [OPTIONS]\n"
 	"\n"
 	"Commands:\n"
-	"  ping       is foresightd running? (version, pid, uptime)\n"
+	"  ping       is foresightd running? (version, pid, uptime; --json)\n"
+	"  top        one screen of rates per card, client and worst layer (like top)\n"
 	"  stats      counters: totals, cards, layers, clients (--json, --watch)\n"
-	"  clients    the attached engines\n"
+	"  clients    the attached engines (--json)\n"
+	"  counters   what every counter means (no daemon needed)\n"
 	"  profile    save FILE | load FILE: the static tier's use counts\n"
 	"  card       down N: take card N out of the tier until a restart (admin)\n"
 	"  shutdown   stop foresightd (admin)\n"
@@ -29,8 +31,9 @@ static const struct {
 	const char *name;
 	int (*run)(const struct fsctl *g, int argc, char **argv);
 } commands[] = {
-	{"ping", fsctl_cmd_ping},       {"stats", fsctl_cmd_stats}, {"clients", fsctl_cmd_clients},
-	{"profile", fsctl_cmd_profile}, {"card", fsctl_cmd_card},   {"shutdown", fsctl_cmd_shutdown},
+	{"ping", fsctl_cmd_ping}, {"stats", fsctl_cmd_stats},       {"clients", fsctl_cmd_clients},
+	{"top", fsctl_cmd_top},   {"counters", fsctl_cmd_counters}, {"profile", fsctl_cmd_profile},
+	{"card", fsctl_cmd_card}, {"shutdown", fsctl_cmd_shutdown},
 };
 
 static const char *default_socket(void)

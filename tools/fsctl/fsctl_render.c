@@ -62,16 +62,20 @@ static void totals(FILE *out, const cJSON *r)
 			continue;
 		char buf[48];
 		const char *k = v->string;
-		if (strcmp(k, "hit_rate") == 0)
+		/* the value as the name says (ns, bytes), then in a reader's units */
+		if (strcmp(k, "hit_rate") == 0) {
 			snprintf(buf, sizeof(buf), "%.2f %%", 100.0 * v->valuedouble);
-		else if (strcmp(k, "bytes") == 0)
-			fsctl_fmt_bytes(buf, sizeof(buf), v->valuedouble);
-		else if (strcmp(k, "bus_busy_ns") == 0)
-			snprintf(buf, sizeof(buf), "%.3f s", v->valuedouble / 1e9);
-		else if (strcmp(k, "misses_per_layer_window") == 0)
+		} else if (strcmp(k, "copied_bytes") == 0) {
+			char h[24];
+			fsctl_fmt_bytes(h, sizeof(h), v->valuedouble);
+			snprintf(buf, sizeof(buf), "%.0f (%s)", v->valuedouble, h);
+		} else if (strcmp(k, "bus_busy_ns") == 0) {
+			snprintf(buf, sizeof(buf), "%.0f (%.3f s)", v->valuedouble, v->valuedouble / 1e9);
+		} else if (strcmp(k, "misses_per_layer_window") == 0) {
 			snprintf(buf, sizeof(buf), "%.3f", v->valuedouble);
-		else
+		} else {
 			snprintf(buf, sizeof(buf), "%.0f", v->valuedouble);
+		}
 		fprintf(out, "%-24s %s\n", k, buf);
 	}
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fs_ctl.h"
+#include "fs_name.h"
 #include "fsctl.h"
 
 struct fsctl_conn {
@@ -56,18 +57,45 @@ int fsctl_call(struct fsctl_conn *c, const char *verb, cJSON **reply)
 	return rc;
 }
 
+/* Every string of a reply reduced to printable ASCII (fs_name.h) before
+ * anything prints it: a client's name, a card's down reason, the model's
+ * name.  The daemon escapes client names at attach; this is the second
+ * line, for a daemon of another version and for every other string. */
+void fsctl_safe_strings(cJSON *o)
+{
+	for (cJSON *it = o ? o->child : NULL; it; it = it->next) {
+		if (cJSON_IsString(it) && it->valuestring) {
+			const char *v = it->valuestring;
+			size_t i = 0;
+			while (v[i] && fs_name_plain((unsigned char)v[i]))
+				i++;
+			if (v[i]) {
+				char safe[512];
+				fs_name_safe(safe, sizeof(safe), v);
+				cJSON_SetValuestring(it, safe);
+			}
+		} else {
+			fsctl_safe_strings(it);
+		}
+	}
+}
+
 int fsctl_call_req(struct fsctl_conn *c, const cJSON *req, cJSON **reply)
 {
 	char err[512];
 	int rc = fs_ctl_call(c->s, req, reply, err, sizeof(err));
-	if (rc == 0)
+	if (rc == 0) {
+		fsctl_safe_strings(*reply);
 		return FSCTL_OK;
+	}
 	if (is_transport(rc)) {
 		fprintf(stderr, "fsctl: %s (socket %s)\n", err, c->path);
 		return FSCTL_DOWN;
 	}
 	/* The daemon's own refusals may already say "refused: ...". */
-	const char *msg = strncmp(err, "refused: ", 9) == 0 ? err + 9 : err;
+	char safe[512];
+	fs_name_safe(safe, sizeof(safe), err);
+	const char *msg = strncmp(safe, "refused: ", 9) == 0 ? safe + 9 : safe;
 	const char *code = strerrorname_np(-rc);
 	fprintf(stderr, "fsctl: refused: %s%s%s%s\n", msg, code ? " (" : "", code ? code : "",
 		code ? ")" : "");

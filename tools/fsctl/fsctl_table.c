@@ -22,7 +22,7 @@ static const struct {
 	const char *name, *title;
 	enum fsctl_fmt fmt;
 } special[] = {
-	{"bytes", "moved", FSCTL_BYTES},
+	{"copied_bytes", "copied_bytes", FSCTL_BYTES},
 	{"bus_busy_ns", "bus%", FSCTL_BUSY},
 };
 

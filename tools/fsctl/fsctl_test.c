@@ -35,7 +35,8 @@ static struct fake {
 	pthread_mutex_t mu;
 	char verbs[64][16];
 	int nverbs;
-	int bad_proto; /* requests without "proto": 1 */
+	int bad_proto;     /* requests without "proto": 1 */
+	int hostile_names; /* client 1's name and the model's carry terminal escapes */
 } g_fake = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* A layer's distinct "predicted" value, to find its row in the output. */
@@ -60,7 +61,7 @@ static cJSON *stats_reply(void)
 	cJSON_AddStringToObject(o, "backend", "host");
 	cJSON_AddNumberToObject(o, "epoch", 42);
 	cJSON *m = cJSON_AddObjectToObject(o, "model");
-	cJSON_AddStringToObject(m, "name", "synthetic");
+	cJSON_AddStringToObject(m, "name", g_fake.hostile_names ? "syn\x1b]0;title\x07" : "synthetic");
 	cJSON_AddNumberToObject(m, "layers", N_LAYERS);
 	cJSON_AddNumberToObject(m, "experts", 128);
 	cJSON_AddNumberToObject(m, "experts_used", 8);
@@ -78,7 +79,7 @@ static cJSON *stats_reply(void)
 	cJSON_AddNumberToObject(t, "windows", 200);
 	cJSON_AddNumberToObject(t, "hit_rate", 0.8765);
 	cJSON_AddNumberToObject(t, "misses_per_layer_window", 1.25);
-	cJSON_ReplaceItemInObject(t, "bytes", cJSON_CreateNumber(1.5 * (1 << 30)));
+	cJSON_ReplaceItemInObject(t, "copied_bytes", cJSON_CreateNumber(1.5 * (1 << 30)));
 
 	cJSON *cards = cJSON_AddArrayToObject(o, "cards");
 	for (int i = 0; i < 2; i++) {
@@ -124,7 +125,9 @@ static cJSON *stats_reply(void)
 	for (int i = 0; i < 2; i++) {
 		cJSON *c = cJSON_CreateObject();
 		cJSON_AddNumberToObject(c, "id", i);
-		cJSON_AddStringToObject(c, "name", i ? "engine-b" : "fs-demo-engine");
+		cJSON_AddStringToObject(c, "name",
+					i ? (g_fake.hostile_names ? "py\x1b[31mRED\n<3>x" : "engine-b") :
+					    "fs-demo-engine");
 		cJSON_AddNumberToObject(c, "attached_s", 65.0);
 #define X(name, help) cJSON_AddNumberToObject(c, #name, v++);
 		FS_COUNTERS_CLIENT(X)
@@ -304,18 +307,18 @@ Test(fsctl, stats_text_shows_every_counter)
 	cr_expect(strstr(g_out, "model synthetic: 12 layers x 128 experts, top-8") != NULL, "%s", g_out);
 	cr_expect(strstr(g_out, "arena 3.0 GiB") != NULL, "%s", g_out);
 	/* every counter name of every list is somewhere in the text (the
-	 * card counters "bytes" and "bus_busy_ns" are shown as moved/bus%) */
+	 * card counter "bus_busy_ns" is shown as bus%) */
 #define X(name, help) cr_expect(strstr(g_out, #name) != NULL, "daemon counter %s missing", #name);
 	FS_COUNTERS_DAEMON(X)
 	FS_COUNTERS_LAYER(X)
 	FS_COUNTERS_CLIENT(X)
 #undef X
 #define X(name, help)                                                                                       \
-	cr_expect(strstr(g_out, #name) != NULL || !strcmp(#name, "bytes") || !strcmp(#name, "bus_busy_ns"), \
-		  "card counter %s missing", #name);
+	cr_expect(strstr(g_out, #name) != NULL || !strcmp(#name, "bus_busy_ns"), "card counter %s missing", \
+		  #name);
 	FS_COUNTERS_CARD(X)
 #undef X
-	cr_expect(strstr(g_out, "moved") && strstr(g_out, "bus%"), "%s", g_out);
+	cr_expect(strstr(g_out, "copied_bytes") && strstr(g_out, "bus%"), "%s", g_out);
 	cr_expect(strstr(g_out, "hit_rate                 87.65 %") != NULL, "totals hit rate:\n%s", g_out);
 	cr_expect(strstr(g_out, "1.5 GiB") != NULL, "bytes in human units:\n%s", g_out);
 	cr_expect(strstr(g_out, "50.0") != NULL, "bus busy 50 %% of uptime:\n%s", g_out);
@@ -350,17 +353,89 @@ Test(fsctl, stats_json_is_the_reply_minus_ok)
 	stop_fake();
 }
 
-Test(fsctl, stats_watch_redraws_count_times)
+/* Issue 21: --watch into a pipe repeated running totals behind clear-screen
+ * escapes; now it prints the frames of `fsctl top` (rates), no escape. */
+Test(fsctl, stats_watch_into_a_pipe_has_rates_and_no_escapes)
 {
 	start_fake(M_NORMAL);
 	int rc = fsctl(g_out, sizeof(g_out), "--socket %s stats --watch --interval 0.05 --count 3",
 		       g_fake.path);
 	cr_expect_eq(rc, 0, "%s", g_out);
-	int clears = 0;
-	for (const char *p = g_out; (p = strstr(p, "\033[2J")); p++)
-		clears++;
-	cr_expect_eq(clears, 3);
+	cr_expect_null(strchr(g_out, '\033'), "an escape in a pipe:\n%s", g_out);
+	int frames = 0;
+	for (const char *p = g_out; (p = strstr(p, "hits/s")); p++)
+		frames++;
+	cr_expect_geq(frames, 3, "three frames with rates:\n%s", g_out);
 	cr_expect_eq(count_verb("stats"), 3);
+	stop_fake();
+}
+
+/* `fsctl top` not on a terminal: 80x24 unless $COLUMNS/$LINES say more; no
+ * line wider, no more lines, no escape. */
+Test(fsctl, top_frame_fits_80x24_and_grows)
+{
+	start_fake(M_NORMAL);
+	cr_assert_eq(fsctl(g_out, sizeof(g_out), "--socket %s top --count 1", g_fake.path), 0, "%s", g_out);
+	int lines = 0, widest = 0, w = 0;
+	for (const char *p = g_out; *p; p++, w++)
+		if (*p == '\n') {
+			lines++;
+			widest = w > widest ? w : widest;
+			w = -1;
+		}
+	cr_expect_leq(widest, 80, "a line wider than 80:\n%s", g_out);
+	cr_expect_leq(lines, 25, "more than 24 lines (and the frame's blank line):\n%s", g_out);
+	cr_expect_null(strchr(g_out, '\033'), "%s", g_out);
+	cr_expect(strstr(g_out, "CARDS (2)") && strstr(g_out, "CLIENTS (2)") && strstr(g_out, "WORST LAYERS"),
+		  "%s", g_out);
+	cr_expect(strstr(g_out, "hits/s") && strstr(g_out, "bus%") && strstr(g_out, "win/s"), "%s", g_out);
+	/* 200 columns: the wider columns appear */
+	cr_assert_eq(fsctl(g_out, sizeof(g_out), "--socket %s top --count 1 | COLUMNS=200 LINES=50 cat",
+			   g_fake.path),
+		     0, "%s", g_out);
+	setenv("COLUMNS", "200", 1);
+	setenv("LINES", "50", 1);
+	cr_assert_eq(fsctl(g_out, sizeof(g_out), "--socket %s top --count 1", g_fake.path), 0, "%s", g_out);
+	unsetenv("COLUMNS");
+	unsetenv("LINES");
+	cr_expect(strstr(g_out, "tlate/s") && strstr(g_out, "dev/s"), "200 columns show more:\n%s", g_out);
+	stop_fake();
+}
+
+/* Issue 21, problem 4: whatever a daemon sends, fsctl prints no control
+ * byte (defence in depth: the daemon escapes names at attach). */
+Test(fsctl, hostile_strings_are_escaped_in_every_view)
+{
+	g_fake.hostile_names = 1;
+	start_fake(M_NORMAL);
+	const char *views[] = {"clients", "stats", "stats --layers all", "top --count 1"};
+	for (size_t i = 0; i < sizeof(views) / sizeof(views[0]); i++) {
+		cr_assert_eq(fsctl(g_out, sizeof(g_out), "--socket %s %s", g_fake.path, views[i]), 0, "%s",
+			     g_out);
+		for (const char *p = g_out; *p; p++)
+			cr_expect((unsigned char)*p >= 0x20 || *p == '\n',
+				  "fsctl %s printed byte 0x%02x:\n%s", views[i], (unsigned char)*p, g_out);
+		if (i < 2)
+			cr_expect(strstr(g_out, "py\\x1b[31mRED") != NULL, "fsctl %s: the name escaped:\n%s",
+				  views[i], g_out);
+	}
+	stop_fake();
+	g_fake.hostile_names = 0;
+}
+
+/* --json on every verb that prints. */
+Test(fsctl, json_for_ping_clients_and_card)
+{
+	start_fake(M_NORMAL);
+	const char *verbs[] = {"ping --json", "clients --json", "card down 0 --json"};
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+		cr_assert_eq(fsctl(g_out, sizeof(g_out), "--socket %s %s", g_fake.path, verbs[i]), 0, "%s",
+			     g_out);
+		cJSON *o = cJSON_Parse(g_out);
+		cr_expect(cJSON_IsObject(o), "fsctl %s: not JSON:\n%s", verbs[i], g_out);
+		cr_expect_null(cJSON_GetObjectItem(o, "ok"));
+		cJSON_Delete(o);
+	}
 	stop_fake();
 }
 

@@ -175,14 +175,14 @@ static void serve(const char *file)
 	cr_expect_eq(jnum(m, "experts_used"), p.experts_used);
 	cr_expect_eq(jnum(m, "max_expert_bytes"), (double)p.max_blob);
 	cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(m, "name")), p.name);
-	cr_expect_eq(jnum(dm, "arena_load_done"), (double)p.member_bytes);
-	cr_expect_eq(jnum(dm, "arena_load_total"), (double)p.member_bytes);
+	cr_expect_eq(jnum(dm, "arena_loaded_bytes"), (double)p.member_bytes);
+	cr_expect_eq(jnum(dm, "arena_bytes"), (double)p.member_bytes);
 	cr_expect_gt(jnum(dm, "arena_load_ns"), 0);
 	const cJSON *card = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "cards"), 0);
 	cr_expect_eq(jnum(card, "slot_bytes"), (double)((p.max_blob + 4095) / 4096 * 4096));
 	cJSON_Delete(j);
 	cr_expect_eq(sh(0, "%s --socket %s stats", FSCTL_BIN, d.sock), 0);
-	cr_expect(strstr(g_out, "arena_load_done") != NULL, "%s", g_out);
+	cr_expect(strstr(g_out, "arena_loaded_bytes") != NULL, "%s", g_out);
 
 	long n = fsh_read_file(d.log, g_out, sizeof(g_out)); /* stop removes it */
 	cr_expect_gt(n, 0);

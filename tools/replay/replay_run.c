@@ -265,7 +265,7 @@ int replay_run(const struct replay_input *in, const struct replay_model *m, enum
 	out->hits = x.hits;
 	out->misses = x.uses - x.hits;
 	out->copies = x.c_card[FS_CC_copied] - card0[FS_CC_copied];
-	out->bytes = x.c_card[FS_CC_bytes] - card0[FS_CC_bytes];
+	out->bytes = x.c_card[FS_CC_copied_bytes] - card0[FS_CC_copied_bytes];
 	out->landed_late = x.c_card[FS_CC_landed_late] - card0[FS_CC_landed_late];
 	out->late_uses = x.c_card[FS_CC_late] - card0[FS_CC_late];
 	out->too_late = x.c_card[FS_CC_too_late] - card0[FS_CC_too_late];

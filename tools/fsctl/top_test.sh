@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# tools/fsctl/top_test.sh FORESIGHTD FSCTL TEST_ENGINE [SCREEN_OUT]: `fsctl top`
+# on real terminals (tmux) against a real daemon with an engine running
+# (issue 21, problem 5):
+#   - 80x24: every line of the screen within 80 columns, the screen 24 lines,
+#     the cards, the engine and the worst layers on it, rates per second;
+#   - 200x50: more columns (tlate/s, dev/s) and more layer rows than 80x24;
+#   - `?` shows a line of help per column, `?` again the rates, `q` quits
+#     and leaves the terminal as it was (the alternate screen);
+#   - into a pipe: no escape byte at all.
+# SCREEN_OUT: where the captured 80x24 screen is written (README shows it).
+# tmux is installed by tools/install-deps.sh; without it the test is
+# skipped (exit 77), visibly.
+set -euo pipefail
+daemon=$1 fsctl=$2 engine=$3 screen_out=${4:-}
+# shellcheck source=tests/fs_daemon_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../tests/fs_daemon_lib.sh"
+fs_test_init top_test
+if ! command -v tmux >/dev/null; then
+	echo "top_test: SKIP: tmux not found (bash tools/install-deps.sh installs it)"
+	exit 77
+fi
+sock=$work/control.sock
+"$daemon" --socket "$sock" --cards 2 --slots 48 --layers 24 --experts 32 --experts-used 4 2>"$work/log" &
+pid=$!
+for _ in $(seq 100); do
+	"$fsctl" --socket "$sock" ping >/dev/null 2>&1 && break
+	kill -0 "$pid" 2>/dev/null || fail "foresightd exited"
+	sleep 0.1
+done
+"$engine" run "$sock" 1000000 2000 >"$work/engine.out" 2>&1 &
+epid=$!
+export TMUX_TMPDIR=$work
+tsock=$work/tmux
+cleanup_top()
+{
+	tmux -S "$tsock" kill-server 2>/dev/null || true
+	kill "$epid" 2>/dev/null || true
+	fs_test_cleanup
+}
+trap cleanup_top EXIT
+
+# screen W H: start fsctl top in a W x H tmux window, wait for two frames,
+# capture the screen into $work/screen-WxH
+screen()
+{
+	local w=$1 h=$2 f=$work/screen-$1x$2
+	tmux -S "$tsock" new-session -d -s "top$w" -x "$w" -y "$h" \
+		"$fsctl --socket $sock top --interval 0.3; echo fsctl-exited-\$?; sleep 30"
+	for _ in $(seq 50); do
+		sleep 0.1
+		tmux -S "$tsock" capture-pane -p -t "top$w" >"$f"
+		grep -q "over 0\.[0-9]s" "$f" && break
+	done
+	grep -q "over 0\.[0-9]s" "$f" || fail "${w}x$h: no frame with rates: $(cat "$f")"
+}
+
+check_fits()
+{
+	local w=$1 h=$2 f=$work/screen-$1x$2
+	local lines widest
+	lines=$(wc -l <"$f")
+	widest=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$f")
+	echo "top_test: ${w}x$h: $lines lines, widest $widest"
+	[[ $lines -le $h ]] || fail "${w}x$h: $lines lines"
+	[[ $widest -le $w ]] || fail "${w}x$h: a line of $widest columns"
+	grep -q "^host0 " "$f" && grep -q "^host1 " "$f" || fail "${w}x$h: the cards are not on the screen"
+	grep -q "test-run" "$f" || fail "${w}x$h: the engine is not on the screen"
+	grep -q "WORST LAYERS" "$f" || fail "${w}x$h: no layers"
+	grep -q "? help  q quit" "$f" || fail "${w}x$h: no status line"
+	# the engine runs: its windows per second are a rate, not a total
+	awk '$2 == "test-run" { exit !($5 + 0 > 0) }' "$f" || fail "${w}x$h: the engine's win/s is not positive"
+}
+
+screen 80 24
+check_fits 80 24
+[[ -n $screen_out ]] && cp "$work/screen-80x24" "$screen_out"
+cat "$work/screen-80x24"
+# ? shows the help, ? again the rates, q quits
+tmux -S "$tsock" send-keys -t top80 '?'
+sleep 0.5
+tmux -S "$tsock" capture-pane -p -t top80 >"$work/help"
+grep -q "hits/s    expert uses served from the card's slots, per second" "$work/help" ||
+	fail "? shows no column help: $(cat "$work/help")"
+tmux -S "$tsock" send-keys -t top80 '?'
+sleep 0.5
+tmux -S "$tsock" capture-pane -p -t top80 >"$work/back"
+grep -q "WORST LAYERS" "$work/back" || fail "? again does not return to the rates"
+tmux -S "$tsock" send-keys -t top80 q
+sleep 0.5
+tmux -S "$tsock" capture-pane -p -t top80 >"$work/quit"
+grep -q "fsctl-exited-0" "$work/quit" || fail "q did not quit with 0: $(cat "$work/quit")"
+grep -q "WORST LAYERS" "$work/quit" && fail "the screen was not restored after q"
+
+screen 200 50
+check_fits 200 50
+grep -q "tlate/s" "$work/screen-200x50" && grep -q "dev/s" "$work/screen-200x50" ||
+	fail "200x50: no wider columns"
+small=$(grep -cE "^ +[0-9]+ +[0-9.-]+ " "$work/screen-80x24" || true)
+large=$(grep -cE "^ +[0-9]+ +[0-9.-]+ " "$work/screen-200x50" || true)
+[[ $large -gt $small ]] || fail "200x50 shows no more layer rows ($large) than 80x24 ($small)"
+
+# into a pipe: no escape byte
+"$fsctl" --socket "$sock" top --count 2 --interval 0.2 >"$work/pipe"
+if LC_ALL=C grep -q $'\033' "$work/pipe"; then fail "an escape in piped output"; fi
+echo "top_test: PASS"
