@@ -17,7 +17,11 @@
 #    (one row per mode and config), OUTDIR/engine-run.log, the daemon logs
 #    and per-window checksums of each config under OUTDIR/work-LABEL/.
 # Exits non-zero when a config fails (a mode or engine whose window
-# checksums differ from the others fails its config).
+# checksums differ from the others fails its config) or a selected config
+# is not run before the deadline (pick fewer with EB_CONFIGS); configs that
+# need more GPUs than there are are skipped with a line that says so.  The
+# rows (bench/rows.sh, one per config) go to OUTDIR/engine-rows.tsv.
+# FS_BENCH_PREBUILT=1 (bench/device.sh): FS_BENCH_BUILD is built, skip the build.
 #
 # Matrix (label: cards, engines, slot budget as a share of all experts,
 # then the config's own fs-engine-bench arguments):
@@ -55,15 +59,18 @@ date -u +%Y-%m-%dT%H:%MZ
 nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current --format=csv || true
 nvidia-smi topo -m 2>/dev/null | head -n 4 || true
 nproc
-NGPU=$(nvidia-smi -L 2>/dev/null | wc -l || echo 0)
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 
-echo "== dependencies and build"
-# shellcheck disable=SC1091
-source tools/device-setup.sh /tmp/fsdeps >/dev/null
-cmake -S . -B build-engine -DCMAKE_BUILD_TYPE=Release -DFS_BUILD_TESTS=OFF >/dev/null
-cmake --build build-engine -j"$(nproc)" --target foresightd fs-engine-bench 2>&1 | grep -E "error|warning" || true
-B=build-engine/bench/engine/fs-engine-bench
-D=build-engine/daemon/foresightd
+BD=${FS_BENCH_BUILD:-build-engine}
+if [ "${FS_BENCH_PREBUILT:-0}" != 1 ]; then
+	echo "== dependencies and build"
+	# shellcheck disable=SC1091
+	source tools/device-setup.sh /tmp/fsdeps >/dev/null
+	cmake -S . -B "$BD" -DCMAKE_BUILD_TYPE=Release -DFS_BUILD_TESTS=OFF >/dev/null
+	cmake --build "$BD" -j"$(nproc)" --target foresightd fs-engine-bench 2>&1 | grep -E "error|warning" || true
+fi
+B=$BD/bench/engine/fs-engine-bench
+D=$BD/daemon/foresightd
 test -x "$B" && test -x "$D"
 echo "built in $(($(date +%s) - T0)) s"
 
@@ -74,6 +81,10 @@ fail=0
 declare -a CKS=()
 # shellcheck disable=SC2206 # EB_ARGS is a word list on purpose
 EXTRA=(${EB_ARGS:-})
+# shellcheck source=bench/rows.sh
+source bench/rows.sh
+rows_init "$OUTDIR/engine-rows.tsv"
+promised=0
 for spec in "1c1e-26 1 1 0.26" "1c1e-52 1 1 0.52" "1c2e-26 1 2 0.26" "2c1e-26 2 1 0.26" \
 	"2c2e-26 2 2 0.26" "1c2e-52 1 2 0.52" "2c1e-52 2 1 0.52" "2c2e-52 2 2 0.52" \
 	"1c1e-26-ra 1 1 0.26 --predictor kernel" "1c1e-52-ra 1 1 0.52 --predictor kernel" \
@@ -88,13 +99,17 @@ for spec in "1c1e-26 1 1 0.26" "1c1e-52 1 1 0.52" "1c2e-26 1 2 0.26" "2c1e-26 2 
 	if [ -n "${EB_CONFIGS:-}" ] && ! [[ " $EB_CONFIGS " == *" $label "* ]]; then
 		continue
 	fi
+	row_promise "engine-$label" pass "fs-engine-bench, $cards card(s), $engines engine(s), budget $budget: every mode's checksums agree"
+	promised=$((promised + 1))
 	now=$(($(date +%s) - T0))
-	if [ "$now" -ge "$DEADLINE" ]; then
-		echo "== $label: SKIPPED (${now} s elapsed, deadline ${DEADLINE} s)" | tee -a "$MD"
-		continue
-	fi
 	if [ "$cards" -gt "$NGPU" ]; then
 		echo "== $label: SKIPPED (needs $cards GPUs, $NGPU here)" | tee -a "$MD"
+		row_skip "engine-$label" "needs $cards GPUs, $NGPU here"
+		continue
+	fi
+	if [ "$now" -ge "$DEADLINE" ]; then
+		echo "== $label: NOT RUN (${now} s elapsed, deadline ${DEADLINE} s)" | tee -a "$MD"
+		row_fail "engine-$label" "not run: ${now} s elapsed, deadline ${DEADLINE} s"
 		continue
 	fi
 	echo "== $label: $cards card(s), $engines engine(s), budget $budget (${now} s elapsed)"
@@ -110,6 +125,12 @@ for spec in "1c1e-26 1 1 0.26" "1c1e-52 1 1 0.52" "1c2e-26 1 2 0.26" "2c1e-26 2 
 		echo
 	} >>"$MD"
 	[ "$rc" = 0 ] || fail=1
+	both=$(grep -m1 -E '^\| both \|' "$out" | awk -F'|' '{ gsub(/ /, "", $3); gsub(/^ +| +$/, "", $4); gsub(/^ +| +$/, "", $(NF-1)); print "both: " $3 " tok/s, hit " $4 ", headroom share " $(NF-1) }')
+	if [ "$rc" = 0 ] && grep -q '^checksums: .*all equal' "$out"; then
+		row_ok "engine-$label" "checksums agree" "$both"
+	else
+		row_fail "engine-$label" "exit $rc: $(grep -m1 -iE 'FAIL|error|differ' "$out" | cut -c1-120)"
+	fi
 	ck=$(sed -n 's/^run checksum \([0-9a-f]*\)$/\1/p' "$out")
 	[ -n "$ck" ] && CKS+=("$label:$ck")
 done
@@ -120,5 +141,7 @@ done
 echo "== run checksums per config (informational)"
 printf '%s\n' "${CKS[@]}"
 echo "== tables: $MD, rows: $CSV ($(($(date +%s) - T0)) s in all)"
+[ "$promised" -gt 0 ] || echo "EB_CONFIGS selected no config: ${EB_CONFIGS:-}"
+rows_summary "$ROWS_FILE" | tee -a "$MD" || fail=1
 echo "engine bench: $([ $fail = 0 ] && echo passed || echo FAILED)"
 exit $fail

@@ -10,11 +10,14 @@
  *                            Prints "landings N mismatches M".
  *   latency SOCKET N [GAP_US]  N times: post one prediction for a non-resident
  *                            expert, then spin until the slot is usable.
- *                            Prints p50/p99 of post->issue and post->ready.
+ *                            Prints p50/p99 of post->issue and post->ready,
+ *                            the plain transfer of one expert, and post->ready
+ *                            minus that transfer.
  *   bandwidth SOCKET ROUNDS  prefetch a full pool of experts through the
  *                            daemon, against raw cudaMemcpyAsync of the same
  *                            blobs from the same (pinned) arena pages.
  *                            Prints "daemon_gbps X raw_gbps Y ratio Z".
+ *   idle SOCKET SECONDS      attach and stay idle (the daemon's idle CPU cost).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -164,6 +167,38 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The transfer the ready word waits for: one expert of layer 0 copied from
+ * the arena (pinned here too) with cudaMemcpyAsync + cudaStreamSynchronize,
+ * timed on the host like the engine's wait; the median of 50 (after 5
+ * warm-ups).  "Ready seen over the transfer" = post -> ready seen minus this. */
+static double transfer_us(fs_client *c, const struct fs_model_info *m)
+{
+	struct fs_expert_blob b;
+	fs_arena_expert(c, 0, 0, &b);
+	uintptr_t lo = (uintptr_t)b.data & ~(uintptr_t)4095;
+	uintptr_t hi = ((uintptr_t)b.data + b.bytes + 4095) & ~(uintptr_t)4095;
+	int dev = fs_card_device(c, card_of(m, 0));
+	if (dev >= 0)
+		CK(cudaSetDevice(dev));
+	CK(cudaHostRegister((void *)lo, hi - lo, cudaHostRegisterPortable | cudaHostRegisterReadOnly));
+	void *d;
+	cudaStream_t st;
+	CK(cudaMalloc(&d, b.bytes));
+	CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+	uint64_t t[55];
+	for (int i = 0; i < 55; i++) {
+		uint64_t t0 = now_ns();
+		CK(cudaMemcpyAsync(d, b.data, b.bytes, cudaMemcpyHostToDevice, st));
+		CK(cudaStreamSynchronize(st));
+		t[i] = now_ns() - t0;
+	}
+	qsort(t + 5, 50, 8, cmp_u64);
+	CK(cudaStreamDestroy(st));
+	CK(cudaFree(d));
+	CK(cudaHostUnregister((void *)lo));
+	return t[5 + 25] / 1e3;
+}
+
 static int latency(const char *sock, unsigned n, unsigned gap_us)
 {
 	fs_client *c = open_client(sock, "gpu-latency");
@@ -212,12 +247,26 @@ static int latency(const char *sock, unsigned n, unsigned gap_us)
 	}
 	qsort(issue, got, 8, cmp_u64);
 	qsort(seen, got, 8, cmp_u64);
+	double xfer = transfer_us(c, &m);
 	if (got)
-		printf("samples %u timeouts %u post_to_issue_us p50 %.2f p99 %.2f post_to_ready_us p50 %.2f p99 %.2f\n",
+		printf("samples %u timeouts %u post_to_issue_us p50 %.2f p99 %.2f post_to_ready_us p50 %.2f p99 %.2f "
+		       "transfer_us %.2f ready_over_transfer_us p50 %.2f p99 %.2f\n",
 		       got, timeouts, issue[got / 2] / 1e3, issue[got * 99 / 100] / 1e3, seen[got / 2] / 1e3,
-		       seen[got * 99 / 100] / 1e3);
+		       seen[got * 99 / 100] / 1e3, xfer, seen[got / 2] / 1e3 - xfer, seen[got * 99 / 100] / 1e3 - xfer);
 	fs_client_close(c);
-	return got && !timeouts ? 0 : 1;
+	return got && !timeouts && xfer > 0 ? 0 : 1;
+}
+
+/* idle SOCKET SECONDS: attach and do nothing, so the caller can read what
+ * the daemon's hot thread costs with an engine attached and idle. */
+static int idle(const char *sock, double secs)
+{
+	fs_client *c = open_client(sock, "gpu-idle");
+	printf("idle attached\n");
+	fflush(stdout);
+	usleep((useconds_t)(secs * 1e6));
+	fs_client_close(c);
+	return 0;
 }
 
 static int bandwidth(const char *sock, unsigned rounds)
@@ -322,9 +371,12 @@ int main(int argc, char **argv)
 		return integrity(argv[2], strtoul(argv[3], NULL, 10), argc > 4 ? atof(argv[4]) : 600.0);
 	if (argc >= 4 && strcmp(argv[1], "latency") == 0)
 		return latency(argv[2], (unsigned)atoi(argv[3]), argc > 4 ? (unsigned)atoi(argv[4]) : 100);
+	if (argc >= 4 && strcmp(argv[1], "idle") == 0)
+		return idle(argv[2], atof(argv[3]));
 	if (argc >= 4 && strcmp(argv[1], "bandwidth") == 0)
 		return bandwidth(argv[2], (unsigned)atoi(argv[3]));
 	fprintf(stderr,
-		"usage: fs-gpu-check integrity SOCKET N [MAX_S] | latency SOCKET N [GAP_US] | bandwidth SOCKET ROUNDS\n");
+		"usage: fs-gpu-check integrity SOCKET N [MAX_S] | latency SOCKET N [GAP_US] | bandwidth SOCKET ROUNDS | "
+		"idle SOCKET SECONDS\n");
 	return 2;
 }

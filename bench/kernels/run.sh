@@ -14,30 +14,61 @@
 #    GEMM + top-M baseline, measured side by side;
 # 4. fs-bench-ra e2e against foresightd --backend cuda, the hot thread
 #    sleeping when idle (the default) and spinning.
-# Output: OUTDIR/kernels-run.log and OUTDIR/kernels-results.md.
+# Output: OUTDIR/kernels-run.log, OUTDIR/kernels-results.md and the rows it
+# promised (bench/rows.sh) in OUTDIR/kernels-rows.tsv, summarised at the
+# end. Exits non-zero when any promised row is missing or failed.
+# The e2e daemons name their policy: the tiered default with 16 predicted
+# slots per layer (the router-ahead kernel posts into the predicted tier).
+# FS_BENCH_PREBUILT=1 (bench/device.sh): FS_BENCH_BUILD is built, skip the build.
+# FS_BENCH_KERNEL_TESTS=0: leave the tests out (device.sh: ctest -L gpu ran them).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 OUTDIR=${1:-${OUT:-/tmp/fs-kernels}}
 mkdir -p "$OUTDIR"
 exec > >(tee "$OUTDIR/kernels-run.log") 2>&1
+# shellcheck source=bench/rows.sh
+source bench/rows.sh
+rows_init "$OUTDIR/kernels-rows.tsv"
+TESTS=(kernels/router_ahead_ref_test kernels/router_ahead_gpu_test bench/kernels/router_ahead_e2e_test)
+# bench/device.sh runs them once, in bench/gpu/run.sh's ctest -L gpu.
+[ "${FS_BENCH_KERNEL_TESTS:-1}" = 0 ] && TESTS=()
+for t in "${TESTS[@]}"; do
+	row_promise "${t##*/}" pass "kernel test"
+done
+row_promise ra-floor "<= 2 x" "router-ahead launch / (memory floor + one launch), worst at T <= 8"
+row_promise ra-vs-cublas ">= 1 x" "cuBLAS GEMM + top-M time / kernel time, worst shape"
+row_promise ra-e2e-idle info "kernel launch -> daemon consumed p99, default idle policy"
+row_promise ra-e2e-spin info "kernel launch -> daemon consumed p99, hot thread spinning"
 
 echo "== machine"
 date -u +%Y-%m-%dT%H:%MZ
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
 
-echo "== build"
-# shellcheck disable=SC1091
-source tools/device-setup.sh /tmp/fsdeps >/dev/null
-B=build-gpu
-cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build $B -j"$(nproc)" --target foresightd fsctl fs-bench-ra router_ahead_ref_test \
-	router_ahead_gpu_test router_ahead_e2e_test 2>&1 | grep -E "error|warning" || true
+B=${FS_BENCH_BUILD:-build-gpu}
+if [ "${FS_BENCH_PREBUILT:-0}" != 1 ]; then
+	echo "== build"
+	# shellcheck disable=SC1091
+	source tools/device-setup.sh /tmp/fsdeps >/dev/null
+	cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build "$B" -j"$(nproc)" --target foresightd fsctl fs-bench-ra router_ahead_ref_test \
+		router_ahead_gpu_test router_ahead_e2e_test 2>&1 | grep -E "error|warning" || true
+fi
 
 echo "== tests"
-rc=0
-for t in kernels/router_ahead_ref_test kernels/router_ahead_gpu_test bench/kernels/router_ahead_e2e_test; do
-	"$B/$t" --jobs 1 2>&1 | grep -vE "^\[----\] *$" || rc=1
+for t in "${TESTS[@]}"; do
+	trc=0
+	tout=$("$B/$t" --jobs 1 2>&1) || trc=$?
+	grep -vE "^\[----\] *$" <<<"$tout" || true
+	synth=$(grep -E "Synthesis:" <<<"$tout" | tail -1)
+	# A test that skips (no GPU) passes under criterion: not here.
+	if grep -q "SKIP" <<<"$tout" || grep -q "Tested: 0 " <<<"$synth"; then
+		row_fail "${t##*/}" "skipped: $(grep -m1 SKIP <<<"$tout")"
+	elif [ "$trc" = 0 ] && [ -n "$synth" ]; then
+		row_ok "${t##*/}" passed "${synth#*Synthesis: }"
+	else
+		row_fail "${t##*/}" "exit $trc: ${synth:-no criterion summary}"
+	fi
 done
 
 RES=$OUTDIR/kernels-results.md
@@ -47,32 +78,56 @@ RES=$OUTDIR/kernels-results.md
 	# shellcheck disable=SC2016 # backquotes are markdown
 	echo '## Time per launch (`fs-bench-ra kernel 20`)'
 	echo
-	"$B/bench/kernels/fs-bench-ra" kernel 20
-} | tee "$RES" || rc=1
+} >"$RES"
+krc=0
+KOUT=$("$B/bench/kernels/fs-bench-ra" kernel 20 2>&1) || krc=$?
+echo "$KOUT" | tee -a "$RES"
+fl=$(sed -n 's/^worst_floor_launch_ratio_t8 \([0-9.]*\) at \(.*\)/\1 x|\2/p' <<<"$KOUT")
+bk=$(sed -n 's/^worst_baseline_over_kernel \([0-9.]*\) at \(.*\)/\1 x|\2/p' <<<"$KOUT")
+if [ $krc = 0 ] && [ -n "$fl" ] && [ -n "$bk" ]; then
+	row_ok ra-floor "${fl%%|*}" "at ${fl#*|}"
+	row_ok ra-vs-cublas "${bk%%|*}" "at ${bk#*|}"
+else
+	row_fail ra-floor "fs-bench-ra kernel exit $krc"
+	row_fail ra-vs-cublas "fs-bench-ra kernel exit $krc"
+fi
 
 RUN=$(mktemp -d /tmp/fsk-XXXXXX)
-e2e() # label, daemon args...
+e2e() # row, label, daemon args...
 {
-	local label=$1
-	shift
+	local row=$1 label=$2
+	shift 2
 	"$B/daemon/foresightd" --backend cuda --socket "$RUN/s.sock" --slots 512 --layers 16 --experts 64 \
-		--expert-bytes 262144 --predicted-slots 16 "$@" 2>>"$RUN/d.log" &
+		--expert-bytes 262144 --tiers 1 --predicted-slots 16 "$@" 2>>"$RUN/d.log" &
 	local dpid=$!
 	for _ in $(seq 300); do
 		"$B/tools/fsctl/fsctl" --socket "$RUN/s.sock" ping >/dev/null 2>&1 && break
 		sleep 0.1
 	done
+	local erc=0 eout
+	eout=$("$B/bench/kernels/fs-bench-ra" e2e "$RUN/s.sock" 200 2>&1) || erc=$?
 	{
 		echo
 		echo "## End to end, hot thread $label (\`fs-bench-ra e2e SOCK 200\`)"
 		echo
-		"$B/bench/kernels/fs-bench-ra" e2e "$RUN/s.sock" 200
-	} | tee -a "$RES" || rc=1
-	kill "$dpid"
+		echo "$eout"
+	} | tee -a "$RES"
+	kill "$dpid" 2>/dev/null || true
 	wait "$dpid" || true
+	local p
+	p=$(sed -n 's/^| kernel launch -> daemon consumed the records | \([0-9.]*\) | \([0-9.]*\) |.*/\2|\1/p' <<<"$eout")
+	if [ $erc = 0 ] && [ -n "$p" ]; then
+		row_ok "$row" "${p%%|*} us" "p50 ${p#*|} us"
+	else
+		row_fail "$row" "fs-bench-ra e2e exit $erc"
+	fi
 }
-e2e "sleeping when idle (default: spin 50 us, dev_poll_us 50)"
-e2e "spinning (--spin-us 10000000)" --spin-us 10000000
+e2e ra-e2e-idle "sleeping when idle (default: spin 50 us, dev_poll_us 50)"
+e2e ra-e2e-spin "spinning (--spin-us 10000000)" --spin-us 10000000
 tail -20 "$RUN/d.log"
-echo "== done (rc $rc)"
-exit $rc
+rm -rf "$RUN"
+{
+	echo
+	rows_summary "$ROWS_FILE" || true
+} | tee -a "$RES"
+rows_summary "$ROWS_FILE" >/dev/null

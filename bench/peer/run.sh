@@ -19,7 +19,12 @@
 #    (each card its own tier), both with the LRU policy, then one tier with
 #    the tiers: hit rate, distinct experts held, duplicates, verified peer
 #    reads; fsctl stats shows the peer reach;
-# 5. writes OUTDIR/peer-results.md (the lead turns it into docs/results/peer.md).
+# 5. writes OUTDIR/peer-results.md (the lead turns it into docs/results/peer.md)
+#    and the rows it promised (bench/rows.sh) to OUTDIR/peer-rows.tsv.
+# Exits non-zero when any promised row is missing or failed; on a machine
+# with fewer than two GPUs every row is skipped with a line that says so.
+# Every daemon start names its policy (--tiers, --peer).
+# FS_BENCH_PREBUILT=1 (bench/device.sh): FS_BENCH_BUILD is built, skip the build.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
@@ -27,30 +32,74 @@ OUTDIR=${1:-${OUT:-/tmp/fs-peer}}
 mkdir -p "$OUTDIR"
 LOG=$OUTDIR/peer-run.log
 exec > >(tee "$LOG") 2>&1
+# shellcheck source=bench/rows.sh
+source bench/rows.sh
+rows_init "$OUTDIR/peer-rows.tsv"
+# 16 layers x 128 experts of 1.8 MiB (3.8 GB arena), top-8; 320 slots per
+# card: one card holds 16 % of the experts, both together 31 %.
+# Runs: the untiered LRU policy with one tier across the cards (peer path)
+# and with each card its own tier (--peer off): the same policy, so
+# the difference is the sharing; then the default tiered policy, one tier.
+# (With tiers and no peer reach, a layer's reserved slots follow the last
+# card that used it, which two data-parallel engines turn into a tug of
+# war: not a fair "own tier" baseline, so it is not run.)
+# "single": the ceiling the issue compares against, ONE card holding the
+# combined slots (640) with both engines on it.  PEER_RUNS picks runs.
+RUNS=("peer 0" "own 0" "peer 1" "single 0" "single 1")
+if [ -n "${PEER_RUNS:-}" ]; then IFS=',' read -r -a RUNS <<<"$PEER_RUNS"; fi
+row_promise peer-raw pass "fs-peer-bench raw: peer read vs local read vs host copy"
+row_promise peer-check pass "peer read returns the bytes written (raw --quick)"
+for run in "${RUNS[@]}"; do
+	read -r mode tiers <<<"$run"
+	row_promise "peer-$mode-tiers$tiers" "== 0" "two engines, $mode, --tiers $tiers: verified-read mismatches"
+done
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+if [ "$NGPU" -lt 2 ]; then
+	echo "== peer path: SKIPPED (needs 2 GPUs, $NGPU here)"
+	while IFS=$'\t' read -r kind id _; do
+		[ "$kind" = promise ] && row_skip "$id" "needs 2 GPUs, $NGPU here"
+	done <"$ROWS_FILE"
+	rows_summary "$ROWS_FILE"
+	exit $?
+fi
 
 echo "== machine"
 date -u +%Y-%m-%dT%H:%MZ
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv || true
 nvidia-smi topo -m || true
 
-echo "== dependencies and build"
-# shellcheck disable=SC1091
-source tools/device-setup.sh /tmp/fsdeps >/dev/null
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build-gpu -j"$(nproc)" --target foresightd fsctl fs-peer-bench 2>&1 | grep -E "error|warning" || true
-B=build-gpu
+B=${FS_BENCH_BUILD:-build-gpu}
+if [ "${FS_BENCH_PREBUILT:-0}" != 1 ]; then
+	echo "== dependencies and build"
+	# shellcheck disable=SC1091
+	source tools/device-setup.sh /tmp/fsdeps >/dev/null
+	cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build "$B" -j"$(nproc)" --target foresightd fsctl fs-peer-bench 2>&1 | grep -E "error|warning" || true
+fi
 D=$B/daemon/foresightd
 P=$B/bench/peer/fs-peer-bench
 F=$B/tools/fsctl/fsctl
 test -x "$D" && test -x "$P" && test -x "$F"
 
 echo "== raw: peer read vs local read vs host copy"
-RAW=$(timeout 120 "$P" raw) || { echo "$RAW"; echo "raw run FAILED"; exit 1; }
+rrc=0
+RAW=$(timeout 120 "$P" raw 2>&1) || rrc=$?
 echo "$RAW"
+if [ $rrc = 0 ] && grep -q "^|" <<<"$RAW"; then
+	row_ok peer-raw passed
+else
+	row_fail peer-raw "fs-peer-bench raw exit $rrc"
+fi
 
 echo "== GPU test of the peer path"
-tests_rc=0
-timeout 60 "$P" raw --quick | grep -E "SKIP|check" || tests_rc=1
+qrc=0
+QUICK=$(timeout 60 "$P" raw --quick 2>&1) || qrc=$?
+grep -E "SKIP|check" <<<"$QUICK" || true
+if [ $qrc = 0 ] && grep -q "check" <<<"$QUICK" && ! grep -q "SKIP" <<<"$QUICK"; then
+	row_ok peer-check passed "$(grep -m1 check <<<"$QUICK")"
+else
+	row_fail peer-check "fs-peer-bench raw --quick exit $qrc"
+fi
 
 RUN=$(mktemp -d /tmp/fsp-XXXXXX)
 start_daemon() # args...
@@ -65,20 +114,8 @@ start_daemon() # args...
 }
 stop_daemon() { kill "$DPID"; wait "$DPID" || true; }
 
-# 16 layers x 128 experts of 1.8 MiB (3.8 GB arena), top-8; 320 slots per
-# card: one card holds 16 % of the experts, both together 31 %.
-# Runs: the untiered LRU policy with one tier across the cards (peer path)
-# and with each card its own tier (--peer off): the same policy, so
-# the difference is the sharing; then the default tiered policy, one tier.
-# (With tiers and no peer reach, a layer's reserved slots follow the last
-# card that used it, which two data-parallel engines turn into a tug of
-# war: not a fair "own tier" baseline, so it is not run.)
 MODEL=(--layers 16 --experts 128 --experts-used 8 --expert-bytes 1887436 --slots 320 --publish-us 100)
 WINDOWS=600
-# "single": the ceiling the issue compares against, ONE card holding the
-# combined slots (640) with both engines on it.  PEER_RUNS picks runs.
-RUNS=("peer 0" "own 0" "peer 1" "single 0" "single 1")
-if [ -n "${PEER_RUNS:-}" ]; then IFS=',' read -r -a RUNS <<<"$PEER_RUNS"; fi
 declare -A RES
 for run in "${RUNS[@]}"; do
 	read -r mode tiers <<<"$run"
@@ -101,9 +138,13 @@ for run in "${RUNS[@]}"; do
 	wait $E0 || rc0=$?
 	wait $E1 || rc1=$?
 	cat "$RUN/e0.out" "$RUN/e1.out"
-	if [ $rc0 != 0 ] || [ $rc1 != 0 ]; then
+	mism=$(sed -n 's/.* mismatches \([0-9]*\).*/\1/p' "$RUN/e0.out" "$RUN/e1.out" | awk '{ s += $1; n++ } END { if (n == 2) print s }')
+	if [ $rc0 != 0 ] || [ $rc1 != 0 ] || [ -z "$mism" ]; then
 		echo "engine FAILED ($rc0, $rc1)"
-		tests_rc=1
+		row_fail "peer-$mode-tiers$tiers" "engine exit $rc0, $rc1"
+	else
+		row_ok "peer-$mode-tiers$tiers" "$mism" \
+			"hit rate $(sed -n 's/.* hit_rate \([0-9.]*\).*/\1/p' "$RUN/e0.out" "$RUN/e1.out" | paste -sd/)"
 	fi
 	"$F" --socket "$RUN/s.sock" stats | sed -n '/# Cards/,/# Layers/p' | head -20
 	RES[$run]=$(grep -h "hit_rate" "$RUN/e0.out" "$RUN/e1.out" || true)
@@ -142,5 +183,4 @@ field() { sed -n "s/.* $1 \([0-9.]*\).*/\1/p" <<<"$2" | head -1; }
 } | tee "$OUTDIR/peer-results.md"
 echo "daemon log tail:"; tail -n 8 "$RUN/d.log"
 rm -rf "$RUN"
-echo "peer tests: $([ $tests_rc = 0 ] && echo passed || echo FAILED)"
-exit $tests_rc
+rows_summary "$ROWS_FILE"
