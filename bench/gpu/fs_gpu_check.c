@@ -252,7 +252,8 @@ static int latency(const char *sock, unsigned n, unsigned gap_us)
 		printf("samples %u timeouts %u post_to_issue_us p50 %.2f p99 %.2f post_to_ready_us p50 %.2f p99 %.2f "
 		       "transfer_us %.2f ready_over_transfer_us p50 %.2f p99 %.2f\n",
 		       got, timeouts, issue[got / 2] / 1e3, issue[got * 99 / 100] / 1e3, seen[got / 2] / 1e3,
-		       seen[got * 99 / 100] / 1e3, xfer, seen[got / 2] / 1e3 - xfer, seen[got * 99 / 100] / 1e3 - xfer);
+		       seen[got * 99 / 100] / 1e3, xfer, seen[got / 2] / 1e3 - xfer,
+		       seen[got * 99 / 100] / 1e3 - xfer);
 	fs_client_close(c);
 	return got && !timeouts && xfer > 0 ? 0 : 1;
 }

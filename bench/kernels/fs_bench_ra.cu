@@ -168,7 +168,9 @@ struct shape {
 	int d, E;
 };
 
-__global__ void empty_kernel(void) {}
+__global__ void empty_kernel(void)
+{
+}
 
 /* One launch's own cost: an empty kernel, timed like the kernel (a graph of
  * GRAPH_LAUNCHES launches, best replay).  The goal compares the kernel with
@@ -283,11 +285,13 @@ static int bench_kernel(int reps)
 				       bus / kus);
 				if (T <= 8 && fl > worst_fl) {
 					worst_fl = fl;
-					snprintf(worst_fl_at, sizeof(worst_fl_at), "%s K %d T %d", s->name, K, T);
+					snprintf(worst_fl_at, sizeof(worst_fl_at), "%s K %d T %d", s->name, K,
+						 T);
 				}
 				if (bus / kus < worst_bk) {
 					worst_bk = bus / kus;
-					snprintf(worst_bk_at, sizeof(worst_bk_at), "%s K %d T %d", s->name, K, T);
+					snprintf(worst_bk_at, sizeof(worst_bk_at), "%s K %d T %d", s->name, K,
+						 T);
 				}
 				fflush(stdout);
 				cudaFree(logits), cudaFree(topm), cudaFree(hid), cudaFree(p.scratch);
