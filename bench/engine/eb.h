@@ -21,9 +21,27 @@
 #include "eb_math.h"
 #include "fs_trace.h"
 
-enum eb_mode { EB_BASELINE = 0, EB_RECENCY, EB_PREDICT, EB_BOTH, EB_ZERO, EB_NMODES };
+/* The modes, in table order.  Peers: what users run without foresightd,
+ * in-process on the engine's own slots (static: the frozen profile, the
+ * baseline of issue #10; strata-adapt; lru).  Daemon modes: foresightd's
+ * tiers (perfect: both tiers fed by an oracle that is never wrong, a
+ * bound, not a predictor).  zero: every expert resident, the ceiling. */
+#define EB_MODES(X)                           \
+	X(EB_STATIC, "static", 1, 0, 0)       \
+	X(EB_STRATA, "strata-adapt", 1, 0, 0) \
+	X(EB_LRU, "lru", 1, 0, 0)             \
+	X(EB_RECENCY, "recency", 0, 1, 0)     \
+	X(EB_PREDICT, "predict", 0, 1, 1)     \
+	X(EB_BOTH, "both", 0, 1, 1)           \
+	X(EB_PERFECT, "perfect", 0, 1, 1)     \
+	X(EB_ZERO, "zero", 0, 0, 0)
+#define EB_MODE_ENUM(id, name, peer, daemon, predicts) id,
+enum eb_mode { EB_MODES(EB_MODE_ENUM) EB_NMODES };
+#undef EB_MODE_ENUM
+#define EB_BASELINE EB_STATIC
 const char *eb_mode_name(int m);
-int eb_mode_by_name(const char *s); /* -1 when unknown */
+int eb_mode_by_name(const char *s); /* -1 when unknown; "baseline" is static */
+int eb_mode_peer(int m);            /* in-process, the engine's own slots (static, strata-adapt, lru) */
 int eb_mode_daemon(int m);          /* uses the daemon's slots */
 int eb_mode_predicts(int m);        /* posts predictions */
 /* A two-way option (--OPT A|B), the same for the driver and an engine: 0
@@ -79,6 +97,42 @@ struct eb_use {
 };
 /* Distinct experts of `layer` in window w, in first-use order. */
 uint32_t eb_route_uses(const struct eb_route *r, uint32_t w, uint32_t layer, struct eb_use *out);
+
+/* ---- the own pool (eb_pool.c): peers and zero-miss --------------------- */
+
+#define EB_MAX_CARDS 16u
+enum eb_pool_policy { EB_POOL_STATIC = 0, EB_POOL_STRATA, EB_POOL_LRU, EB_POOL_ZERO };
+const char *eb_pool_policy_name(enum eb_pool_policy p);
+struct eb_pool_opts {
+	enum eb_pool_policy policy;
+	struct fs_client *client; /* the arena: the bytes to copy */
+	uint32_t layers, experts, topk, cards;
+	const uint32_t *card_of; /* [layers]: the card a layer runs on */
+	uint64_t slots_card[16]; /* slots per card */
+	uint64_t slot_bytes;     /* the largest expert */
+	const uint32_t *profile; /* [layers * experts] use counts */
+	double tpw;              /* mean tokens per window */
+	double bus_gbps;         /* per card, the same budget as the daemon's (bytes/ns) */
+	uint32_t adapt_every;    /* strata-adapt: 4 */
+	float decay;             /* strata-adapt: 0.7 */
+	uint32_t max_swaps;      /* strata-adapt: 96 */
+	uint32_t lru_inserts;    /* lru: uploads per layer per window, 2 */
+};
+struct eb_pool;
+struct eb_dev;
+int eb_pool_create(struct eb_pool **out, struct eb_dev *dev, const struct eb_pool_opts *o, char *err,
+		   size_t errlen);
+void eb_pool_free(struct eb_pool *p);
+/* The expert's slot (device pointer; host pointer on the host device), or
+ * NULL: not held, or its copy has not landed. */
+const void *eb_pool_lookup(const struct eb_pool *p, uint32_t layer, uint32_t x);
+/* After a layer of window w (its distinct uses): lru touches and uploads,
+ * strata-adapt counts.  0, or -1 when a copy failed. */
+int eb_pool_layer_done(struct eb_pool *p, uint32_t w, uint32_t layer, const struct eb_use *u, uint32_t n,
+		       int measured);
+/* After a window: strata-adapt adapts every adapt_every windows. */
+int eb_pool_window_end(struct eb_pool *p, int measured);
+void eb_pool_counts(const struct eb_pool *p, uint64_t *copies, uint64_t *bytes, uint64_t *swaps);
 
 /* ---- CPU path -------------------------------------------------------- */
 
@@ -168,10 +222,32 @@ int eb_ctl_profile_load(const char *socket, uint32_t L, uint32_t E, const uint32
 /* Take a card down (the control verb `card`, as `fsctl card down N`). */
 int eb_ctl_card_down(const char *socket, uint32_t card, char *err, size_t errlen);
 
+/* ---- the protocol's rows and tables (eb_report.c) ------------------------- */
+
+#define EB_MAX_REPS 32
+/* One (config, repetition, mode): a CSV row. */
+struct eb_rec {
+	char label[64], device[8], routing[160], predictor[48];
+	int rep, mode, ok;
+	uint32_t cards, engines, layers, experts, topk, windows;
+	uint64_t slots, expert_bytes;
+	double budget, bus_gbps, cpu_gbps;
+	double tps, hit, mplw, late_seen, late_daemon, bus, copies, swaps, peer;
+	double bound_mplw;       /* clairvoyant misses per layer-window, -1: none */
+	uint32_t promised_modes; /* bit per mode */
+	int promised_reps;
+};
+void eb_csv_header(FILE *f);
+void eb_csv_row(FILE *f, const struct eb_rec *r);
+/* Tables of every config in r (grouped by label); returns the number of
+ * configs with a promised row missing or failed. */
+int eb_report(FILE *out, const struct eb_rec *r, size_t n);
+
 /* ---- subcommands ---------------------------------------------------------- */
 int eb_engine_main(int argc, char **argv);
 int eb_driver_main(int argc, char **argv, const char *self);
 int eb_calibrate_main(int argc, char **argv);
+int eb_report_main(int argc, char **argv);
 
 uint64_t eb_now_ns(void);
 uint64_t eb_fnv(uint64_t h, const void *p, size_t n);

@@ -1,21 +1,28 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * eb_driver.c: `fs-engine-bench run`, the benchmark.  For one shape (cards,
- * engines, slot budget, bus budget) it runs every mode side by side on the
- * same routing and the same slot budget, and prints one table:
+ * engines, bus budget) and each slot budget (--budget, a list: one config
+ * each) it runs every mode side by side on the same routing and the same
+ * slot budget, --reps times, the modes interleaved within a repetition
+ * (static strata-adapt lru zero recency predict both [perfect], then again):
  *
- *   daemon A (--predicted-slots 0)   baseline, zero, then recency
+ *   daemon A (--predicted-slots 0)   the peers and zero (arena only), recency
  *   daemon B (--recency-slots 0)     predict
  *   daemon C (defaults: both tiers)  both
+ *   daemon D (defaults)              perfect
  *
  * Every daemon serves the same arena (same shape and seed) with the same
  * slots per card and bus budget (--bus-gbps: the host backend's copy
- * threads, the CUDA backend's per-card landing throttle).  baseline and
- * zero use the daemon only for the arena: their slots are their own (the
- * profile's hottest experts, or every expert), like an engine today.  In
- * the daemon modes engine 0 loads the same profile into the static tier
- * and waits until its copies have landed; then every engine of the mode
- * is started at once (READY / GO on their stdin).
+ * threads, the CUDA backend's per-card landing throttle).  The arena is
+ * built once per run: the driver speaks the systemd fd-store protocol
+ * (NOTIFY_SOCKET, FDSTORE=1, LISTEN_FDS) and hands the first daemon's
+ * arena memfd to every later start (daemon/fsd_arena_keep.c).  The peers
+ * and zero use the daemon only for the arena: their slots are their own
+ * (eb_pool.c), like an engine today.  In the daemon modes engine 0 loads
+ * the same profile into the static tier and waits until its copies have
+ * landed; then every engine of the mode is started at once (READY / GO on
+ * their stdin).  The tables (eb_report.c): medians over the repetitions
+ * with bootstrap intervals, the best peer, every mode against it.
  *
  * Each engine writes one checksum per window; every window's checksum
  * must be equal in every mode and every engine (the engines of a mode
@@ -28,7 +35,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,6 +66,15 @@ struct drv {
 		warm;
 	uint64_t expert_bytes;
 	double budget, scale, bus_gbps, cpu_gbps, dense_us;
+	double budgets[8];
+	int nbudgets, reps, rep;
+	const char *adapt_every, *adapt_decay, *adapt_swaps, *lru_inserts;
+	double bound[8]; /* --bound-mplw per budget (-1: none) */
+	int nbound;
+	/* the fd store: the arena memfd kept across daemon starts */
+	int notify_fd, kept_fd;
+	char notify[320];
+	uint32_t arena_builds, arena_reuses;
 	struct eb_route_opts ro;
 	int modes[EB_NMODES], nmodes;
 	int fault_mode; /* tests: this mode's engine 0 corrupts one checksum (-1: none) */
@@ -71,11 +89,18 @@ struct row {
 	int ran, ok;
 	double tps, hit, mplw, late_seen, late_cpu, late_daemon, bus_gbps, secs, predictions, too_late;
 	double landed_late, dropped, layer_windows, peer, down_reads, down_seen, held, held_twice;
+	double copies, swaps, pool_bytes;
 	char recall[96]; /* --predictor kernel: engine 0's measured recall */
 	uint64_t uses, windows;
 };
 
 static pid_t g_pids[EB_MAX_ENGINES + 1];
+
+/* Modes run unless --modes says otherwise: all but perfect (a bound). */
+static int default_mode(int m)
+{
+	return m != EB_PERFECT;
+}
 
 static void on_alarm(int sig)
 {
@@ -93,12 +118,20 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: fs-engine-bench run --daemon PATH [options]\n"
-		"Runs every mode (baseline, recency, predict, both, zero) side by side and prints the table.\n"
+		"Runs every mode side by side, --reps times interleaved, and prints the tables: the peers\n"
+		"(static, strata-adapt, lru: no daemon), the daemon's modes (recency, predict, both;\n"
+		"perfect on request: both tiers, an oracle never wrong) and zero (every expert resident).\n"
 		"  --daemon PATH        foresightd to start per mode (required)\n"
 		"  --device host|cuda   where resident experts and the dense part run (default host)\n"
 		"  --cards N            cards the layers are split over (default 1)\n"
 		"  --engines N          engine processes on the one tier (default 1)\n"
-		"  --budget F           slots as a share of layers x experts, all cards (default 0.26)\n"
+		"  --budget F[,F...]    slots as a share of layers x experts, all cards (default 0.26); a list\n"
+		"                       runs one config per share on the same arena (label LABEL-PCT)\n"
+		"  --reps N             repetitions, modes interleaved within each (default 1, at most 32)\n"
+		"  --adapt-every N --adapt-decay D --adapt-swaps N   strata-adapt (default 4, 0.7, 96)\n"
+		"  --lru-inserts N      lru: uploads per layer per window (default 2)\n"
+		"  --bound-mplw M[,M...]  the clairvoyant bound's misses per layer-window per budget\n"
+		"                       (fs-replay); the tables then report each mode's share of it\n"
 		"  --scale S            experts 1.8 MiB / S, bus 13.5 / S GB/s, CPU 32.6 / S GB/s (default 4)\n"
 		"  --layers N --experts N --topk N   synthetic model (default 16 x 512, top-10)\n"
 		"  --expert-bytes B --bus-gbps G --cpu-gbps G   override what --scale sets (cpu 0: unpaced)\n"
@@ -130,8 +163,9 @@ static void usage(FILE *f)
 		"  --peer on|off        on (default): one tier across cards that read each other, engines\n"
 		"                       read experts in place on the other card; off: foresightd --peer off,\n"
 		"                       each card its own tier\n"
-		"  --modes a,b,...      a subset (baseline and zero are needed for the headroom share)\n"
-		"  --csv FILE           append one row per mode\n"
+		"  --modes a,b,...      a subset (default all but perfect; a peer and zero are needed for\n"
+		"                       the shares); every one is promised: missing or failed fails the run\n"
+		"  --csv FILE           append one row per (repetition, mode) (`fs-engine-bench report` reads it)\n"
 		"  --label TEXT         first CSV column\n"
 		"  --daemon-arg ARG     extra foresightd argument (repeatable)\n"
 		"  --workdir DIR --keep logs and checksum files (default: a temporary folder, removed)\n"
@@ -177,6 +211,12 @@ static int parse(struct drv *d, int argc, char **argv)
 					   {"ra-top", required_argument, NULL, 26},
 					   {"pred-recall", required_argument, NULL, 27},
 					   {"card-down", required_argument, NULL, 28},
+					   {"reps", required_argument, NULL, 29},
+					   {"adapt-every", required_argument, NULL, 30},
+					   {"adapt-decay", required_argument, NULL, 31},
+					   {"adapt-swaps", required_argument, NULL, 32},
+					   {"lru-inserts", required_argument, NULL, 33},
+					   {"bound-mplw", required_argument, NULL, 34},
 					   {"help", no_argument, NULL, 'h'},
 					   {NULL, 0, NULL, 0}};
 	eb_route_defaults(&d->ro);
@@ -194,8 +234,10 @@ static int parse(struct drv *d, int argc, char **argv)
 	d->timeout_s = 900;
 	d->label = "";
 	d->fault_mode = -1;
+	d->reps = 1;
+	d->kept_fd = d->notify_fd = -1;
 	for (int i = 0; i < EB_NMODES; i++)
-		d->modes[i] = 1;
+		d->modes[i] = default_mode(i);
 	int ch, v;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -216,9 +258,21 @@ static int parse(struct drv *d, int argc, char **argv)
 		case 'n':
 			d->engines = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
-		case 'b':
-			d->budget = strtod(optarg, NULL);
+		case 'b': {
+			char buf[128], *save = NULL;
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			d->nbudgets = 0;
+			for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+				double b = strtod(t, NULL);
+				if (d->nbudgets == 8 || !(b > 0 && b <= 1)) {
+					fprintf(stderr,
+						"fs-engine-bench run: --budget F[,F...]: 0 < F <= 1, at most 8\n");
+					return -1;
+				}
+				d->budgets[d->nbudgets++] = b;
+			}
 			break;
+		}
 		case 'S':
 			d->scale = strtod(optarg, NULL);
 			break;
@@ -338,6 +392,30 @@ static int parse(struct drv *d, int argc, char **argv)
 		case 28:
 			d->card_down = optarg;
 			break;
+		case 29:
+			d->reps = atoi(optarg);
+			break;
+		case 30:
+			d->adapt_every = optarg;
+			break;
+		case 31:
+			d->adapt_decay = optarg;
+			break;
+		case 32:
+			d->adapt_swaps = optarg;
+			break;
+		case 33:
+			d->lru_inserts = optarg;
+			break;
+		case 34: {
+			char buf[128], *save = NULL;
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			d->nbound = 0;
+			for (char *t = strtok_r(buf, ",", &save); t && d->nbound < 8;
+			     t = strtok_r(NULL, ",", &save))
+				d->bound[d->nbound++] = strtod(t, NULL);
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -346,8 +424,12 @@ static int parse(struct drv *d, int argc, char **argv)
 			return -1;
 		}
 	}
+	if (d->nbudgets == 0)
+		d->budgets[d->nbudgets++] = 0.26;
+	d->budget = d->budgets[0];
 	if (!d->daemon || d->cards < 1 || d->cards > 16 || d->engines < 1 || d->engines > EB_MAX_ENGINES ||
-	    !(d->budget > 0 && d->budget <= 1) || !(d->scale > 0)) {
+	    d->reps < 1 || d->reps > EB_MAX_REPS || (d->nbound && d->nbound != d->nbudgets) ||
+	    !(d->scale > 0)) {
 		usage(stderr);
 		return -1;
 	}
@@ -485,7 +567,32 @@ static pid_t daemon_start(struct drv *d, int policy, char *err, size_t errlen)
 		av[n++] = d->dargs[i];
 	av[n] = NULL;
 	unlink(d->sock);
-	pid_t p = spawn((char *const *)av, NULL, NULL, log);
+	pid_t p = fork();
+	if (p == 0) {
+		/* The fd store: our notify socket, and the kept arena as fd 3
+		 * (LISTEN_FDS, as systemd passes it). */
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		if (d->notify_fd >= 0)
+			setenv("NOTIFY_SOCKET", d->notify, 1);
+		if (d->kept_fd >= 0) {
+			char pid[24];
+			snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+			if (d->kept_fd == 3)
+				fcntl(3, F_SETFD, 0);
+			else if (dup2(d->kept_fd, 3) < 0)
+				_exit(126);
+			setenv("LISTEN_PID", pid, 1);
+			setenv("LISTEN_FDS", "1", 1);
+			setenv("LISTEN_FDNAMES", "arena", 1);
+		}
+		execv(av[0], (char *const *)av);
+		fprintf(stderr, "fs-engine-bench run: exec %s: %s\n", av[0], strerror(errno));
+		_exit(127);
+	}
 	if (p < 0) {
 		snprintf(err, errlen, "cannot start %s", d->daemon);
 		return -1;
@@ -511,11 +618,81 @@ static pid_t daemon_start(struct drv *d, int policy, char *err, size_t errlen)
 	return -1;
 }
 
-static int daemon_stop(pid_t p)
+/* The fd store's messages (the daemon sends FDSTORE=1 with the arena's
+ * memfd once it is built, FDSTOREREMOVE=1 when a kept one did not match):
+ * keep the newest arena fd for the next start. */
+static void notify_drain(struct drv *d)
+{
+	while (d->notify_fd >= 0) {
+		char buf[4096];
+		union {
+			struct cmsghdr align;
+			char b[CMSG_SPACE(sizeof(int) * 8)];
+		} ctl;
+		struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf) - 1};
+		struct msghdr mh = {.msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = ctl.b,
+				    .msg_controllen = sizeof(ctl.b)};
+		ssize_t n = recvmsg(d->notify_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n < 0)
+			return;
+		buf[n] = 0;
+		int got = -1;
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			int fds[8];
+			memcpy(fds, CMSG_DATA(cm), k * sizeof(int));
+			for (size_t i = 0; i < k; i++) {
+				if (got < 0)
+					got = fds[i];
+				else
+					close(fds[i]);
+			}
+		}
+		if (strstr(buf, "FDSTOREREMOVE=1") && d->kept_fd >= 0) {
+			close(d->kept_fd);
+			d->kept_fd = -1;
+		}
+		if (got >= 0 && strstr(buf, "FDSTORE=1") && strstr(buf, "FDNAME=arena")) {
+			struct stat a, b;
+			int same = d->kept_fd >= 0 && fstat(d->kept_fd, &a) == 0 && fstat(got, &b) == 0 &&
+				   a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+			*(same ? &d->arena_reuses : &d->arena_builds) += 1;
+			if (d->kept_fd >= 0)
+				close(d->kept_fd);
+			d->kept_fd = got;
+		} else if (got >= 0) {
+			close(got);
+		}
+	}
+}
+
+static int notify_open(struct drv *d, const char *dir)
+{
+	snprintf(d->notify, sizeof(d->notify), "%s/n.sock", dir);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(d->notify) >= sizeof(sa.sun_path))
+		return -1;
+	memcpy(sa.sun_path, d->notify, strlen(d->notify) + 1);
+	d->notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (d->notify_fd < 0 || bind(d->notify_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (d->notify_fd >= 0)
+			close(d->notify_fd);
+		d->notify_fd = -1;
+		return -1;
+	}
+	return 0;
+}
+
+static int daemon_stop(struct drv *d, pid_t p)
 {
 	kill(p, SIGTERM);
 	int rc = reap(p);
 	g_pids[EB_MAX_ENGINES] = 0;
+	notify_drain(d); /* a daemon that reused the kept arena stores the same memfd again */
 	return rc;
 }
 
@@ -532,7 +709,7 @@ static double kv(const char *line, const char *key)
 static int run_mode(struct drv *d, int mode, struct row *row, char *err, size_t errlen)
 {
 	char a[32][64];
-	char *av[EB_MAX_ENGINES][64];
+	char *av[EB_MAX_ENGINES][128];
 	int in[EB_MAX_ENGINES], out[EB_MAX_ENGINES];
 	FILE *fo[EB_MAX_ENGINES];
 	char ckpath[EB_MAX_ENGINES][320];
@@ -616,8 +793,27 @@ static int run_mode(struct drv *d, int mode, struct row *row, char *err, size_t 
 		}
 		ARG("--late-wait-us");
 		ARGF("%u", d->late_wait_us);
+		ARG("--bus-gbps");
+		ARGF("%.17g", d->bus_gbps);
+		if (d->adapt_every) {
+			ARG("--adapt-every");
+			ARG(d->adapt_every);
+		}
+		if (d->adapt_decay) {
+			ARG("--adapt-decay");
+			ARG(d->adapt_decay);
+		}
+		if (d->adapt_swaps) {
+			ARG("--adapt-swaps");
+			ARG(d->adapt_swaps);
+		}
+		if (d->lru_inserts) {
+			ARG("--lru-inserts");
+			ARG(d->lru_inserts);
+		}
 		ARG("--checksums");
-		snprintf(ckpath[i], sizeof(ckpath[i]), "%s/ck-%s-%u.txt", d->work, eb_mode_name(mode), i);
+		snprintf(ckpath[i], sizeof(ckpath[i]), "%s/ck-%s-%u-r%d.txt", d->work, eb_mode_name(mode), i,
+			 d->rep);
 		ARG(ckpath[i]);
 		ARG("--sync");
 		if (i == 0 && eb_mode_daemon(mode))
@@ -687,6 +883,9 @@ static int run_mode(struct drv *d, int mode, struct row *row, char *err, size_t 
 				row->late_cpu += kv(line, "late_cpu");
 				row->predictions += kv(line, "predictions");
 				row->dropped += kv(line, "dropped");
+				row->copies += kv(line, "pool_copies");
+				row->swaps += kv(line, "pool_swaps");
+				row->pool_bytes += kv(line, "pool_bytes");
 				row->layer_windows += kv(line, "layer_windows");
 			}
 		fclose(fo[i]);
@@ -717,6 +916,8 @@ static int run_mode(struct drv *d, int mode, struct row *row, char *err, size_t 
 	row->landed_late = eb_mode_daemon(mode) ? s1.landed_late - s0.landed_late : 0;
 	row->too_late = eb_mode_daemon(mode) ? s1.too_late - s0.too_late : 0;
 	row->bus_gbps = eb_mode_daemon(mode) && wall > 0 ? (s1.bytes - s0.bytes) / wall / 1e9 : 0;
+	if (eb_mode_peer(mode)) /* the peers' own copies, over the timed windows */
+		row->bus_gbps = row->secs > 0 ? row->pool_bytes / row->secs / 1e9 : 0;
 	row->ok = 1;
 	return 0;
 }
@@ -731,7 +932,7 @@ static uint64_t check_sums(struct drv *d, int mode, uint64_t *ref, uint8_t *have
 	uint64_t bad = 0;
 	for (uint32_t i = 0; i < d->engines; i++) {
 		char path[320];
-		snprintf(path, sizeof(path), "%s/ck-%s-%u.txt", d->work, eb_mode_name(mode), i);
+		snprintf(path, sizeof(path), "%s/ck-%s-%u-r%d.txt", d->work, eb_mode_name(mode), i, d->rep);
 		FILE *f = fopen(path, "r");
 		if (!f) {
 			fprintf(stderr, "fs-engine-bench run: FAILED: %s: %s\n", path, strerror(errno));
@@ -771,15 +972,56 @@ static uint64_t check_sums(struct drv *d, int mode, uint64_t *ref, uint8_t *have
 
 /* ---- the table --------------------------------------------------------------------- */
 
-static void table(struct drv *d, const struct row *rows, FILE *csv)
+/* One repetition's rows as the protocol's records (eb_report.c). */
+static void records(const struct drv *d, const struct row *rows, const char *label, double bound,
+		    struct eb_rec *out, size_t *n)
 {
-	const struct row *b = &rows[EB_BASELINE], *z = &rows[EB_ZERO];
+	uint32_t promised = 0;
+	for (int m = 0; m < EB_NMODES; m++)
+		promised |= (uint32_t)(d->modes[m] != 0) << m;
+	for (int m = 0; m < EB_NMODES; m++) {
+		const struct row *r = &rows[m];
+		if (!r->ran)
+			continue;
+		struct eb_rec *x = &out[(*n)++];
+		memset(x, 0, sizeof(*x));
+		snprintf(x->label, sizeof(x->label), "%s", label);
+		snprintf(x->device, sizeof(x->device), "%s", d->device == EB_DEV_CUDA ? "cuda" : "host");
+		const char *rt = d->ro.trace ? d->ro.trace : "synthetic";
+		const char *slash = strrchr(rt, '/');
+		snprintf(x->routing, sizeof(x->routing), "%s", slash ? slash + 1 : rt);
+		for (char *c = x->routing; *c; c++)
+			if (*c == ',')
+				*c = ';';
+		snprintf(x->predictor, sizeof(x->predictor), "%s",
+			 d->predictor_kernel ? "router-ahead kernel" :
+			 d->nrecall          ? "oracle, --pred-recall" :
+					       "oracle at the recall table");
+		x->rep = d->rep;
+		x->mode = m;
+		x->ok = r->ok;
+		x->cards = d->cards, x->engines = d->engines, x->layers = d->layers, x->experts = d->experts;
+		x->topk = d->topk, x->windows = d->ro.windows;
+		x->slots = d->slots_card, x->expert_bytes = d->expert_bytes;
+		x->budget = d->budget, x->bus_gbps = d->bus_gbps, x->cpu_gbps = d->cpu_gbps;
+		x->tps = r->tps, x->hit = r->hit, x->mplw = r->mplw, x->late_seen = r->late_seen;
+		x->late_daemon = r->late_daemon, x->bus = r->bus_gbps, x->copies = r->copies;
+		x->swaps = r->swaps, x->peer = r->peer;
+		x->bound_mplw = bound;
+		x->promised_modes = promised;
+		x->promised_reps = d->reps;
+	}
+}
+
+/* One repetition's table (the log; the config's tables come from the
+ * records at the end). */
+static void table(struct drv *d, const struct row *rows)
+{
 	char recall[96] = "";
-	int have_room = b->ok && z->ok && z->tps > b->tps;
-	printf("\n%u card(s), %u engine(s), %llu slots/card (%.0f %% of %u x %u experts), expert %.2f MiB, "
-	       "bus %.3g GB/s per card, CPU path %.3g GB/s\n",
-	       d->cards, d->engines, (unsigned long long)d->slots_card, d->budget * 100, d->layers,
-	       d->experts, (double)d->expert_bytes / 1048576.0, d->bus_gbps, d->cpu_gbps);
+	printf("\nrepetition %d of %d: %u card(s), %u engine(s), %llu slots/card (%.0f %% of %u x %u experts), "
+	       "expert %.2f MiB, bus %.3g GB/s per card, CPU path %.3g GB/s\n",
+	       d->rep, d->reps, d->cards, d->engines, (unsigned long long)d->slots_card, d->budget * 100,
+	       d->layers, d->experts, (double)d->expert_bytes / 1048576.0, d->bus_gbps, d->cpu_gbps);
 	printf("predictor: %s\n",
 	       d->predictor_kernel ?
 		       "router-ahead kernel (kernels/router_ahead.cu; CPU reference on the host device)" :
@@ -801,7 +1043,7 @@ static void table(struct drv *d, const struct row *rows, FILE *csv)
 	       d->peer_off ? "peer off: each card its own tier" :
 			     "peer on: one tier, experts read in place across cards");
 	printf("| mode | tokens/s | hit rate | misses/layer-window | late: engine saw (-> CPU) | late: daemon "
-	       "counted | bus GB/s | share of zero-miss headroom |\n");
+	       "counted | bus GB/s | copies (swaps) |\n");
 	printf("|---|---|---|---|---|---|---|---|\n");
 	for (int m = 0; m < EB_NMODES; m++) {
 		const struct row *r = &rows[m];
@@ -811,26 +1053,15 @@ static void table(struct drv *d, const struct row *rows, FILE *csv)
 			printf("| %s | FAILED | | | | | | |\n", eb_mode_name(m));
 			continue;
 		}
-		char share[32] = "n/a";
-		if (have_room)
-			snprintf(share, sizeof(share), "%.1f %%",
-				 100.0 * (r->tps - b->tps) / (z->tps - b->tps));
 		char hit[48];
 		int n = snprintf(hit, sizeof(hit), "%.2f %%", 100.0 * r->hit);
 		if (r->peer > 0)
 			snprintf(hit + n, sizeof(hit) - (size_t)n, " (%.2f %% peer)", 100.0 * r->peer);
-		printf("| %s | %.1f | %s | %.3f | %.0f (%.0f) | %.0f | %.2f | %s |\n", eb_mode_name(m),
-		       r->tps, hit, r->mplw, r->late_seen, r->late_cpu, r->late_daemon, r->bus_gbps, share);
+		printf("| %s | %.1f | %s | %.3f | %.0f (%.0f) | %.0f | %.2f | %.0f (%.0f) |\n",
+		       eb_mode_name(m), r->tps, hit, r->mplw, r->late_seen, r->late_cpu, r->late_daemon,
+		       r->bus_gbps, r->copies, r->swaps);
 		if (r->recall[0])
 			snprintf(recall, sizeof(recall), "%s", r->recall);
-		if (csv)
-			fprintf(csv,
-				"%s,%s,%s,%u,%u,%.4f,%llu,%llu,%.6g,%.6g,%.3f,%.6f,%.5f,%.0f,%.0f,%.0f,%.4f,%s,%.0f,%.0f,%.0f,%.6f\n",
-				d->label, eb_mode_name(m), d->device == EB_DEV_CUDA ? "cuda" : "host",
-				d->cards, d->engines, d->budget, (unsigned long long)d->slots_card,
-				(unsigned long long)d->expert_bytes, d->bus_gbps, d->cpu_gbps, r->tps, r->hit,
-				r->mplw, r->late_seen, r->late_cpu, r->late_daemon, r->bus_gbps,
-				have_room ? share : "", r->predictions, r->too_late, r->landed_late, r->peer);
 	}
 	printf("held at the end (one epoch, distinct experts / held on more than one card):");
 	for (int m = 0; m < EB_NMODES; m++)
@@ -919,9 +1150,9 @@ int eb_driver_main(int argc, char **argv, const char *self)
 		}
 		fs_trace_free(&t);
 	}
-	d.slots_card = (uint64_t)llround(d.budget * d.layers * d.experts / d.cards);
-	if (d.slots_card < 1)
-		d.slots_card = 1;
+	if (notify_open(&d, sockdir) != 0)
+		fprintf(stderr,
+			"fs-engine-bench run: no notify socket: every daemon start builds the arena\n");
 	/* The same routing the engines build: the window count for the checks. */
 	struct eb_route r;
 	if (eb_route_build(&r, &d.ro, d.layers, d.experts, d.topk, err, sizeof(err)) != 0) {
@@ -952,79 +1183,126 @@ int eb_driver_main(int argc, char **argv, const char *self)
 		       d.dense_us);
 	}
 	printf("shape: %u layers x %u experts, top-%u, %.2f MiB per expert, %.2f tokens per window, %u decode "
-	       "windows (%u warm-up), %s routing\n",
+	       "windows (%u warm-up), %s routing; %d repetition(s), modes interleaved:",
 	       d.layers, d.experts, d.topk, (double)d.expert_bytes / 1048576.0, d.ro.tpw, nwin, d.warm,
-	       d.ro.trace ? d.ro.trace : "synthetic");
+	       d.ro.trace ? d.ro.trace : "synthetic", d.reps);
+	for (int m = 0; m < EB_NMODES; m++)
+		if (d.modes[m])
+			printf(" %s", eb_mode_name(m));
+	printf("\n");
 	fflush(stdout);
-
-	struct row rows[EB_NMODES];
-	memset(rows, 0, sizeof(rows));
-	int fail = 0;
-	/* daemon A: baseline, zero (arena only), recency; B: predict; C: both */
-	static const int groups[3][3] = {
-		{EB_BASELINE, EB_ZERO, EB_RECENCY}, {EB_PREDICT, -1, -1}, {EB_BOTH, -1, -1}};
-	static const int policy[3] = {EB_RECENCY, EB_PREDICT, EB_BOTH};
-	for (int g = 0; g < 3; g++) {
-		int any = 0;
-		for (int k = 0; k < 3; k++)
-			any |= groups[g][k] >= 0 && d.modes[groups[g][k]];
-		if (!any)
-			continue;
-		pid_t dp = daemon_start(&d, policy[g], err, sizeof(err));
-		if (dp < 0) {
-			fprintf(stderr, "fs-engine-bench run: FAILED: %s\n", err);
-			fail = 1;
-			break;
-		}
-		for (int k = 0; k < 3; k++) {
-			int m = groups[g][k];
-			if (m < 0 || !d.modes[m])
-				continue;
-			if (run_mode(&d, m, &rows[m], err, sizeof(err)) != 0) {
-				fprintf(stderr, "fs-engine-bench run: FAILED: %s\n", err);
-				fail = 1;
-			}
-		}
-		int st = daemon_stop(dp);
-		if (st != 0) {
-			fprintf(stderr,
-				"fs-engine-bench run: FAILED: foresightd exited %d (log %s/daemon-%s.log)\n",
-				st, d.work, eb_mode_name(policy[g]));
-			fail = 1;
-		}
-	}
-
-	/* Checksums: every window, every mode, every engine. */
-	uint64_t *ref = calloc(nwin, sizeof(*ref));
-	uint8_t *have = calloc(nwin, 1);
-	uint64_t bad = 0, compared = 0;
-	int modes_checked = 0;
-	for (int m = 0; m < EB_NMODES && ref && have; m++)
-		if (rows[m].ok) {
-			bad += check_sums(&d, m, ref, have, nwin, &compared);
-			modes_checked++;
-		}
-	uint64_t run_ck = EB_FNV_INIT;
-	for (uint32_t w = 0; w < nwin && ref; w++)
-		run_ck = eb_fnv(run_ck, &ref[w], sizeof(ref[w]));
-	free(ref);
-	free(have);
+	d.ro.windows = nwin;
 
 	FILE *csv = NULL;
 	if (d.csv) {
 		struct stat st;
 		int fresh = stat(d.csv, &st) != 0 || st.st_size == 0;
 		csv = fopen(d.csv, "a");
-		if (csv && fresh)
-			fprintf(csv,
-				"label,mode,device,cards,engines,budget,slots_per_card,expert_bytes,bus_gbps,"
-				"cpu_gbps,tokens_per_s,hit_rate,misses_per_layer_window,late_engine,"
-				"late_engine_cpu,late_daemon,bus_gbps_used,headroom_share,predictions,too_late,"
-				"landed_late,peer_share\n");
+		if (!csv) {
+			fprintf(stderr, "fs-engine-bench run: %s: %s\n", d.csv, strerror(errno));
+			return 2;
+		}
+		if (fresh)
+			eb_csv_header(csv);
 	}
-	table(&d, rows, csv);
+	size_t nrec = 0;
+	struct eb_rec *recs = calloc((size_t)d.nbudgets * d.reps * EB_NMODES, sizeof(*recs));
+	uint64_t *ref = calloc(nwin, sizeof(*ref));
+	uint8_t *have = calloc(nwin, 1);
+	if (!recs || !ref || !have) {
+		fprintf(stderr, "fs-engine-bench run: out of memory\n");
+		return 2;
+	}
+	int fail = 0;
+	uint64_t bad = 0, compared = 0;
+	int modes_checked = 0;
+	/* daemon A: the peers and zero (arena only), recency; B: predict; C:
+	 * both; D: perfect.  Each daemon mode on a fresh daemon (fresh tiers). */
+	static const int groups[4][5] = {{EB_STATIC, EB_STRATA, EB_LRU, EB_ZERO, EB_RECENCY},
+					 {EB_PREDICT, -1, -1, -1, -1},
+					 {EB_BOTH, -1, -1, -1, -1},
+					 {EB_PERFECT, -1, -1, -1, -1}};
+	static const int policy[4] = {EB_RECENCY, EB_PREDICT, EB_BOTH, EB_PERFECT};
+	for (int bi = 0; bi < d.nbudgets; bi++) {
+		d.budget = d.budgets[bi];
+		d.slots_card = (uint64_t)llround(d.budget * d.layers * d.experts / d.cards);
+		if (d.slots_card < 1)
+			d.slots_card = 1;
+		char label[64];
+		if (d.nbudgets > 1)
+			snprintf(label, sizeof(label), "%s%s%.0f", d.label, d.label[0] ? "-" : "",
+				 d.budget * 100);
+		else
+			snprintf(label, sizeof(label), "%s", d.label[0] ? d.label : "run");
+		size_t first_rec = nrec;
+		for (d.rep = 1; d.rep <= d.reps; d.rep++) {
+			struct row rows[EB_NMODES];
+			memset(rows, 0, sizeof(rows));
+			for (int g = 0; g < 4; g++) {
+				int any = 0;
+				for (int k = 0; k < 5; k++)
+					any |= groups[g][k] >= 0 && d.modes[groups[g][k]];
+				if (!any)
+					continue;
+				pid_t dp = daemon_start(&d, policy[g], err, sizeof(err));
+				if (dp < 0) {
+					fprintf(stderr, "fs-engine-bench run: FAILED: %s\n", err);
+					fail = 1;
+					for (int k = 0; k < 5; k++) /* promised: their rows say FAILED */
+						if (groups[g][k] >= 0 && d.modes[groups[g][k]])
+							rows[groups[g][k]].ran = 1;
+					continue;
+				}
+				for (int k = 0; k < 5; k++) {
+					int m = groups[g][k];
+					if (m < 0 || !d.modes[m])
+						continue;
+					if (run_mode(&d, m, &rows[m], err, sizeof(err)) != 0) {
+						fprintf(stderr, "fs-engine-bench run: FAILED: %s\n", err);
+						fail = 1;
+					}
+				}
+				int st = daemon_stop(&d, dp);
+				if (st != 0) {
+					fprintf(stderr,
+						"fs-engine-bench run: FAILED: foresightd exited %d (log %s/daemon-%s.log)\n",
+						st, d.work, eb_mode_name(policy[g]));
+					fail = 1;
+				}
+			}
+			/* Checksums: every window, every mode, every engine, every
+			 * repetition and budget against the same reference. */
+			for (int m = 0; m < EB_NMODES; m++)
+				if (rows[m].ok) {
+					uint64_t b = check_sums(&d, m, ref, have, nwin, &compared);
+					if (b) {
+						rows[m].ok = 0; /* its row says FAILED */
+						bad += b;
+					}
+					modes_checked += d.rep == 1 && bi == 0;
+				}
+			table(&d, rows);
+			size_t at = nrec;
+			records(&d, rows, label, d.nbound ? d.bound[bi] : -1, recs, &nrec);
+			for (size_t i = at; csv && i < nrec; i++)
+				eb_csv_row(csv, &recs[i]);
+			if (csv)
+				fflush(csv);
+		}
+		printf("\n== %s: %d repetition(s)\n", label, d.reps);
+		if (eb_report(stdout, recs + first_rec, nrec - first_rec) != 0)
+			fail = 1;
+	}
 	if (csv)
 		fclose(csv);
+	uint64_t run_ck = EB_FNV_INIT;
+	for (uint32_t w = 0; w < nwin; w++)
+		run_ck = eb_fnv(run_ck, &ref[w], sizeof(ref[w]));
+	free(ref);
+	free(have);
+	free(recs);
+	printf("\narena: built %u time(s), reused by %u daemon start(s) (the fd store)\n", d.arena_builds,
+	       d.arena_reuses);
 	printf("checksums: %llu window results compared over %d modes x %u engine(s): %s\n",
 	       (unsigned long long)compared, modes_checked, d.engines,
 	       bad           ? "MISMATCH" :
@@ -1035,6 +1313,12 @@ int eb_driver_main(int argc, char **argv, const char *self)
 		fprintf(stderr, "fs-engine-bench run: FAILED: %llu checksum mismatches across modes\n",
 			(unsigned long long)bad);
 		fail = 1;
+	}
+	if (d.kept_fd >= 0)
+		close(d.kept_fd);
+	if (d.notify_fd >= 0) {
+		close(d.notify_fd);
+		unlink(d.notify);
 	}
 	unlink(d.sock);
 	char fdsock[320];
@@ -1049,5 +1333,7 @@ int eb_driver_main(int argc, char **argv, const char *self)
 	} else {
 		printf("logs: %s\n", d.work);
 	}
+	if (fail)
+		fprintf(stderr, "fs-engine-bench run: FAILED\n");
 	return fail ? 1 : 0;
 }

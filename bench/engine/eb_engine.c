@@ -63,6 +63,9 @@ struct eng_opts {
 	uint64_t pred_seed;
 	struct replay_recall recall; /* the oracle's recall table (--pred-recall) */
 	int64_t down_window;         /* --card-down C@W: take card C down before window W */
+	double bus_gbps;             /* the peers' copies: the daemon's bus budget per card */
+	uint32_t adapt_every, max_swaps, lru_inserts;
+	float decay;
 	uint32_t down_card;
 };
 
@@ -101,10 +104,8 @@ struct eng {
 	uint16_t *ptab_ex, *tmp_ex;
 	float *ptab_sc, *tmp_sc;
 	/* own pool (baseline, zero-miss) */
-	uint32_t *own_slot; /* [L * E] */
-	uint8_t *own_base[FS_MAX_CARDS];
-	uint64_t own_sb;
-	uint32_t own_slots[FS_MAX_CARDS];
+	struct eb_pool *pool;
+	uint32_t *card_tab; /* [layer]: card_of, for the pool */
 	/* scratch */
 	struct eb_use *uses;
 	struct eb_job *gjobs, *cjobs;
@@ -141,78 +142,50 @@ static uint32_t engines_on(const struct eng *e, uint32_t card)
 	return n;
 }
 
-/* ---- the own pool: a static profile, or every expert ------------------ */
-
-struct ranked {
-	uint32_t count;
-	uint16_t layer, expert;
-};
-
-static int by_count_desc(const void *a, const void *b)
-{
-	const struct ranked *x = a, *y = b;
-	if (x->count != y->count)
-		return x->count < y->count ? 1 : -1;
-	if (x->expert != y->expert)
-		return x->expert < y->expert ? -1 : 1;
-	return x->layer < y->layer ? -1 : x->layer > y->layer;
-}
+/* ---- the own pool (eb_pool.c): the peers and zero-miss ------------------- */
 
 static int own_pool(struct eng *e, char *err, size_t errlen)
 {
-	uint32_t L = e->m.layers, E = e->m.experts;
-	size_t n = (size_t)L * E;
-	e->own_slot = malloc(n * sizeof(*e->own_slot));
-	struct ranked *rk = malloc(n * sizeof(*rk));
-	if (!e->own_slot || !rk) {
-		free(rk);
+	uint32_t L = e->m.layers;
+	e->card_tab = calloc(L, sizeof(*e->card_tab));
+	if (!e->card_tab) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	for (size_t i = 0; i < n; i++) {
-		e->own_slot[i] = UINT32_MAX;
-		rk[i] = (struct ranked){e->r.profile[i], (uint16_t)(i / E), (uint16_t)(i % E)};
-	}
-	e->own_sb = (e->m.max_expert_bytes + 4095) / 4096 * 4096;
-	qsort(rk, n, sizeof(*rk), by_count_desc);
+	struct eb_pool_opts po = {
+		.policy = e->o.mode == EB_ZERO   ? EB_POOL_ZERO :
+			  e->o.mode == EB_STRATA ? EB_POOL_STRATA :
+			  e->o.mode == EB_LRU    ? EB_POOL_LRU :
+						   EB_POOL_STATIC,
+		.client = e->c,
+		.layers = L,
+		.experts = e->m.experts,
+		.topk = e->r.t.topk,
+		.cards = e->o.cards,
+		.card_of = e->card_tab,
+		.slot_bytes = e->m.max_expert_bytes,
+		.profile = e->r.profile,
+		.tpw = e->o.ro.tpw,
+		.bus_gbps = e->o.bus_gbps,
+		.adapt_every = e->o.adapt_every,
+		.decay = e->o.decay,
+		.max_swaps = e->o.max_swaps,
+		.lru_inserts = e->o.lru_inserts,
+	};
+	for (uint32_t l = 0; l < L; l++)
+		e->card_tab[l] = card_of(e, l);
 	for (uint32_t card = 0; card < e->o.cards; card++) {
-		uint64_t cap = 0, here = 0;
+		uint64_t here = 0;
 		for (uint32_t l = 0; l < L; l++)
 			here += card_of(e, l) == card;
 		if (here == 0)
-			cap = 0; /* this engine runs nothing on that card */
+			po.slots_card[card] = 0; /* this engine runs nothing on that card */
 		else if (e->o.mode == EB_ZERO)
-			cap = here * E;
+			po.slots_card[card] = here * e->m.experts;
 		else
-			cap = e->o.budget / e->o.cards / engines_on(e, card);
-		e->own_slots[card] = (uint32_t)cap;
-		if (cap == 0)
-			continue;
-		e->own_base[card] = eb_dev_alloc(e->dev, card, cap * e->own_sb);
-		if (!e->own_base[card]) {
-			snprintf(err, errlen, "cannot allocate %llu bytes for %llu slots on card %u",
-				 (unsigned long long)(cap * e->own_sb), (unsigned long long)cap, card);
-			free(rk);
-			return -1;
-		}
-		uint32_t used = 0;
-		for (size_t i = 0; i < n && used < cap; i++) {
-			if (card_of(e, rk[i].layer) != card)
-				continue;
-			struct fs_expert_blob b;
-			if (fs_arena_expert(e->c, rk[i].layer, rk[i].expert, &b) != 0 || b.bytes == 0)
-				continue;
-			if (eb_dev_put(e->dev, card, e->own_base[card] + (uint64_t)used * e->own_sb, b.data,
-				       b.bytes) != 0) {
-				snprintf(err, errlen, "copy into the own pool failed");
-				free(rk);
-				return -1;
-			}
-			e->own_slot[(size_t)rk[i].layer * E + rk[i].expert] = used++;
-		}
+			po.slots_card[card] = e->o.budget / e->o.cards / engines_on(e, card);
 	}
-	free(rk);
-	return 0;
+	return eb_pool_create(&e->pool, e->dev, &po, err, errlen);
 }
 
 /* ---- the daemon's slots ----------------------------------------------- */
@@ -252,10 +225,8 @@ static int held(const struct eng *e, const struct fs_view *v, uint32_t card, uin
 static const void *resident(struct eng *e, const struct fs_view *v, uint32_t w, uint32_t layer, uint32_t x,
 			    uint32_t card, int measured)
 {
-	if (!eb_mode_daemon(e->o.mode)) {
-		uint32_t s = e->own_slot[(size_t)layer * e->m.experts + x];
-		return s == UINT32_MAX ? NULL : e->own_base[card] + (uint64_t)s * e->own_sb;
-	}
+	if (!eb_mode_daemon(e->o.mode))
+		return eb_pool_lookup(e->pool, layer, x);
 	struct fs_slot s;
 	int hit = fs_lookup_live(e->c, v, card, layer, x, &s);
 	if (!hit && e->o.peer) {
@@ -607,6 +578,10 @@ static int window(struct eng *e, uint32_t k, uint32_t dw, int measured)
 		if (eb_dev_experts_wait(e->dev, card) != 0)
 			return -1;
 		uint64_t t4 = eb_now_ns();
+		/* a peer's own bookkeeping: lru uploads, strata-adapt counts */
+		if (e->pool && eb_mode_peer(e->o.mode) &&
+		    eb_pool_layer_done(e->pool, k, l, e->uses, nu, measured) != 0)
+			return -1;
 		/* the layer's output: dense words + the routed experts' contributions */
 		for (uint32_t t = 0; t < ntok; t++)
 			for (uint32_t j = 0; j < EB_D; j++) {
@@ -634,6 +609,8 @@ static int window(struct eng *e, uint32_t k, uint32_t dw, int measured)
 		fs_window_end(e->c, w);
 		fs_release(e->c, &v);
 	}
+	if (e->pool && eb_mode_peer(e->o.mode) && eb_pool_window_end(e->pool, measured) != 0)
+		return -1;
 	uint64_t ck = eb_fnv(EB_FNV_INIT, h, (size_t)ntok * EB_D * sizeof(uint32_t));
 	if ((int64_t)dw == e->o.fault_window)
 		ck ^= 1; /* --fault-window: proves the driver notices */
@@ -681,7 +658,10 @@ static void usage(FILE *f)
 		"  --placement split|dp layers split over the cards (default), or all on card engine %% cards\n"
 		"  --peer               read experts held by other cards in place (fs_peer_open)\n"
 		"  --load-profile   --sync (print READY, wait for a line on stdin)   --checksums FILE\n"
-		"  --fault-window W (tests: corrupt window W's checksum)\n");
+		"  --fault-window W (tests: corrupt window W's checksum)\n"
+		"  --bus-gbps G         the peers' copies (strata-adapt, lru): per card, as foresightd's\n"
+		"  --adapt-every N --adapt-decay D --adapt-swaps N   strata-adapt (4, 0.7, 96)\n"
+		"  --lru-inserts N      lru: uploads per layer per window (2)\n");
 }
 
 static int parse(struct eng_opts *o, int argc, char **argv)
@@ -713,6 +693,11 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 					   {"ra-top", required_argument, NULL, 23},
 					   {"pred-recall", required_argument, NULL, 24},
 					   {"card-down", required_argument, NULL, 25},
+					   {"bus-gbps", required_argument, NULL, 26},
+					   {"adapt-every", required_argument, NULL, 27},
+					   {"adapt-decay", required_argument, NULL, 28},
+					   {"adapt-swaps", required_argument, NULL, 29},
+					   {"lru-inserts", required_argument, NULL, 30},
 					   {"help", no_argument, NULL, 'h'},
 					   {NULL, 0, NULL, 0}};
 	memset(o, 0, sizeof(*o));
@@ -730,6 +715,10 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 	o->ra_top = 24;
 	o->fault_window = -1;
 	o->down_window = -1;
+	o->adapt_every = 4;
+	o->decay = 0.7f;
+	o->max_swaps = 96;
+	o->lru_inserts = 2;
 	int ch, v;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -830,6 +819,21 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 			o->down_card = c, o->down_window = w;
 			break;
 		}
+		case 26:
+			o->bus_gbps = strtod(optarg, NULL);
+			break;
+		case 27:
+			o->adapt_every = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 28:
+			o->decay = strtof(optarg, NULL);
+			break;
+		case 29:
+			o->max_swaps = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 30:
+			o->lru_inserts = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -840,7 +844,8 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 	}
 	if (!o->socket || o->mode < 0 || o->cards < 1 || o->cards > FS_MAX_CARDS || o->engines < 1 ||
 	    o->engine >= o->engines || o->ra_dim < 1 || o->ra_top < 1 || o->ra_top > FS_RA_MAX_TOP ||
-	    o->pred_max < 1 || o->pred_max > FS_RA_MAX_OUT) {
+	    o->pred_max < 1 || o->pred_max > FS_RA_MAX_OUT || o->adapt_every < 1 ||
+	    !(o->decay > 0 && o->decay < 1)) {
 		usage(stderr);
 		return -1;
 	}
@@ -908,6 +913,12 @@ static int setup(struct eng *e, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	if (o->mode == EB_PERFECT) { /* a bound: the oracle never wrong, whatever --predictor says */
+		o->predictor_kernel = 0;
+		for (int h = 0; h < 3; h++)
+			for (int b = 0; b < 3; b++)
+				o->recall.at[h][b] = 1.0;
+	}
 	if (eb_mode_predicts(o->mode) && o->predictor_kernel) {
 		if (ra_setup(e, err, errlen) != 0)
 			return -1;
@@ -959,7 +970,8 @@ static void teardown(struct eng *e)
 	if (e->c)
 		fs_client_close(e->c);
 	eb_route_free(&e->r);
-	free(e->own_slot);
+	eb_pool_free(e->pool);
+	free(e->card_tab);
 	free(e->uses);
 	free(e->gjobs);
 	free(e->cjobs);
@@ -1032,6 +1044,9 @@ int eb_engine_main(int argc, char **argv)
 		teardown(&e);
 		return 1;
 	}
+	uint64_t pc = 0, pb = 0, ps = 0;
+	if (e.pool)
+		eb_pool_counts(e.pool, &pc, &pb, &ps);
 	double rec[3][3] = {{0}}, rc10[3], rc48[3];
 	if (e.ra)
 		eb_ra_recall(e.ra, rec);
@@ -1041,7 +1056,8 @@ int eb_engine_main(int argc, char **argv)
 	       "peer_hits=%llu layer_windows=%llu late_seen=%llu late_waited=%llu late_cpu=%llu predictions=%llu "
 	       "cpu_bytes=%llu dev_bytes=%llu dense_s=%.4f cpu_s=%.4f wait_s=%.4f dropped=%llu ra_launches=%llu "
 	       "ra_recall10=%.3f,%.3f,%.3f ra_recall48=%.3f,%.3f,%.3f dev_dropped=%llu down_seen=%u "
-	       "down_reads=%llu held=%llu held_twice=%llu misses_first3=%llu\n",
+	       "down_reads=%llu held=%llu held_twice=%llu misses_first3=%llu pool_copies=%llu pool_bytes=%llu "
+	       "pool_swaps=%llu\n",
 	       eb_mode_name(e.o.mode), e.o.engine, (unsigned long long)e.windows,
 	       (unsigned long long)e.tokens, secs, (unsigned long long)e.uses_n, (unsigned long long)e.hits,
 	       (unsigned long long)e.misses, (unsigned long long)e.peer_hits,
@@ -1052,7 +1068,8 @@ int eb_engine_main(int argc, char **argv)
 	       (double)e.wait_ns / 1e9, (unsigned long long)fs_client_dropped(e.c),
 	       (unsigned long long)e.ra_launches, rc10[0], rc10[1], rc10[2], rc48[0], rc48[1], rc48[2],
 	       (unsigned long long)fs_dev_ring_dropped(e.c), e.down_seen, (unsigned long long)e.down_reads,
-	       (unsigned long long)held, (unsigned long long)twice, (unsigned long long)e.misses_first3);
+	       (unsigned long long)held, (unsigned long long)twice, (unsigned long long)e.misses_first3,
+	       (unsigned long long)pc, (unsigned long long)pb, (unsigned long long)ps);
 	fflush(stdout);
 	teardown(&e);
 	return 0;

@@ -4,6 +4,7 @@
  *   fs-engine-bench run [options]        the benchmark (bench/engine/README.md)
  *   fs-engine-bench engine [options]     one engine process (the driver starts them)
  *   fs-engine-bench calibrate [options]  dense-part iterations for a time per layer
+ *   fs-engine-bench report FILE.csv...   the tables of the CSVs `run` wrote
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -11,33 +12,44 @@
 
 #include "eb.h"
 
-static const char *const mode_names[EB_NMODES] = {"baseline", "recency", "predict", "both", "zero"};
+#define EB_MODE_ROW(id, name, peer, daemon, predicts) {name, peer, daemon, predicts},
+static const struct {
+	const char *name;
+	int peer, daemon, predicts;
+} mode_tab[EB_NMODES] = {EB_MODES(EB_MODE_ROW)};
+#undef EB_MODE_ROW
 
 const char *eb_mode_name(int m)
 {
-	return m >= 0 && m < EB_NMODES ? mode_names[m] : "?";
+	return m >= 0 && m < EB_NMODES ? mode_tab[m].name : "?";
 }
 
 int eb_mode_by_name(const char *s)
 {
+	if (strcmp(s, "baseline") == 0) /* issue #10's name for static */
+		return EB_STATIC;
 	for (int i = 0; i < EB_NMODES; i++)
-		if (strcmp(s, mode_names[i]) == 0)
+		if (strcmp(s, mode_tab[i].name) == 0)
 			return i;
 	return -1;
 }
 
+int eb_mode_peer(int m)
+{
+	return m >= 0 && m < EB_NMODES && mode_tab[m].peer;
+}
+
 int eb_mode_daemon(int m)
 {
-	return m == EB_RECENCY || m == EB_PREDICT || m == EB_BOTH;
+	return m >= 0 && m < EB_NMODES && mode_tab[m].daemon;
 }
 
 int eb_mode_predicts(int m)
 {
-	return m == EB_PREDICT || m == EB_BOTH;
+	return m >= 0 && m < EB_NMODES && mode_tab[m].predicts;
 }
 
-/* Iterations of the dense loop that take `us` per layer on this device
- * (card 0), at 3 tokens a window.  Prints "dense_iters N us X". */
+/* A two-way option (--OPT A|B). */
 int eb_opt_pick(const char *opt, const char *arg, const char *a, const char *b)
 {
 	if (strcmp(arg, a) == 0)
@@ -48,6 +60,8 @@ int eb_opt_pick(const char *opt, const char *arg, const char *a, const char *b)
 	return -1;
 }
 
+/* Iterations of the dense loop that take `us` per layer on this device
+ * (card 0), at 3 tokens a window.  Prints "dense_iters N us X". */
 int eb_calibrate_main(int argc, char **argv)
 {
 	static const struct option lo[] = {{"device", required_argument, NULL, 'd'},
@@ -100,9 +114,11 @@ int main(int argc, char **argv)
 		return eb_engine_main(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "calibrate") == 0)
 		return eb_calibrate_main(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "report") == 0)
+		return eb_report_main(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "run") == 0)
 		return eb_driver_main(argc - 1, argv + 1, argv[0]);
 	fprintf(stderr,
-		"usage: fs-engine-bench run|engine|calibrate [options]   (--help after one of them)\n");
+		"usage: fs-engine-bench run|report|engine|calibrate [options]   (--help after one of them)\n");
 	return 2;
 }

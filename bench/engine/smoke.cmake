@@ -1,28 +1,67 @@
 # SPDX-License-Identifier: Apache-2.0
 # ctest engine_bench_smoke: fs-engine-bench on the host backend, small.
-#  1. every mode: exit 0, the table prints a row per mode, and every
-#     window's checksum is equal across the five modes;
+#  1. every mode (the peers static, strata-adapt, lru; recency, predict,
+#     both; zero), two repetitions interleaved: exit 0, the table prints a
+#     row per mode with its interval and names the best peer, lru and
+#     strata-adapt copied, every window's checksum is equal across the
+#     modes and repetitions, and the arena was built once (fd store);
+#     the report from the CSV prints the same and fails without a row;
 #  2. a run in which one engine corrupts one checksum must fail (exit != 0,
 #     CHECKSUM MISMATCH named): the check can fail.
 set(SHAPE --daemon ${DAEMON} --layers 6 --experts 32 --topk 4 --expert-bytes 32768 --bus-gbps 2
     --cpu-gbps 0 --budget 0.26 --profile-windows 40 --windows 60 --warm 10 --dense-us 50
     --cpu-threads 1 --timeout 120)
-execute_process(COMMAND ${BENCH} run ${SHAPE} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(CSV ${CMAKE_CURRENT_BINARY_DIR}/engine_bench_smoke.csv)
+file(REMOVE ${CSV})
+execute_process(COMMAND ${BENCH} run ${SHAPE} --reps 2 --csv ${CSV} --label smoke
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("${out}")
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "fs-engine-bench run exited ${rc}:\n${err}")
 endif()
-if(NOT out MATCHES "\\| mode \\| tokens/s \\| hit rate")
+if(NOT out MATCHES "\\| mode \\| tokens/s: median \\(95 % CI\\) \\|")
   message(FATAL_ERROR "no table header in the output")
 endif()
-foreach(m baseline recency predict both zero)
-  if(NOT out MATCHES "\\| ${m} \\| [0-9.]+ \\| [0-9.]+ % \\|")
+foreach(m static strata-adapt lru recency predict both zero)
+  if(NOT out MATCHES "\n\\| ${m} \\| [0-9.]+ \\([0-9.]+\\.\\.[0-9.]+\\) \\| [0-9.]+ % \\|")
     message(FATAL_ERROR "no row for mode ${m}")
   endif()
 endforeach()
-if(NOT out MATCHES "checksums: [1-9][0-9]* window results compared over 5 modes x 1 engine\\(s\\): all equal")
-  message(FATAL_ERROR "checksums not compared across the five modes")
+if(NOT out MATCHES "best peer: \\*\\*(static|strata-adapt|lru)\\*\\*")
+  message(FATAL_ERROR "no best peer named")
 endif()
+# the peers that copy did copy, over the bus
+if(NOT out MATCHES "\n\\| lru \\| [0-9.]+ \\| [0-9.]+ % \\| [0-9.]+ \\| [0-9]+ \\([0-9]+\\) \\| [0-9]+ \\| [0-9.]+ \\| [1-9][0-9]* \\(0\\)")
+  message(FATAL_ERROR "lru uploaded nothing")
+endif()
+if(NOT out MATCHES "\n\\| strata-adapt \\| [0-9.]+ \\| [0-9.]+ % \\| [0-9.]+ \\| [0-9]+ \\([0-9]+\\) \\| [0-9]+ \\| [0-9.]+ \\| [1-9][0-9]* \\([1-9]")
+  message(FATAL_ERROR "strata-adapt swapped nothing")
+endif()
+if(NOT out MATCHES "checksums: [1-9][0-9]* window results compared over 7 modes x 1 engine\\(s\\): all equal")
+  message(FATAL_ERROR "checksums not compared across the seven modes")
+endif()
+if(NOT out MATCHES "arena: built 1 time\\(s\\), reused by [1-9][0-9]* daemon start")
+  message(FATAL_ERROR "the arena was not kept across the daemon starts (fd store)")
+endif()
+
+# 1b. the report from the CSV: the same tables; a promised row missing fails it
+execute_process(COMMAND ${BENCH} report ${CSV} RESULT_VARIABLE rr OUTPUT_VARIABLE rout ERROR_VARIABLE rerr)
+if(NOT rr EQUAL 0 OR NOT rout MATCHES "best peer: \\*\\*")
+  message(FATAL_ERROR "fs-engine-bench report on the run's CSV exited ${rr}:\n${rout}\n${rerr}")
+endif()
+file(STRINGS ${CSV} lines)
+set(cut ${CMAKE_CURRENT_BINARY_DIR}/engine_bench_smoke_cut.csv)
+file(WRITE ${cut} "")
+foreach(l IN LISTS lines)
+  if(NOT l MATCHES "^smoke,2,lru,")
+    file(APPEND ${cut} "${l}\n")
+  endif()
+endforeach()
+execute_process(COMMAND ${BENCH} report ${cut} RESULT_VARIABLE rr2 OUTPUT_VARIABLE rout2 ERROR_VARIABLE rerr2)
+if(rr2 EQUAL 0 OR NOT rout2 MATCHES "FAILED: a promised")
+  message(FATAL_ERROR "a missing row did not fail the report (exit ${rr2}):\n${rout2}\n${rerr2}")
+endif()
+message("a missing row fails the report, as it must (exit ${rr2})")
 
 execute_process(COMMAND ${BENCH} run ${SHAPE} --modes baseline,zero --fault zero
   RESULT_VARIABLE rc2 OUTPUT_VARIABLE out2 ERROR_VARIABLE err2)
@@ -34,7 +73,7 @@ message("a corrupted checksum fails the run, as it must (exit ${rc2})")
 # 3. two engines on one tier, layers split over two (stand-in) cards: the
 #    engines decode the same windows in rotated order, so every window's
 #    checksum must agree across modes and engines.
-execute_process(COMMAND ${BENCH} run ${SHAPE} --cards 2 --engines 2
+execute_process(COMMAND ${BENCH} run ${SHAPE} --cards 2 --engines 2 --modes static,lru,recency,both,zero
   RESULT_VARIABLE rc3 OUTPUT_VARIABLE out3 ERROR_VARIABLE err3)
 message("${out3}")
 if(NOT rc3 EQUAL 0)
