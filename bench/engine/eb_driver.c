@@ -716,6 +716,7 @@ static int run_mode(struct drv *d, int mode, struct row *row, char *err, size_t 
 	uint32_t ne = d->engines;
 	memset(row, 0, sizeof(*row));
 	row->ran = 1;
+	uint64_t t_spawn = eb_now_ns();
 	for (uint32_t i = 0; i < ne; i++) {
 		int n = 0, k = 0;
 #define ARG(s) (av[i][n++] = (char *)(s))
@@ -899,6 +900,8 @@ static int run_mode(struct drv *d, int mode, struct row *row, char *err, size_t 
 		}
 	}
 	double wall = (double)(eb_now_ns() - t0) / 1e9;
+	printf("  mode %s, repetition %d: set-up %.1f s, decode %.1f s\n", eb_mode_name(mode), d->rep,
+	       (double)(t0 - t_spawn) / 1e9, wall);
 	eb_ctl_stats(d->sock, &s1, e2, sizeof(e2));
 	if (rc != 0)
 		return rc;
@@ -1244,7 +1247,10 @@ int eb_driver_main(int argc, char **argv, const char *self)
 					any |= groups[g][k] >= 0 && d.modes[groups[g][k]];
 				if (!any)
 					continue;
+				uint64_t ts = eb_now_ns();
 				pid_t dp = daemon_start(&d, policy[g], err, sizeof(err));
+				printf("  daemon for %s: %s in %.1f s\n", eb_mode_name(policy[g]),
+				       dp < 0 ? "failed" : "answering", (double)(eb_now_ns() - ts) / 1e9);
 				if (dp < 0) {
 					fprintf(stderr, "fs-engine-bench run: FAILED: %s\n", err);
 					fail = 1;

@@ -966,11 +966,11 @@ static void teardown(struct eng *e)
 	eb_ra_free(e->ra);
 	free(e->ra_bits);
 	eb_cpu_destroy(e->cpu);
+	eb_pool_free(e->pool); /* its copier threads use the device */
 	eb_dev_close(e->dev);
 	if (e->c)
 		fs_client_close(e->c);
 	eb_route_free(&e->r);
-	eb_pool_free(e->pool);
 	free(e->card_tab);
 	free(e->uses);
 	free(e->gjobs);

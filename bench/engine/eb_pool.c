@@ -139,8 +139,8 @@ static void *copier(void *arg)
 	for (;;) {
 		while (c->qn == 0 && !c->stop)
 			pthread_cond_wait(&c->cond, &c->lock);
-		if (c->qn == 0 && c->stop)
-			break;
+		if (c->stop)
+			break; /* the run is over: copies still queued do not matter */
 		struct copy_job j = c->q[c->qhead];
 		pthread_mutex_unlock(&c->lock);
 		if (eb_dev_put(a.p->dev, card, c->base + (uint64_t)j.slot * a.p->sb, j.src, j.bytes) != 0)
@@ -239,6 +239,8 @@ static int fill(struct eb_pool *p, char *err, size_t errlen)
 			uint32_t here = 0, at = 0;
 			for (uint32_t l = 0; l < L; l++)
 				here += p->o.card_of[l] == card;
+			if (here == 0)
+				continue;
 			uint32_t share = c->slots / here;
 			for (uint32_t l = 0; l < L; l++) {
 				if (p->o.card_of[l] != card)

@@ -43,6 +43,8 @@ static int dcmp(const void *a, const void *b)
 static double median(const double *v, int n)
 {
 	double s[EB_MAX_REPS];
+	if (n < 1 || n > EB_MAX_REPS)
+		return 0;
 	memcpy(s, v, (size_t)n * sizeof(*s));
 	qsort(s, (size_t)n, sizeof(*s), dcmp);
 	return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
@@ -145,6 +147,10 @@ static void cell(char *out, size_t len, double med, double lo, double hi, int n,
 {
 	if (n < 1) {
 		snprintf(out, len, "n/a");
+		return;
+	}
+	if (n == 1) { /* one repetition: a figure, no interval, no verdict */
+		snprintf(out, len, effect ? "%+.1f%s (one run)" : "%.1f (one run)", med * k, unit);
 		return;
 	}
 	if (effect && lo <= 0 && hi >= 0)

@@ -1,29 +1,42 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# bench/engine/run.sh: the headline benchmark (issue #10) on a GPU machine
-# with no package registry (the lent nvidia-h200-x2: 2 x H200, 32 cores).
+# bench/engine/run.sh: the headline benchmark (issues #10, #17) on a GPU
+# machine with no package registry (the lent nvidia-h200: 1 x H200, 16 cores;
+# the legacy set's multi-card configs need nvidia-h200-x2).
 #
 #   bash bench/engine/run.sh [OUTDIR]     (OUTDIR default $OUT or /tmp/fs-engine)
 #
 # 1. unpacks the .debs carried in .debs/ (tools/device-setup.sh), builds
 #    Release in build-engine (foresightd and fs-engine-bench only);
-# 2. runs `fs-engine-bench run --device cuda` over the matrix below: every
-#    config runs all five modes side by side (same routing, same slot
-#    budget, same bus budget) and prints its table; a config is not started
-#    once EB_DEADLINE_S (default 330) seconds have passed since the start,
-#    so the whole script stays well inside a 10-minute call;
-# 3. writes OUTDIR/engine-results.md (the tables), OUTDIR/engine-results.csv
-#    (one row per mode and config), OUTDIR/engine-run.log, the daemon logs
-#    and per-window checksums of each config under OUTDIR/work-LABEL/.
+# 2. runs the set EB_SET names:
+#    - protocol (default, issue #17): one card, one engine, slots at 26 % and
+#      52 % of the experts on one arena, EB_REPS (5) repetitions of every mode
+#      interleaved (static strata-adapt lru zero recency predict both perfect),
+#      EB_WINDOWS (300) decode windows per run; the predictor is the trace
+#      oracle at the discussion's recall table (router-ahead, 61/82/90 % ...),
+#      `perfect` the same daemon fed by an oracle never wrong (a bound).
+#      16 layers, --scale 4.  Expected: ~1.5 min build + ~5.5 min runs.
+#    - fullsize (issue #17's confirmation): the same at full size, 48 layers,
+#      --scale 1 (1.8 MiB experts over 13.5 GB/s, a 44 GB arena built once
+#      and handed to every daemon start through the fd store), EB_REPS (2)
+#      repetitions of EB_WINDOWS (200) windows.  Expected: ~1.5 min build +
+#      ~2.5 min arena + ~3.5 min runs.
+#    - legacy: issue #10's matrix (below), one repetition per config.
+#    A set is not started once EB_DEADLINE_S (default 330) seconds have
+#    passed since the start (legacy: per config); whatever is skipped or
+#    fails makes the script exit non-zero.
+# 3. writes OUTDIR/engine-results.csv (one row per config, repetition and
+#    mode), OUTDIR/engine-results.md (`fs-engine-bench report` of it: the
+#    tables docs/results/engine.md takes through bench/engine/results.sh),
+#    OUTDIR/engine-run.log, OUTDIR/out-SET.txt and OUTDIR/engine-rows.tsv
+#    (bench/rows.sh: one promised row per config); the daemon logs and the
+#    per-window checksums stay in /tmp/fs-engine-work (at most 8 files come
+#    back from the device).
 # Exits non-zero when a config fails (a mode or engine whose window
-# checksums differ from the others fails its config) or a selected config
-# is not run before the deadline (pick fewer with EB_CONFIGS); configs that
-# need more GPUs than there are are skipped with a line that says so.  The
-# rows (bench/rows.sh, one per config) go to OUTDIR/engine-rows.tsv.
-# FS_BENCH_PREBUILT=1 (bench/device.sh): FS_BENCH_BUILD is built, skip the build.
+# checksums differ from the others, a promised row missing or failed).
 #
-# Matrix (label: cards, engines, slot budget as a share of all experts,
+# Legacy matrix (label: cards, engines, slot budget as a share of all experts,
 # then the config's own fs-engine-bench arguments):
 #   1c1e-26 1c1e-52 1c2e-26 2c1e-26 2c2e-26 1c2e-52 2c1e-52 2c2e-52: layers
 #     split over the cards, the trace-oracle predictor;
@@ -34,16 +47,17 @@
 #     slots); 2c2e-26-dp-own: the same with --peer off (each card its own
 #     tier);
 #   1c1e-26-perfect: the oracle never wrong (every routed expert in its
-#     top 10, one to three layers ahead): what the daemon's mechanism
-#     captures when prediction is not the limit;
+#     top 10, one to three layers ahead);
 #   2c2e-26-dp-down 2c1e-26-down: card 1 taken down (the control verb
 #     `card`, standing in for a lost card) before engine 0's window 150:
 #     the checksums must still agree with the baseline's and no expert may
 #     be read from card 1 once an engine has seen it down.
 # Bus budget: PCIe Gen4 x8 per card, scaled with the experts (--scale 4:
 # 0.45 MiB experts over 3.375 GB/s = one 1.8 MiB expert over 13.5 GB/s).
-# Extra arguments for every config: EB_ARGS (e.g. EB_ARGS="--windows 800");
-# only some configs: EB_CONFIGS (labels, e.g. EB_CONFIGS="2c1e-52 2c2e-52").
+# Extra arguments for every config: EB_ARGS (e.g. EB_ARGS="--trace FILE");
+# legacy, only some configs: EB_CONFIGS (labels, e.g. EB_CONFIGS="2c1e-52 2c2e-52"; it
+# implies EB_SET=legacy).  FS_BENCH_PREBUILT=1 (bench/device.sh): FS_BENCH_BUILD
+# is built, skip the build.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
@@ -61,6 +75,7 @@ nvidia-smi topo -m 2>/dev/null | head -n 4 || true
 nproc
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 
+DEVICE=${EB_DEVICE:-cuda} # host: a smoke test of this script without a GPU
 BD=${FS_BENCH_BUILD:-build-engine}
 if [ "${FS_BENCH_PREBUILT:-0}" != 1 ]; then
 	echo "== dependencies and build"
@@ -76,72 +91,101 @@ echo "built in $(($(date +%s) - T0)) s"
 
 CSV=$OUTDIR/engine-results.csv
 MD=$OUTDIR/engine-results.md
-rm -f "$CSV" "$MD"
+WORK=/tmp/fs-engine-work
+rm -rf "$CSV" "$MD" "$WORK"
+mkdir -p "$WORK"
 fail=0
-declare -a CKS=()
 # shellcheck disable=SC2206 # EB_ARGS is a word list on purpose
 EXTRA=(${EB_ARGS:-})
+# EB_CONFIGS picks legacy labels (bench/device.sh does): legacy then.
+SET=${EB_SET:-$([ -n "${EB_CONFIGS:-}" ] && echo legacy || echo protocol)}
 # shellcheck source=bench/rows.sh
 source bench/rows.sh
 rows_init "$OUTDIR/engine-rows.tsv"
-promised=0
-for spec in "1c1e-26 1 1 0.26" "1c1e-52 1 1 0.52" "1c2e-26 1 2 0.26" "2c1e-26 2 1 0.26" \
-	"2c2e-26 2 2 0.26" "1c2e-52 1 2 0.52" "2c1e-52 2 1 0.52" "2c2e-52 2 2 0.52" \
-	"1c1e-26-ra 1 1 0.26 --predictor kernel" "1c1e-52-ra 1 1 0.52 --predictor kernel" \
-	"2c1e-26-ra 2 1 0.26 --predictor kernel" "2c2e-26-dp 2 2 0.26 --placement dp" \
-	"2c2e-26-dp-own 2 2 0.26 --placement dp --peer off" \
-	"1c1e-26-perfect 1 1 0.26 --pred-recall 1:100,100,100 --pred-recall 2:100,100,100 --pred-recall 3:100,100,100" \
-	"2c2e-26-dp-down 2 2 0.26 --placement dp --card-down 1@150 --modes baseline,both" \
-	"2c1e-26-down 2 1 0.26 --card-down 1@150 --modes baseline,both"; do
-	read -r label cards engines budget own <<<"$spec"
-	# shellcheck disable=SC2206 # a config's own arguments are a word list
-	OWN=(${own:-})
-	if [ -n "${EB_CONFIGS:-}" ] && ! [[ " $EB_CONFIGS " == *" $label "* ]]; then
-		continue
-	fi
-	row_promise "engine-$label" pass "fs-engine-bench, $cards card(s), $engines engine(s), budget $budget: every mode's checksums agree"
-	promised=$((promised + 1))
-	now=$(($(date +%s) - T0))
-	if [ "$cards" -gt "$NGPU" ]; then
-		echo "== $label: SKIPPED (needs $cards GPUs, $NGPU here)" | tee -a "$MD"
-		row_skip "engine-$label" "needs $cards GPUs, $NGPU here"
-		continue
-	fi
-	if [ "$now" -ge "$DEADLINE" ]; then
-		echo "== $label: NOT RUN (${now} s elapsed, deadline ${DEADLINE} s)" | tee -a "$MD"
-		row_fail "engine-$label" "not run: ${now} s elapsed, deadline ${DEADLINE} s"
-		continue
-	fi
-	echo "== $label: $cards card(s), $engines engine(s), budget $budget (${now} s elapsed)"
-	out=$OUTDIR/out-$label.txt
-	rc=0
-	"$B" run --daemon "$D" --device cuda --cards "$cards" --engines "$engines" --budget "$budget" \
-		--cpu-threads "$THREADS" --csv "$CSV" --label "$label" --workdir "$OUTDIR/work-$label" \
-		--timeout 240 "${OWN[@]}" "${EXTRA[@]}" >"$out" 2>&1 || rc=$?
-	cat "$out"
-	{
-		echo "### $label (exit $rc)"
-		grep -E '^(\||[0-9] card|dense part|shape|predictor|oracle recall|placement|held at the end|card down|router-ahead|checksums|run checksum)' "$out" || true
-		echo
-	} >>"$MD"
-	[ "$rc" = 0 ] || fail=1
-	both=$(grep -m1 -E '^\| both \|' "$out" | awk -F'|' '{ gsub(/ /, "", $3); gsub(/^ +| +$/, "", $4); gsub(/^ +| +$/, "", $(NF-1)); print "both: " $3 " tok/s, hit " $4 ", headroom share " $(NF-1) }')
-	if [ "$rc" = 0 ] && grep -q '^checksums: .*all equal' "$out"; then
-		row_ok "engine-$label" "checksums agree" "$both"
-	else
-		row_fail "engine-$label" "exit $rc: $(grep -m1 -iE 'FAIL|error|differ' "$out" | cut -c1-120)"
-	fi
-	ck=$(sed -n 's/^run checksum \([0-9a-f]*\)$/\1/p' "$out")
-	[ -n "$ck" ] && CKS+=("$label:$ck")
-done
+ALL="static,strata-adapt,lru,recency,predict,both,perfect,zero"
 
-# Within a config every mode and engine must agree (fs-engine-bench fails
-# otherwise); across configs the run checksums differ by construction: the
-# dense part's length is calibrated per config and enters every window.
-echo "== run checksums per config (informational)"
-printf '%s\n' "${CKS[@]}"
-echo "== tables: $MD, rows: $CSV ($(($(date +%s) - T0)) s in all)"
-[ "$promised" -gt 0 ] || echo "EB_CONFIGS selected no config: ${EB_CONFIGS:-}"
+# Seconds left of the call's EB_CALL_S (530: a device call must end within
+# 9 minutes; the report and the copy-back need the rest).
+left() {
+	local l=$((${EB_CALL_S:-530} - ($(date +%s) - T0)))
+	echo $((l > 30 ? l : 30))
+}
+
+# One fs-engine-bench run: LABEL then its arguments.
+bench() {
+	local label=$1
+	shift
+	local now=$(($(date +%s) - T0))
+	row_promise "engine-$label" pass "fs-engine-bench $label: every promised mode and repetition ran, checksums agree"
+	if [ "$now" -ge "$DEADLINE" ]; then
+		echo "== $label: NOT RUN (${now} s elapsed, deadline ${DEADLINE} s): FAILED, a promised config did not run"
+		row_fail "engine-$label" "not run: ${now} s elapsed, deadline ${DEADLINE} s"
+		fail=1
+		return
+	fi
+	echo "== $label (${now} s elapsed): $*"
+	local rc=0
+	"$B" run --daemon "$D" --device "$DEVICE" --cpu-threads "$THREADS" --csv "$CSV" --label "$label" \
+		--workdir "$WORK/$label" "$@" "${EXTRA[@]}" >>"$OUTDIR/out-$SET.txt" 2>&1 || rc=$?
+	grep -E '^(== |\||[0-9] card|#|dense part|shape|best peer|arena:|checksums|run checksum|  mode |  daemon|fs-engine-bench run: FAILED|\*\*FAILED)' \
+		"$OUTDIR/out-$SET.txt" | tail -n 80 || true
+	echo "== $label: exit $rc ($(($(date +%s) - T0)) s elapsed)"
+	if [ "$rc" = 0 ]; then
+		row_ok "engine-$label" "checksums agree" "$(grep -E '^best peer' "$OUTDIR/out-$SET.txt" | tail -n 2 | tr '\n' ' ')"
+	else
+		row_fail "engine-$label" "exit $rc: $(grep -m1 -E 'FAILED' "$OUTDIR/out-$SET.txt" | cut -c1-120)"
+		fail=1
+	fi
+}
+
+case "$SET" in
+protocol)
+	bench 1c1e --budget 0.26,0.52 --reps "${EB_REPS:-5}" --windows "${EB_WINDOWS:-300}" --modes "$ALL" \
+		--timeout "$(left)"
+	;;
+fullsize)
+	bench full --layers 48 --scale 1 --budget 0.26,0.52 --reps "${EB_REPS:-2}" \
+		--windows "${EB_WINDOWS:-200}" --modes "$ALL" --timeout "$(left)"
+	;;
+legacy)
+	for spec in "1c1e-26 1 1 0.26" "1c1e-52 1 1 0.52" "1c2e-26 1 2 0.26" "2c1e-26 2 1 0.26" \
+		"2c2e-26 2 2 0.26" "1c2e-52 1 2 0.52" "2c1e-52 2 1 0.52" "2c2e-52 2 2 0.52" \
+		"1c1e-26-ra 1 1 0.26 --predictor kernel" "1c1e-52-ra 1 1 0.52 --predictor kernel" \
+		"2c1e-26-ra 2 1 0.26 --predictor kernel" "2c2e-26-dp 2 2 0.26 --placement dp" \
+		"2c2e-26-dp-own 2 2 0.26 --placement dp --peer off" \
+		"1c1e-26-perfect 1 1 0.26 --modes static,zero,predict,both,perfect" \
+		"2c2e-26-dp-down 2 2 0.26 --placement dp --card-down 1@150 --modes static,both" \
+		"2c1e-26-down 2 1 0.26 --card-down 1@150 --modes static,both"; do
+		read -r label cards engines budget own <<<"$spec"
+		# shellcheck disable=SC2206 # a config's own arguments are a word list
+		OWN=(${own:-})
+		if [ -n "${EB_CONFIGS:-}" ] && ! [[ " $EB_CONFIGS " == *" $label "* ]]; then
+			continue
+		fi
+		if [ "$cards" -gt "$NGPU" ] && [ "$DEVICE" = cuda ]; then
+			echo "== $label: SKIPPED (needs $cards GPUs, $NGPU here)"
+			row_promise "engine-$label" pass "fs-engine-bench $label"
+			row_skip "engine-$label" "needs $cards GPUs, $NGPU here"
+			continue
+		fi
+		bench "$label" --cards "$cards" --engines "$engines" --budget "$budget" --timeout 240 "${OWN[@]}"
+	done
+	;;
+*)
+	echo "EB_SET=$SET: protocol, fullsize or legacy"
+	exit 2
+	;;
+esac
+
+echo "== tables"
+if [ -s "$CSV" ]; then
+	"$B" report "$CSV" >"$MD" || fail=1
+	cat "$MD"
+else
+	echo "no rows"
+	fail=1
+fi
+echo "== $MD, rows: $CSV ($(($(date +%s) - T0)) s in all)"
 rows_summary "$ROWS_FILE" | tee -a "$MD" || fail=1
 echo "engine bench: $([ $fail = 0 ] && echo passed || echo FAILED)"
 exit $fail
