@@ -124,14 +124,16 @@ bench() {
 		return
 	fi
 	echo "== $label (${now} s elapsed): $*"
-	local rc=0
+	local rc=0 from
+	touch "$OUTDIR/out-$SET.txt"
+	from=$(($(wc -l <"$OUTDIR/out-$SET.txt") + 1))
 	"$B" run --daemon "$D" --device "$DEVICE" --cpu-threads "$THREADS" --csv "$CSV" --label "$label" \
 		--workdir "$WORK/$label" "$@" "${EXTRA[@]}" >>"$OUTDIR/out-$SET.txt" 2>&1 || rc=$?
 	grep -E '^(== |\||[0-9] card|#|dense part|shape|best peer|arena:|checksums|run checksum|  mode |  daemon|fs-engine-bench run: FAILED|\*\*FAILED)' \
 		"$OUTDIR/out-$SET.txt" | tail -n 80 || true
 	echo "== $label: exit $rc ($(($(date +%s) - T0)) s elapsed)"
 	if [ "$rc" = 0 ]; then
-		row_ok "engine-$label" "checksums agree" "$(grep -E '^best peer' "$OUTDIR/out-$SET.txt" | tail -n 2 | tr '\n' ' ')"
+		row_ok "engine-$label" "checksums agree" "$(tail -n +"$from" "$OUTDIR/out-$SET.txt" | grep -E '^best peer' | tr '\n' ' ')"
 	else
 		row_fail "engine-$label" "exit $rc: $(grep -m1 -E 'FAILED' "$OUTDIR/out-$SET.txt" | cut -c1-120)"
 		fail=1
