@@ -13,13 +13,26 @@
 #include <string.h>
 
 #include "replay.h"
+#include "replay_calib.h"
 #include "replay_opts.h"
 
 static int load(struct replay_opts *o, struct fs_trace *t)
 {
 	char err[FS_TRACE_ERRLEN] = "";
-	int rc = o->synthetic ? fs_trace_generate(t, &o->gen, err, sizeof(err)) :
-				fs_trace_load(t, o->path, err, sizeof(err));
+	int rc;
+	if (o->synthetic && o->use_model) {
+		struct fs_trace_model m = o->tmodel;
+		m.layers = o->gen.layers;
+		m.experts = o->gen.experts;
+		m.topk = o->gen.topk;
+		m.tokens = o->gen.windows * o->gen.tokens_per_window;
+		m.seed = o->gen.seed;
+		m.expert_bytes = o->gen.expert_bytes;
+		rc = fs_trace_model_generate(t, &m, err, sizeof(err));
+	} else {
+		rc = o->synthetic ? fs_trace_generate(t, &o->gen, err, sizeof(err)) :
+				    fs_trace_load(t, o->path, err, sizeof(err));
+	}
 	if (rc)
 		fprintf(stderr, "fs-replay: %s\n", err[0] ? err : strerror(-rc));
 	return rc;
@@ -31,6 +44,10 @@ int main(int argc, char **argv)
 	int rc = replay_opts_parse(&o, argc, argv);
 	if (rc)
 		return rc > 0 ? 0 : 2;
+	if (o.calibrate) {
+		int bad = replay_calibrate(stdout, &o.tmodel, o.json);
+		return bad == 0 ? 0 : 1;
+	}
 	struct fs_trace t;
 	if (load(&o, &t))
 		return 1;

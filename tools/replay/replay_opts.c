@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "replay_calib.h"
 #include "replay_opts.h"
 
 /*
@@ -23,6 +24,8 @@
 #define BOX_SKEW 1.7
 #define BOX_LOCALITY 0.25
 #define BOX_EXPERT_BYTES 1769472ull
+/* --model: four sessions of 500 tokens build the profile (2-token windows) */
+#define MODEL_WARMUP 1000
 
 void replay_model_defaults(struct replay_model *m)
 {
@@ -66,6 +69,11 @@ static void usage(FILE *f)
 		"  --skew S (1.7: Zipf exponent of each layer's popularity)\n"
 		"  --locality P (0.25: chance a token keeps each expert of the previous token)\n"
 		"  --gen-seed N (1)\n"
+		"  --model               the calibrated routing model (tools/trace/fs_trace_model.h) instead\n"
+		"                        of the Zipf generator; sessions of 500 tokens, warm-up 1000 windows\n"
+		"  --model-set NAME=V    one of its fields (sigma, reuse, reuse_decay, topic, topics, ...)\n"
+		"  --calibrate           the model against every statistic it is fitted to (with --json: rows);\n"
+		"                        exit status 0 only when every row is within tolerance\n"
 		"Model:\n"
 		"  --tokens-per-window T   (1; synthetic 2)\n"
 		"  --warmup N              windows that only build the profile (0; synthetic 200)\n"
@@ -164,6 +172,9 @@ enum {
 	O_CSV,
 	O_MARKDOWN,
 	O_TAG,
+	O_MODEL,
+	O_MODEL_SET,
+	O_CALIBRATE,
 };
 
 static const struct option longopts[] = {
@@ -203,6 +214,9 @@ static const struct option longopts[] = {
 	{"csv", no_argument, NULL, O_CSV},
 	{"markdown", no_argument, NULL, O_MARKDOWN},
 	{"tag", required_argument, NULL, O_TAG},
+	{"model", no_argument, NULL, O_MODEL},
+	{"model-set", required_argument, NULL, O_MODEL_SET},
+	{"calibrate", no_argument, NULL, O_CALIBRATE},
 	{"help", no_argument, NULL, 'h'},
 	{0},
 };
@@ -332,6 +346,14 @@ static int one(struct replay_opts *o, int ch, const char *a)
 	case O_TAG:
 		o->tag = a;
 		return 0;
+	case O_MODEL:
+		o->use_model = 1;
+		return 0;
+	case O_MODEL_SET:
+		return calib_model_set(&o->tmodel, a);
+	case O_CALIBRATE:
+		o->calibrate = 1;
+		return 0;
 	case O_SEED:
 		if (num(a, 0, 1.8e19, &d))
 			return -1;
@@ -354,6 +376,7 @@ int replay_opts_parse(struct replay_opts *o, int argc, char **argv)
 	o->gen.skew = BOX_SKEW;
 	o->gen.locality = BOX_LOCALITY;
 	o->out_dir = ".";
+	fs_trace_model_defaults(&o->tmodel);
 	int ch;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -376,6 +399,8 @@ int replay_opts_parse(struct replay_opts *o, int argc, char **argv)
 	}
 	if (optind < argc)
 		o->path = argv[optind++];
+	if (o->calibrate && !o->path && !o->synthetic)
+		return 0;
 	if (optind < argc || (!o->path && !o->synthetic) || (o->path && o->synthetic)) {
 		fprintf(stderr, "fs-replay: give one trace file or --synthetic (try --help)\n");
 		return -1;
@@ -384,7 +409,7 @@ int replay_opts_parse(struct replay_opts *o, int argc, char **argv)
 		if (!o->tokens_given)
 			o->model.tokens_per_window = BOX_TOKENS;
 		if (!o->warmup_given)
-			o->model.warmup = BOX_WARMUP;
+			o->model.warmup = o->use_model ? MODEL_WARMUP : BOX_WARMUP;
 		o->gen.tokens_per_window = o->model.tokens_per_window;
 		o->gen.expert_bytes = o->model.expert_bytes;
 		o->gen.windows += o->model.warmup; /* --windows counts scored windows */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "replay.h"
+#include "replay_calib.h"
 
 static const uint32_t lags[] = {1, 2, 3, 5, 10};
 #define NLAGS (sizeof(lags) / sizeof(lags[0]))
@@ -43,6 +44,8 @@ int replay_trace_stats(FILE *out, const struct fs_trace *t, uint32_t tokens_per_
 		fprintf(out, " %u: %.3f", lags[i], reuse_at(t, lags[i], mark));
 	fprintf(out, "\ntop-decile share %.3f, distinct experts per layer-window %.2f (T = %u)\n",
 		st.top_decile_share, st.distinct_per_window, tokens_per_window);
+	fprintf(out, "distinct experts per layer over 16 tokens %.2f, over 64 tokens %.2f\n",
+		calib_distinct(t, 0, 16), calib_distinct(t, 0, 64));
 	free(mark);
 	return 0;
 }

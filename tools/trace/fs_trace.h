@@ -14,6 +14,9 @@
  *    fs_trace_load_csv();
  *  - a synthetic generator with Zipf popularity and temporal locality:
  *    fs_trace_generate();
+ *  - the calibrated routing model (popularity, topics, short-term reuse,
+ *    fitted to the discussion's and the real traces' statistics):
+ *    fs_trace_model.h;
  *  - a compact binary file (.fstrace) that fs-trace-convert writes:
  *    fs_trace_write_bin() / fs_trace_read_bin().
  * fs_trace_load() takes either file format (sniffed by its magic).
