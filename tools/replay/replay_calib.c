@@ -166,7 +166,8 @@ static int recall_rows(struct rows *rs, const struct fs_trace *t)
 		for (int b = 0; b < 3; b++) {
 			char name[40];
 			snprintf(name, sizeof(name), "recall_ahead%d_at%d", h + 1, at[b]);
-			add(rs, name, target[h][b], all[h] ? 100.0 * (double)in[h][b] / (double)all[h] : 0.0, 2.0);
+			add(rs, name, target[h][b], all[h] ? 100.0 * (double)in[h][b] / (double)all[h] : 0.0,
+			    2.0);
 		}
 	free(ce), free(cs);
 	replay_predictor_free(&p);

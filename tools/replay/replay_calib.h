@@ -43,13 +43,13 @@ void calib_static(const struct fs_trace *t, const struct calib_windows *w, const
 /* The discussion's recency ring: `ring` slots per layer taken from the
  * coldest static residents, an LRU of the experts that missed, each miss
  * usable `delay` windows later. */
-int calib_ring(const struct fs_trace *t, const struct calib_windows *w, uint32_t profile_tokens, uint32_t slots,
-	       uint32_t ring, uint32_t delay, struct calib_result *out);
+int calib_ring(const struct fs_trace *t, const struct calib_windows *w, uint32_t profile_tokens,
+	       uint32_t slots, uint32_t ring, uint32_t delay, struct calib_result *out);
 /* Strata's adapt rules on the static profile: every `every` windows,
  * usage decayed by `decay`, at most `swaps` swaps of the coldest residents
  * for hotter non-residents; a swap is usable from the next window. */
-int calib_adapt(const struct fs_trace *t, const struct calib_windows *w, uint32_t profile_tokens, uint32_t slots,
-		uint32_t every, double decay, uint32_t swaps, struct calib_result *out);
+int calib_adapt(const struct fs_trace *t, const struct calib_windows *w, uint32_t profile_tokens,
+		uint32_t slots, uint32_t every, double decay, uint32_t swaps, struct calib_result *out);
 
 /* Trace statistics within sessions of `session` tokens (0: the whole
  * trace is one): reuse of a layer's experts `lag` tokens later, and the

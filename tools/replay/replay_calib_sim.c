@@ -85,8 +85,8 @@ void calib_static_set(const struct fs_trace *t, uint32_t profile_tokens, uint32_
 
 /* The distinct experts window w routes at layer l, into out (stamp marks
  * what is already listed; it must be zeroed and is left zeroed). */
-static uint32_t window_experts(const struct fs_trace *t, const struct calib_windows *w, uint32_t win, uint32_t l,
-			       uint8_t *stamp, uint16_t *out)
+static uint32_t window_experts(const struct fs_trace *t, const struct calib_windows *w, uint32_t win,
+			       uint32_t l, uint8_t *stamp, uint16_t *out)
 {
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < w->ntok[win]; i++) {
@@ -132,15 +132,16 @@ struct pending {
 	uint32_t idx;
 };
 
-int calib_ring(const struct fs_trace *t, const struct calib_windows *w, uint32_t profile_tokens, uint32_t slots,
-	       uint32_t ring, uint32_t delay, struct calib_result *out)
+int calib_ring(const struct fs_trace *t, const struct calib_windows *w, uint32_t profile_tokens,
+	       uint32_t slots, uint32_t ring, uint32_t delay, struct calib_result *out)
 {
 	memset(out, 0, sizeof(*out));
 	size_t le = (size_t)t->layers * t->experts;
 	uint32_t taken = ring * t->layers;
 	uint8_t *res = malloc(le);
 	uint32_t *ring_e = malloc((size_t)t->layers * (ring ? ring : 1) * sizeof(uint32_t));
-	uint32_t *ring_at = calloc((size_t)t->layers * (ring ? ring : 1), sizeof(uint32_t)); /* last use + 1 */
+	uint32_t *ring_at = calloc((size_t)t->layers * (ring ? ring : 1),
+				   sizeof(uint32_t)); /* last use + 1 */
 	/* pending copies come from the last `delay` windows only */
 	uint32_t pcap = (delay + 1) * t->layers * 8 * t->topk + 1;
 	struct pending *q = malloc((size_t)pcap * sizeof(*q));
@@ -216,8 +217,8 @@ static int by_use_desc(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-int calib_adapt(const struct fs_trace *t, const struct calib_windows *w, uint32_t profile_tokens, uint32_t slots,
-		uint32_t every, double decay, uint32_t swaps, struct calib_result *out)
+int calib_adapt(const struct fs_trace *t, const struct calib_windows *w, uint32_t profile_tokens,
+		uint32_t slots, uint32_t every, double decay, uint32_t swaps, struct calib_result *out)
 {
 	memset(out, 0, sizeof(*out));
 	size_t le = (size_t)t->layers * t->experts;

@@ -9,10 +9,10 @@
 struct replay_opts {
 	const char *path; /* trace file, or NULL with synthetic */
 	int synthetic;
-	struct fs_trace_gen gen; /* the synthetic trace's knobs */
-	int use_model;               /* --model: the synthetic trace is the calibrated routing model */
+	struct fs_trace_gen gen;      /* the synthetic trace's knobs */
+	int use_model;                /* --model: the synthetic trace is the calibrated routing model */
 	struct fs_trace_model tmodel; /* its fields (--model-set) */
-	int calibrate;               /* --calibrate */
+	int calibrate;                /* --calibrate */
 	struct replay_model model;
 	int tokens_given; /* --tokens-per-window was given */
 	int warmup_given;

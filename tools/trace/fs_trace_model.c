@@ -53,12 +53,15 @@ static int check(const struct fs_trace_model *m, char *err, size_t errlen)
 {
 	const char *msg;
 	if (fs_trace_check_dims(m->layers, m->experts, m->topk, &msg))
-		return fs_trace_fail(err, errlen, -EINVAL, "routing model: %u layers x %u experts, top-%u: %s",
-				     m->layers, m->experts, m->topk, msg);
+		return fs_trace_fail(err, errlen, -EINVAL,
+				     "routing model: %u layers x %u experts, top-%u: %s", m->layers,
+				     m->experts, m->topk, msg);
 	if (!m->tokens || (uint64_t)m->tokens * m->layers * m->topk > MODEL_MAX_ENTRIES)
-		return fs_trace_fail(err, errlen, -EINVAL, "routing model: %u tokens is out of range", m->tokens);
+		return fs_trace_fail(err, errlen, -EINVAL, "routing model: %u tokens is out of range",
+				     m->tokens);
 	if (!(m->sigma >= 0.0 && m->sigma <= 8.0) || !(m->layer_spread >= 0.0 && m->layer_spread <= 2.0))
-		return fs_trace_fail(err, errlen, -EINVAL, "routing model: sigma must be in 0..8, spread in 0..2");
+		return fs_trace_fail(err, errlen, -EINVAL,
+				     "routing model: sigma must be in 0..8, spread in 0..2");
 	if (!in01(m->reuse) || !in01(m->reuse_decay) || !in01(m->topic) || !in01(m->topic_drift) ||
 	    !in01(m->topic_stay) || m->reuse + m->topic > 1.0)
 		return fs_trace_fail(err, errlen, -EINVAL,
@@ -76,9 +79,9 @@ struct model {
 	struct fs_trace *t;
 	struct fs_rng rng;
 	uint32_t L, E, K;
-	uint32_t tsize;      /* experts per topic and layer */
-	double *cdf;         /* [L][E]: global popularity */
-	double *tcdf;        /* [L][E]: popularity^temper, for topic members */
+	uint32_t tsize; /* experts per topic and layer */
+	double *cdf;    /* [L][E]: global popularity */
+	double *tcdf;   /* [L][E]: popularity^temper, for topic members */
 	double lag_cdf[FS_TRACE_MODEL_HISTORY];
 	uint16_t *topic_set; /* [topics][L][tsize] */
 	double *w;           /* [E]: scratch */
@@ -159,8 +162,10 @@ static uint16_t candidate(struct model *s, uint32_t tok, uint32_t since, uint32_
 	const struct fs_trace_model *m = s->m;
 	double u = fs_rng_double(&s->rng);
 	if (u < m->reuse && tok > since) {
+		/* 1 <= back <= history: tok > since */
 		uint32_t back = tok - since < FS_TRACE_MODEL_HISTORY ? tok - since : FS_TRACE_MODEL_HISTORY;
-		uint32_t lag = 1 + cdf_pick(s->lag_cdf, back, fs_rng_double(&s->rng) * s->lag_cdf[back - 1]);
+		double top = s->lag_cdf[back > 0 ? back - 1 : 0];
+		uint32_t lag = 1 + cdf_pick(s->lag_cdf, back, fs_rng_double(&s->rng) * top);
 		const uint16_t *prev = fs_trace_token(s->t, tok - lag, l);
 		return prev[fs_rng_below(&s->rng, s->K)];
 	}
@@ -205,7 +210,9 @@ int fs_trace_model_generate(struct fs_trace *t, const struct fs_trace_model *m, 
 	s.topic_set = malloc((size_t)m->topics * s.L * s.tsize * sizeof(uint16_t));
 	s.used = calloc(s.E, 1);
 	s.w = malloc(s.E * sizeof(double));
-	rc = s.cdf && s.tcdf && s.topic_set && s.used && s.w ? fs_trace_alloc(t, s.L, s.E, s.K, m->tokens, 0) : -ENOMEM;
+	rc = s.cdf && s.tcdf && s.topic_set && s.used && s.w ?
+		     fs_trace_alloc(t, s.L, s.E, s.K, m->tokens, 0) :
+		     -ENOMEM;
 	if (rc) {
 		rc = fs_trace_fail(err, errlen, rc, "routing model: out of memory");
 		goto out;
@@ -246,8 +253,8 @@ out:
 	return rc;
 }
 
-int fs_trace_model_simple(struct fs_trace *t, uint32_t layers, uint32_t experts, uint32_t topk, uint32_t tokens,
-			  uint32_t session_tokens, uint64_t seed, char *err, size_t errlen)
+int fs_trace_model_simple(struct fs_trace *t, uint32_t layers, uint32_t experts, uint32_t topk,
+			  uint32_t tokens, uint32_t session_tokens, uint64_t seed, char *err, size_t errlen)
 {
 	struct fs_trace_model m;
 	fs_trace_model_defaults(&m);

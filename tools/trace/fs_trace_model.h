@@ -77,8 +77,8 @@ int fs_trace_model_generate(struct fs_trace *t, const struct fs_trace_model *m, 
 
 /* The engine bench's call: the calibrated model at this shape and length,
  * sessions of `session_tokens` (0: one session). */
-int fs_trace_model_simple(struct fs_trace *t, uint32_t layers, uint32_t experts, uint32_t topk, uint32_t tokens,
-			  uint32_t session_tokens, uint64_t seed, char *err, size_t errlen);
+int fs_trace_model_simple(struct fs_trace *t, uint32_t layers, uint32_t experts, uint32_t topk,
+			  uint32_t tokens, uint32_t session_tokens, uint64_t seed, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

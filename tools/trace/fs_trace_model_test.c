@@ -59,7 +59,8 @@ Test(model, cells_valid_and_deterministic)
 			for (uint32_t i = 0; i < a.topk; i++) {
 				cr_assert_lt(e[i], 64);
 				for (uint32_t j = 0; j < i; j++)
-					cr_assert_neq(e[i], e[j], "token %u layer %u repeats expert %u", tok, l, e[i]);
+					cr_assert_neq(e[i], e[j], "token %u layer %u repeats expert %u", tok,
+						      l, e[i]);
 			}
 		}
 	fs_trace_free(&b);
