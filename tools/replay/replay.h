@@ -91,6 +91,10 @@ struct replay_result {
 	double misses_per_lw; /* distinct misses per layer-window */
 	double ms_per_window; /* the virtual clock: intercept + miss cost */
 	double tokens_per_s;
+	/* share of the headroom over static this row captures (NAN: no static
+	 * row): of the zero-miss clock's, and of the clairvoyant bound's
+	 * (replay_bound.h; filled by replay_report_shares) */
+	double share_zero, share_bound;
 };
 
 /* The trace and what builds the profile. */
@@ -119,6 +123,9 @@ int replay_run(const struct replay_input *in, const struct replay_model *m, enum
 	       struct replay_result *out, char *err, size_t errlen);
 
 /* replay_report.c */
+/* Fill share_zero / share_bound of every row: static, and the row named
+ * "clairvoyant" when present, are the references. */
+void replay_report_shares(struct replay_result *res, int n, const struct replay_model *m);
 void replay_report_header(FILE *out, const struct replay_input *in, const struct replay_model *m);
 void replay_report_table(FILE *out, const struct replay_result *res, int n);
 void replay_report_json(FILE *out, const struct replay_input *in, const struct replay_model *m,

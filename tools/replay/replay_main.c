@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "replay.h"
+#include "replay_bound.h"
 #include "replay_calib.h"
 #include "replay_opts.h"
 
@@ -79,22 +80,33 @@ int main(int argc, char **argv)
 	} else if (o.sweep) {
 		status = replay_sweep(&in, &o.model, o.sweep, o.out_dir, o.tag, o.pols, o.npols) ? 1 : 0;
 	} else {
-		struct replay_result res[RP_N];
+		struct replay_result res[RP_N + 1];
 		char err[256] = "";
 		for (int i = 0; i < o.npols && status == 0; i++)
 			if (replay_run(&in, &o.model, o.pols[i], &res[i], err, sizeof(err)) != 0) {
 				fprintf(stderr, "fs-replay: %s\n", err);
 				status = 1;
 			}
+		int n = o.npols;
+		if (status == 0 && !o.no_bound) {
+			rc = replay_bound_run(&in, &o.model, &res[n]);
+			if (rc) {
+				fprintf(stderr, "fs-replay: clairvoyant bound: %s\n", strerror(-rc));
+				status = 1;
+			}
+			n++;
+		}
+		if (status == 0)
+			replay_report_shares(res, n, &o.model);
 		if (status == 0 && o.json) {
-			replay_report_json(stdout, &in, &o.model, res, o.npols);
+			replay_report_json(stdout, &in, &o.model, res, n);
 		} else if (status == 0 && o.csv) {
-			replay_report_csv(stdout, res, o.npols);
+			replay_report_csv(stdout, res, n);
 		} else if (status == 0 && o.markdown) {
-			replay_report_markdown(stdout, res, o.npols);
+			replay_report_markdown(stdout, res, n);
 		} else if (status == 0) {
 			replay_report_header(stdout, &in, &o.model);
-			replay_report_table(stdout, res, o.npols);
+			replay_report_table(stdout, res, n);
 		}
 	}
 	free(in.profile);

@@ -59,6 +59,8 @@ static void usage(FILE *f)
 		"  --compare             static, lru, static+recency, static+predicted, all (default)\n"
 		"  --policy NAME         one policy (repeatable); also lru-warm (LRU seeded with the profile)\n"
 		"  --json                print a JSON array, one object per policy\n"
+		"  --no-bound            leave out the clairvoyant bound's row (future known, Belady eviction,\n"
+		"                        copies at the bus rate); every row reports its share of it\n"
 		"  --csv | --markdown    print the table as CSV or as a Markdown table\n"
 		"  --sweep slots|delay   hit rate vs slots / misses vs landing delay: CSV and a plot\n"
 		"  --out DIR             where --sweep writes (default .)\n"
@@ -175,6 +177,7 @@ enum {
 	O_MODEL,
 	O_MODEL_SET,
 	O_CALIBRATE,
+	O_NO_BOUND,
 };
 
 static const struct option longopts[] = {
@@ -217,6 +220,7 @@ static const struct option longopts[] = {
 	{"model", no_argument, NULL, O_MODEL},
 	{"model-set", required_argument, NULL, O_MODEL_SET},
 	{"calibrate", no_argument, NULL, O_CALIBRATE},
+	{"no-bound", no_argument, NULL, O_NO_BOUND},
 	{"help", no_argument, NULL, 'h'},
 	{0},
 };
@@ -353,6 +357,9 @@ static int one(struct replay_opts *o, int ch, const char *a)
 		return calib_model_set(&o->tmodel, a);
 	case O_CALIBRATE:
 		o->calibrate = 1;
+		return 0;
+	case O_NO_BOUND:
+		o->no_bound = 1;
 		return 0;
 	case O_SEED:
 		if (num(a, 0, 1.8e19, &d))

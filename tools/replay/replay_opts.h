@@ -13,6 +13,7 @@ struct replay_opts {
 	int use_model;                /* --model: the synthetic trace is the calibrated routing model */
 	struct fs_trace_model tmodel; /* its fields (--model-set) */
 	int calibrate;                /* --calibrate */
+	int no_bound;                 /* --no-bound: leave the clairvoyant row out */
 	struct replay_model model;
 	int tokens_given; /* --tokens-per-window was given */
 	int warmup_given;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* replay_report.c: the policy table and its JSON twin. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,6 +17,33 @@ static const struct replay_result *find(const struct replay_result *res, int n, 
 		if (strcmp(res[i].policy, name) == 0)
 			return &res[i];
 	return NULL;
+}
+
+void replay_report_shares(struct replay_result *res, int n, const struct replay_model *m)
+{
+	const struct replay_result *st = find(res, n, "static"), *cv = find(res, n, "clairvoyant");
+	double zero = 1000.0 * m->tokens_per_window / m->intercept_ms;
+	for (int i = 0; i < n; i++) {
+		struct replay_result *r = &res[i];
+		r->share_zero = r->share_bound = NAN;
+		if (!st)
+			continue;
+		double base = st->tokens_per_s, gain = r->tokens_per_s - base;
+		if (zero > base)
+			r->share_zero = gain / (zero - base);
+		if (cv && cv->tokens_per_s > base)
+			r->share_bound = gain / (cv->tokens_per_s - base);
+	}
+}
+
+/* A share as a percentage cell, "-" when there is none. */
+static const char *share_cell(double v, char *buf, size_t len)
+{
+	if (isnan(v))
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.1f%%", 100.0 * v);
+	return buf;
 }
 
 void replay_report_header(FILE *out, const struct replay_input *in, const struct replay_model *m)
@@ -53,20 +81,26 @@ static void vs_cells(const struct replay_result *r, const struct replay_result *
 void replay_report_table(FILE *out, const struct replay_result *res, int n)
 {
 	const struct replay_result *st = find(res, n, "static"), *lru = find(res, n, "lru");
-	fprintf(out, "\n%-17s %7s %8s %9s %7s %9s %8s %8s %9s %9s %7s\n", "policy", "hit %", "miss/lw",
-		"vs static", "vs lru", "copies", "GB", "late", "too-late", "ms/window", "tok/s");
+	fprintf(out, "\n%-17s %7s %8s %9s %7s %9s %8s %8s %9s %9s %7s %7s %7s\n", "policy", "hit %",
+		"miss/lw", "vs static", "vs lru", "copies", "GB", "late", "too-late", "ms/window", "tok/s",
+		"of zero", "of bound");
 	for (int i = 0; i < n; i++) {
 		const struct replay_result *r = &res[i];
 		char vs[16], vl[16];
+		char sz[16], sb[16];
 		vs_cells(r, st, lru, "%+.1f%%", vs, vl, sizeof(vs));
-		fprintf(out, "%-17s %7.2f %8.3f %9s %7s %9llu %8.2f %8llu %9llu %9.2f %7.1f\n", r->policy,
-			100.0 * r->hit_rate, r->misses_per_lw, vs, vl, (unsigned long long)r->copies,
-			(double)r->bytes / 1e9, (unsigned long long)r->landed_late,
-			(unsigned long long)r->too_late, r->ms_per_window, r->tokens_per_s);
+		fprintf(out, "%-17s %7.2f %8.3f %9s %7s %9llu %8.2f %8llu %9llu %9.2f %7.1f %7s %7s\n",
+			r->policy, 100.0 * r->hit_rate, r->misses_per_lw, vs, vl,
+			(unsigned long long)r->copies, (double)r->bytes / 1e9,
+			(unsigned long long)r->landed_late, (unsigned long long)r->too_late, r->ms_per_window,
+			r->tokens_per_s, share_cell(r->share_zero, sz, sizeof(sz)),
+			share_cell(r->share_bound, sb, sizeof(sb)));
 	}
 	fprintf(out,
 		"\nmiss/lw: distinct misses per layer-window.  late: copies landed after their deadline.\n"
-		"too-late: wants not copied because the bus could not land them in time.\n");
+		"too-late: wants not copied because the bus could not land them in time.\n"
+		"of zero / of bound: share of the tok/s headroom over static that the row captures, up to\n"
+		"the zero-miss clock / up to the clairvoyant bound (future known, Belady, bus-rate copies).\n");
 }
 
 static void json_str(FILE *out, const char *k, const char *v)
@@ -81,12 +115,23 @@ static void json_str(FILE *out, const char *k, const char *v)
 	fputc('"', out);
 }
 
+/* JSON has no NaN: null. */
+static const char *json_num(double v, char *buf, size_t len)
+{
+	if (isnan(v))
+		snprintf(buf, len, "null");
+	else
+		snprintf(buf, len, "%.6f", v);
+	return buf;
+}
+
 void replay_report_json(FILE *out, const struct replay_input *in, const struct replay_model *m,
 			const struct replay_result *res, int n)
 {
 	fputs("[\n", out);
 	for (int i = 0; i < n; i++) {
 		const struct replay_result *r = &res[i];
+		char a[32], b[32];
 		fputs("  {", out);
 		json_str(out, "policy", r->policy);
 		fputs(", ", out);
@@ -97,7 +142,8 @@ void replay_report_json(FILE *out, const struct replay_input *in, const struct r
 			"\"distinct_misses\": %llu, \"distinct_misses_per_layer_window\": %.6f, "
 			"\"hit_rate\": %.6f, \"copies\": %llu, \"bytes\": %llu, \"late_landings\": %llu, "
 			"\"late_uses\": %llu, \"too_late\": %llu, \"promoted\": %llu, \"predictions\": %llu, "
-			"\"ms_per_window\": %.4f, \"tokens_per_s\": %.3f}%s\n",
+			"\"ms_per_window\": %.4f, \"tokens_per_s\": %.3f, \"share_of_zero_miss\": %s, "
+			"\"share_of_bound\": %s}%s\n",
 			r->windows, r->layers, r->slots, m->tokens_per_window, m->bus_gbps, m->delay,
 			(unsigned long long)r->uses, (unsigned long long)r->hits,
 			(unsigned long long)r->misses, r->misses_per_lw, r->hit_rate,
@@ -105,6 +151,7 @@ void replay_report_json(FILE *out, const struct replay_input *in, const struct r
 			(unsigned long long)r->landed_late, (unsigned long long)r->late_uses,
 			(unsigned long long)r->too_late, (unsigned long long)r->promoted,
 			(unsigned long long)r->predictions, r->ms_per_window, r->tokens_per_s,
+			json_num(r->share_zero, a, sizeof(a)), json_num(r->share_bound, b, sizeof(b)),
 			i + 1 < n ? "," : "");
 	}
 	fputs("]\n", out);
@@ -114,14 +161,15 @@ void replay_report_csv(FILE *out, const struct replay_result *res, int n)
 {
 	fprintf(out,
 		"policy,hit_rate,misses_per_layer_window,distinct_misses,copies,bytes,late_landings,too_late,"
-		"promoted,ms_per_window,tokens_per_s\n");
+		"promoted,ms_per_window,tokens_per_s,share_of_zero_miss,share_of_bound\n");
 	for (int i = 0; i < n; i++) {
 		const struct replay_result *r = &res[i];
-		fprintf(out, "%s,%.6f,%.6f,%llu,%llu,%llu,%llu,%llu,%llu,%.4f,%.3f\n", r->policy, r->hit_rate,
-			r->misses_per_lw, (unsigned long long)r->misses, (unsigned long long)r->copies,
-			(unsigned long long)r->bytes, (unsigned long long)r->landed_late,
-			(unsigned long long)r->too_late, (unsigned long long)r->promoted, r->ms_per_window,
-			r->tokens_per_s);
+		fprintf(out, "%s,%.6f,%.6f,%llu,%llu,%llu,%llu,%llu,%llu,%.4f,%.3f,%.6f,%.6f\n", r->policy,
+			r->hit_rate, r->misses_per_lw, (unsigned long long)r->misses,
+			(unsigned long long)r->copies, (unsigned long long)r->bytes,
+			(unsigned long long)r->landed_late, (unsigned long long)r->too_late,
+			(unsigned long long)r->promoted, r->ms_per_window, r->tokens_per_s, r->share_zero,
+			r->share_bound);
 	}
 }
 
@@ -129,15 +177,18 @@ void replay_report_markdown(FILE *out, const struct replay_result *res, int n)
 {
 	const struct replay_result *st = find(res, n, "static"), *lru = find(res, n, "lru");
 	fprintf(out, "| policy | hit %% | misses / layer-window | vs static | vs lru | copies | GB moved | "
-		     "landed late | ms / window | tok/s |\n");
-	fprintf(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+		     "landed late | ms / window | tok/s | of zero-miss | of bound |\n");
+	fprintf(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
 	for (int i = 0; i < n; i++) {
 		const struct replay_result *r = &res[i];
 		char vs[16], vl[16];
+		char sz[16], sb[16];
 		vs_cells(r, st, lru, "%+.1f %%", vs, vl, sizeof(vs));
-		fprintf(out, "| %s | %.2f | %.3f | %s | %s | %llu | %.2f | %llu | %.2f | %.1f |\n", r->policy,
-			100.0 * r->hit_rate, r->misses_per_lw, vs, vl, (unsigned long long)r->copies,
-			(double)r->bytes / 1e9, (unsigned long long)r->landed_late, r->ms_per_window,
-			r->tokens_per_s);
+		fprintf(out, "| %s | %.2f | %.3f | %s | %s | %llu | %.2f | %llu | %.2f | %.1f | %s | %s |\n",
+			r->policy, 100.0 * r->hit_rate, r->misses_per_lw, vs, vl,
+			(unsigned long long)r->copies, (double)r->bytes / 1e9,
+			(unsigned long long)r->landed_late, r->ms_per_window, r->tokens_per_s,
+			share_cell(r->share_zero, sz, sizeof(sz)),
+			share_cell(r->share_bound, sb, sizeof(sb)));
 	}
 }

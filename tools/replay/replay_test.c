@@ -4,6 +4,7 @@
  * recall it is told, and `--compare --json` prints JSON that parses. */
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,15 +253,26 @@ Test(replay, compare_json_smoke)
 	cJSON *j = cJSON_Parse(buf);
 	cr_assert_not_null(j, "not JSON:\n%s", buf);
 	cr_assert(cJSON_IsArray(j));
-	static const char *const want[] = {"static", "lru", "static+recency", "static+predicted", "all"};
-	cr_assert_eq(cJSON_GetArraySize(j), 5);
-	for (int i = 0; i < 5; i++) {
+	static const char *const want[] = {"static",           "lru", "static+recency",
+					   "static+predicted", "all", "clairvoyant"};
+	cr_assert_eq(cJSON_GetArraySize(j), 6);
+	for (int i = 0; i < 6; i++) {
 		const cJSON *o = cJSON_GetArrayItem(j, i);
 		const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "policy");
 		const cJSON *d = cJSON_GetObjectItemCaseSensitive(o, "distinct_misses");
+		const cJSON *sz = cJSON_GetObjectItemCaseSensitive(o, "share_of_zero_miss");
+		const cJSON *sb = cJSON_GetObjectItemCaseSensitive(o, "share_of_bound");
 		cr_assert(cJSON_IsString(p) && strcmp(p->valuestring, want[i]) == 0);
 		cr_assert(cJSON_IsNumber(d) && d->valuedouble >= 0);
+		cr_assert(cJSON_IsNumber(sz) && cJSON_IsNumber(sb), "shares of %s", want[i]);
+		cr_assert(fabs(sz->valuedouble) <= fabs(sb->valuedouble) + 1e-9,
+			  "the bound is never above zero-miss");
 	}
+	/* static is the reference of both shares; the bound is its own 100 % */
+	cr_assert_float_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(j, 0), "share_of_bound")->valuedouble, 0.0,
+			   1e-9);
+	cr_assert_float_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(j, 5), "share_of_bound")->valuedouble, 1.0,
+			   1e-9);
 	cJSON_Delete(j);
 }
 

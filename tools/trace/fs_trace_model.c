@@ -32,15 +32,15 @@ void fs_trace_model_defaults(struct fs_trace_model *m)
 		.session_tokens = 500,
 		.seed = 1,
 		.sigma = 1.8,
-		.layer_spread = 0.10,
+		.layer_spread = 0.15,
 		.reuse = 0.25,
-		.reuse_decay = 0.55,
-		.topic = 0.12,
+		.reuse_decay = 0.525,
+		.topic = 0.165,
 		.topics = 4,
 		.topic_size = 2.0,
-		.topic_temper = 1.0,
-		.topic_drift = 0.01,
-		.topic_stay = 0.9,
+		.topic_temper = 0.95,
+		.topic_drift = 0.0075,
+		.topic_stay = 0.93,
 	};
 }
 
