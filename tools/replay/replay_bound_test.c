@@ -82,7 +82,8 @@ Test(bound, bus_rate_limits_copies)
 	in.bus_gbps = 1.0 / 15.0; /* 1 MB in 15 ms */
 	struct replay_result r, fast;
 	cr_assert_eq(replay_bound(&in, &r), 0);
-	cr_assert_leq(r.copies * 15.0, 40 * 10.0, "%llu copies of 15 ms in 400 ms", (unsigned long long)r.copies);
+	cr_assert_leq(r.copies * 15.0, 40 * 10.0, "%llu copies of 15 ms in 400 ms",
+		      (unsigned long long)r.copies);
 	cr_assert_gt(r.misses, 0);
 	cr_assert_eq(r.hits + r.misses, 40);
 	in.bus_gbps = 1.0 / 5.0;
