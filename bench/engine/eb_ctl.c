@@ -39,7 +39,8 @@ int eb_ctl_stats(const char *socket, struct eb_stats *out, char *err, size_t err
 		cJSON_Delete(rep);
 		return -EPROTO;
 	}
-	*out = (struct eb_stats){.bytes = num(t, "bytes"),
+	/* copied_bytes: the card counter (was "bytes" before fsctl top) */
+	*out = (struct eb_stats){.bytes = num(t, "copied_bytes") + num(t, "bytes"),
 				 .copied = num(t, "copied"),
 				 .late = num(t, "late"),
 				 .landed_late = num(t, "landed_late"),
