@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "fs_proto.h"
+#include "fs_tiers.h"
 
 /* Whole daemon. */
 #define FS_COUNTERS_DAEMON(X)                                                         \
@@ -52,9 +53,7 @@
 	X(bus_busy_ns, "nanoseconds the copy path was busy")                               \
 	X(resident, "slots holding a landed expert (gauge)")                               \
 	X(loading, "slots with a copy in flight (gauge)")                                  \
-	X(tier_static, "slots of the static tier, landed or loading (gauge)")              \
-	X(tier_recency, "slots of the recency tier, landed or loading (gauge)")            \
-	X(tier_predicted, "slots of the predicted tier, landed or loading (gauge)")        \
+	FS_TIER_GAUGES(X) /* tier_<name>, one per row of fs_tiers.h */                     \
 	X(landed_late, "copies that landed after their deadline")                          \
 	X(too_late, "wants not copied: the bus could not land them in time")               \
 	X(promoted, "experts moved into the static tier by measured use")                  \

@@ -39,6 +39,7 @@
 
 #include "fs_proto.h"
 #include "fs_regions.h"
+#include "fs_tiers.h"
 
 #define FSR_NONE UINT32_MAX
 
@@ -213,16 +214,17 @@ unsigned fsr_reclaim(struct fsr *r);
 
 /* ---- tiers ------------------------------------------------------------ */
 
-/* The tier a LOADING or RESIDENT slot belongs to.  Untiered cores put every
- * slot in FSR_TIER_POOL. */
-enum fsr_tier {
-	FSR_TIER_POOL = 0,  /* untiered: one LRU pool per card */
-	FSR_TIER_STATIC,    /* the profile: hottest experts by (decayed) use */
-	FSR_TIER_RECENCY,   /* experts that just missed */
-	FSR_TIER_PREDICTED, /* router-ahead candidates within a window */
-	FSR_NTIERS
-};
+/* The tier a LOADING or RESIDENT slot belongs to: FSR_TIER_<NAME> for each
+ * row of proto/fs_tiers.h (static, recency, predicted).  Untiered cores put
+ * every slot in FSR_TIER_POOL, which is no tier: one LRU pool per card. */
+#define FSR_TIER_ENUM_ROW(A, NAME, name, what) FSR_TIER_##NAME,
+enum fsr_tier { FSR_TIER_POOL = 0, FS_TIERS(FSR_TIER_ENUM_ROW, ~) FSR_NTIERS };
+#undef FSR_TIER_ENUM_ROW
 const char *fsr_tier_name(enum fsr_tier t);
+/* A tier whose copies are speculative (predictions: wanted within one
+ * window, too late after it).  A copy of any other tier is for an expert
+ * that was used, and stays useful across windows. */
+int fsr_tier_speculative(unsigned tier);
 
 /* A static profile: use counts per (layer, expert), counts[layer * experts
  * + expert] (a saved profile, a warm-up, prefill).  Seeds the decayed use

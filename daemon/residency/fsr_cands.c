@@ -20,15 +20,16 @@ static int weaker(const struct fsr_cand *a, const struct fsr_cand *b)
 
 static void merge(struct fsr_cand *old, const struct fsr_cand *c)
 {
-	if (c->tier == FSR_TIER_PREDICTED) {
+	int spec = fsr_tier_ops(c->tier)->speculative, old_spec = fsr_tier_ops(old->tier)->speculative;
+	if (spec) {
 		/* A prediction for this window overrides a cross-window want:
 		 * it has a nearer deadline and the same expert. */
-		if (old->tier == FSR_TIER_PREDICTED && old->window == c->window && old->score > c->score)
+		if (old_spec && old->window == c->window && old->score > c->score)
 			return;
 		*old = *c;
 		return;
 	}
-	if (old->tier == FSR_TIER_PREDICTED && (int32_t)(c->window - old->window) <= 0)
+	if (old_spec && (int32_t)(c->window - old->window) <= 0)
 		return; /* the prediction still stands */
 	*old = *c;
 }

@@ -28,9 +28,10 @@ static int check_tiers(const struct fsr *r, const struct fsr_card *cd)
 			}
 			CHECK(n == tl->n && tl->young == prev);
 			CHECK(t != FSR_TIER_POOL || n == 0);
-			CHECK(t == FSR_TIER_STATIC || n <= cd->quota[l * FSR_NTIERS + t] || cd->retrim);
-			CHECK(cd->quota[l * FSR_NTIERS + FSR_TIER_POOL] == 0 &&
-			      cd->quota[l * FSR_NTIERS + FSR_TIER_STATIC] == 0);
+			int wide = fsr_tier_ops(t)->card_wide;
+			CHECK(wide || n <= cd->quota[l * FSR_NTIERS + t] || cd->retrim);
+			/* per-layer sizes only for per-layer tiers (the pool has none) */
+			CHECK((t != FSR_TIER_POOL && !wide) || cd->quota[l * FSR_NTIERS + t] == 0);
 			inlists += n;
 			per_tier[t] += n;
 			reserved += cd->quota[l * FSR_NTIERS + t];
@@ -50,14 +51,19 @@ static int check_tiers(const struct fsr *r, const struct fsr_card *cd)
 		}
 		ncands += cd->ncand[l];
 	}
-	CHECK(cd->ntier[FSR_TIER_STATIC] <= cd->static_quota || cd->retrim);
+	uint64_t card_wide = 0;
+	for (unsigned t = 0; t < FSR_NTIERS; t++) {
+		CHECK(fsr_tier_ops(t)->card_wide || cd->card_quota[t] == 0);
+		CHECK(cd->ntier[t] <= cd->card_quota[t] || !fsr_tier_ops(t)->card_wide || cd->retrim);
+		card_wide += cd->card_quota[t];
+	}
 	/* Reserved sizes only for the layers the card serves (fsr_place.c),
 	 * none on a card that serves no layer. */
 	uint32_t card = (uint32_t)(cd - r->card), nserved = 0;
 	for (uint32_t l = 0; l < r->layers; l++) {
 		nserved += fsr_serves(r, card, l);
-		CHECK(fsr_serves(r, card, l) || (cd->quota[l * FSR_NTIERS + FSR_TIER_RECENCY] == 0 &&
-						 cd->quota[l * FSR_NTIERS + FSR_TIER_PREDICTED] == 0));
+		for (unsigned t = 0; t < FSR_NTIERS; t++)
+			CHECK(fsr_serves(r, card, l) || cd->quota[l * FSR_NTIERS + t] == 0);
 	}
 	CHECK(nserved > 0 || cd->quota_total == 0);
 	/* Each card its own tier: no slot or candidate of a layer the card no
@@ -65,14 +71,14 @@ static int check_tiers(const struct fsr *r, const struct fsr_card *cd)
 	for (uint32_t l = 0; l < r->layers && !r->one_tier && !cd->retrim; l++)
 		for (unsigned t = 0; t < FSR_NTIERS && !fsr_serves(r, card, l); t++)
 			CHECK(cd->tl[l * FSR_NTIERS + t].n == 0 && cd->ncand[l] == 0);
-	CHECK(reserved + cd->static_quota == cd->quota_total && cd->quota_total <= ns);
+	CHECK(reserved + card_wide == cd->quota_total && cd->quota_total <= ns);
 	CHECK(inlists == cd->nloading + cd->nresident);
 	CHECK(ncands == cd->cands);
 	for (unsigned t = 0; t < FSR_NTIERS; t++)
 		CHECK(per_tier[t] == cd->ntier[t]);
-	CHECK(fs_load_relaxed(&cd->ctr[FS_CC_tier_static]) == cd->ntier[FSR_TIER_STATIC]);
-	CHECK(fs_load_relaxed(&cd->ctr[FS_CC_tier_recency]) == cd->ntier[FSR_TIER_RECENCY]);
-	CHECK(fs_load_relaxed(&cd->ctr[FS_CC_tier_predicted]) == cd->ntier[FSR_TIER_PREDICTED]);
+	for (unsigned t = 0; t < FSR_NTIERS; t++)
+		CHECK(fsr_tier_ops(t)->gauge < 0 ||
+		      fs_load_relaxed(&cd->ctr[fsr_tier_ops(t)->gauge]) == cd->ntier[t]);
 	return 0;
 }
 
@@ -164,7 +170,9 @@ static int check_down(const struct fsr *r, uint32_t c)
 	}
 	CHECK(fs_load_relaxed(&cd->ctr[FS_CC_up]) == 0);
 	CHECK(cd->nloading == 0 && cd->nresident == 0 && cd->wq_len == 0);
-	CHECK(!r->tiers || (cd->cands == 0 && cd->quota_total == 0 && cd->static_quota == 0));
+	CHECK(!r->tiers || (cd->cands == 0 && cd->quota_total == 0));
+	for (unsigned t = 0; t < FSR_NTIERS; t++)
+		CHECK(cd->card_quota[t] == 0);
 	CHECK(fsr_reach(r, c) == 0);
 	for (uint32_t i = 0; i < r->cards; i++)
 		CHECK(!fsr_reaches(r, i, c));

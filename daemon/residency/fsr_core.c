@@ -71,12 +71,6 @@ void fsr_config_tiers(struct fsr_config *cfg)
 	fsr_config_defaults(cfg);
 }
 
-const char *fsr_tier_name(enum fsr_tier t)
-{
-	static const char *const names[FSR_NTIERS] = {"pool", "static", "recency", "predicted"};
-	return (unsigned)t < FSR_NTIERS ? names[t] : "?";
-}
-
 static int tiers_valid(const struct fsr_config *cfg)
 {
 	if (!cfg->tiers)

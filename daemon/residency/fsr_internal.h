@@ -108,12 +108,12 @@ struct fsr_card {
 	uint64_t *ctr; /* this card's row of card counters */
 
 	/* tiers */
-	struct fsr_tlist *tl;  /* [layers][FSR_NTIERS] */
-	uint32_t *quota;       /* [layers][FSR_NTIERS]: recency, predicted (static: 0) */
-	uint32_t static_quota; /* the static tier's size: one per card, shared by its layers */
-	uint32_t quota_total;  /* every reserved size: the card's slots less the spare ones */
-	uint32_t *cold;        /* [layers]: the layer's coldest static slot, cached */
-	uint8_t *cold_ok;      /* [layers]: cold[] is up to date */
+	struct fsr_tlist *tl; /* [layers][FSR_NTIERS] */
+	uint32_t *quota;      /* [layers][FSR_NTIERS]: per-layer tiers' sizes (card-wide ones: 0) */
+	uint32_t card_quota[FSR_NTIERS]; /* card-wide tiers' sizes, shared by the card's layers */
+	uint32_t quota_total;            /* every reserved size: the card's slots less the spare ones */
+	uint32_t *cold;                  /* [layers]: the layer's coldest static slot, cached */
+	uint8_t *cold_ok;                /* [layers]: cold[] is up to date */
 	uint32_t ntier[FSR_NTIERS];
 	struct fsr_cand *cand; /* [layers][cand_per_layer] */
 	uint8_t *ncand;        /* [layers] */
@@ -223,6 +223,8 @@ FSR_INTERNAL int fsr_slot_protected(const struct fsr *r, const struct fsr_slot *
 FSR_INTERNAL uint32_t fsr_slot_load(struct fsr *r, uint32_t card, uint32_t idx, uint32_t client,
 				    unsigned tier);
 FSR_INTERNAL void fsr_slot_evict(struct fsr *r, uint32_t card, uint32_t s);
+FSR_INTERNAL const struct fsr_slot *fsr_slot_landed(struct fsr *r, uint32_t card, uint32_t slot,
+						    uint32_t gen);
 FSR_INTERNAL unsigned fsr_slots_reclaim(struct fsr *r, uint32_t card, uint64_t upto);
 
 static inline uint64_t fsr_bytes(const struct fsr *r, uint32_t idx)
@@ -230,21 +232,58 @@ static inline uint64_t fsr_bytes(const struct fsr *r, uint32_t idx)
 	return r->expert_bytes ? r->expert_bytes[idx] : r->uniform_bytes;
 }
 
+/* What a tier is and does: one of these per row of proto/fs_tiers.h, in
+ * the tier's own file (fsr_tier_<name>.c, named fsr_tier_<name>_ops), and
+ * the untiered pool's in fsr_tiers.c.  The scheduler, the slot lists and
+ * the checks ask the table (fsr_tier_ops) instead of naming a tier. */
+struct fsr_tier_ops {
+	const char *name;
+	int gauge;         /* its card gauge (FS_CC_tier_<name>), -1 for none */
+	uint8_t card_wide; /* one reserved size per card, shared by the layers it serves */
+	/* Speculative (predictions): a copy is wanted within its window and is
+	 * dropped once it cannot land in time (too_late); it goes after the
+	 * demand copies; its slot keeps the prediction's score, and of the
+	 * tier's protected slots the lowest score leaves first.  Otherwise a
+	 * copy that misses its layer's run aims at the next one. */
+	uint8_t speculative;
+	/* The scheduler is about to copy a candidate of this tier: 1 go, 0 not
+	 * now (it may have been moved to another tier), -1 drop it.  NULL: go. */
+	int (*admit)(struct fsr *r, uint32_t card, uint32_t layer, struct fsr_cand *c);
+	/* A RESIDENT slot of the tier was used (a hit; touched already).  NULL:
+	 * nothing more. */
+	void (*on_use)(struct fsr *r, uint32_t card, uint32_t s);
+	/* Its membership at a layer changed (a slot joined or left).  NULL: nothing. */
+	void (*changed)(struct fsr_card *cd, uint32_t layer);
+	/* The slot it gives up first.  NULL: fsr_tier_victim's order (oldest
+	 * unprotected at the layer). */
+	uint32_t (*victim)(struct fsr *r, uint32_t card, uint32_t layer);
+	/* Its victim leaves.  NULL: evicted. */
+	void (*leave)(struct fsr *r, uint32_t card, uint32_t s);
+};
+#define FSR_TIER_OPS_DECL(A, NAME, name, what) extern const struct fsr_tier_ops fsr_tier_##name##_ops;
+FS_TIERS(FSR_TIER_OPS_DECL, ~)
+#undef FSR_TIER_OPS_DECL
+extern const struct fsr_tier_ops *const fsr_tier_table[FSR_NTIERS];
+static inline const struct fsr_tier_ops *fsr_tier_ops(unsigned tier)
+{
+	return fsr_tier_table[tier];
+}
+
 static inline struct fsr_tlist *fsr_tl(struct fsr_card *cd, uint32_t layer, unsigned tier)
 {
 	return &cd->tl[layer * FSR_NTIERS + tier];
 }
 
-/* A tier's reserved size at a layer; the static tier's is the card's. */
+/* A tier's reserved size at a layer; a card-wide tier's is the card's. */
 static inline uint32_t fsr_quota(const struct fsr_card *cd, uint32_t layer, unsigned tier)
 {
-	return tier == FSR_TIER_STATIC ? cd->static_quota : cd->quota[layer * FSR_NTIERS + tier];
+	return fsr_tier_ops(tier)->card_wide ? cd->card_quota[tier] : cd->quota[layer * FSR_NTIERS + tier];
 }
 
 /* Slots the tier holds against that size. */
 static inline uint32_t fsr_used(const struct fsr_card *cd, uint32_t layer, unsigned tier)
 {
-	return tier == FSR_TIER_STATIC ? cd->ntier[FSR_TIER_STATIC] : cd->tl[layer * FSR_NTIERS + tier].n;
+	return fsr_tier_ops(tier)->card_wide ? cd->ntier[tier] : cd->tl[layer * FSR_NTIERS + tier].n;
 }
 
 static inline int fsr_tier_has_room(const struct fsr_card *cd, uint32_t layer, unsigned tier)
@@ -252,16 +291,18 @@ static inline int fsr_tier_has_room(const struct fsr_card *cd, uint32_t layer, u
 	return fsr_used(cd, layer, tier) < fsr_quota(cd, layer, tier);
 }
 
-/* fsr_tiers.c: tier lists, reserved sizes, the order slots leave tiers in. */
-FSR_INTERNAL int fsr_tiers_init(struct fsr *r, uint32_t card);
-FSR_INTERNAL void fsr_tiers_quotas(struct fsr *r, uint32_t card);
+/* fsr_tlist.c: the tier lists and gauges (below the slot life cycle). */
 FSR_INTERNAL void fsr_tier_link(struct fsr *r, uint32_t card, uint32_t s);
 FSR_INTERNAL void fsr_tier_unlink(struct fsr *r, uint32_t card, uint32_t s);
 FSR_INTERNAL void fsr_tier_touch(struct fsr_card *cd, uint32_t s);
 FSR_INTERNAL void fsr_tier_retag(struct fsr *r, uint32_t card, uint32_t s, unsigned tier, int young);
+FSR_INTERNAL void fsr_tier_gauges(struct fsr *r, uint32_t card);
+
+/* fsr_tiers.c: the tier table, reserved sizes, the order slots leave tiers in. */
+FSR_INTERNAL int fsr_tiers_init(struct fsr *r, uint32_t card);
+FSR_INTERNAL void fsr_tiers_quotas(struct fsr *r, uint32_t card);
 FSR_INTERNAL uint32_t fsr_tier_victim(struct fsr *r, uint32_t card, uint32_t layer, unsigned tier);
 FSR_INTERNAL int fsr_tier_room(struct fsr *r, uint32_t card, uint32_t layer, unsigned tier, uint32_t need);
-FSR_INTERNAL void fsr_tier_gauges(struct fsr *r, uint32_t card);
 
 /* fsr_tier_static.c: decayed use scores, the profile, promotions. */
 FSR_INTERNAL float fsr_score(const struct fsr *r, uint32_t idx);

@@ -106,12 +106,9 @@ static void usage_tiered(struct fsr *r, uint32_t card, uint32_t client, const st
 	fsr_lru_touch(cd, s);
 	fsr_tier_touch(cd, s);
 	fsr_slot_protect(r, &cd->slot[s], client);
-	if (cd->slot[s].tier == FSR_TIER_STATIC && cd->cold[rec->layer] == s)
-		fsr_static_changed(cd, rec->layer); /* its score rose: maybe no longer the coldest */
-	if (cd->slot[s].tier == FSR_TIER_PREDICTED)
-		fsr_predicted_hit(r, card, s);
-	else if (cd->slot[s].tier == FSR_TIER_RECENCY)
-		fsr_recency_hit(r, card, s);
+	const struct fsr_tier_ops *op = fsr_tier_ops(cd->slot[s].tier);
+	if (op->on_use)
+		op->on_use(r, card, s);
 }
 
 /* Counted on the card the engine ran it on (`from`); acted on where the
@@ -228,6 +225,17 @@ static uint32_t evict_lru(struct fsr *r, uint32_t card, uint32_t n)
 		done++;
 	}
 	return done;
+}
+
+void fsr_copy_done(struct fsr *r, uint32_t card, uint32_t slot, uint32_t gen, uint64_t now_ns)
+{
+	const struct fsr_slot *sl = fsr_slot_landed(r, card, slot, gen);
+	if (!sl || !r->tiers)
+		return;
+	const struct fsr_tier_ops *op = fsr_tier_ops(sl->tier);
+	if (op->changed)
+		op->changed(&r->card[card], sl->layer); /* landed: it can be the static tier's coldest now */
+	fsr_sched_landed(r, card, sl, now_ns);
 }
 
 unsigned fsr_take_copies(struct fsr *r, uint32_t card, struct fsr_copy *out, unsigned max, uint64_t now_ns)

@@ -68,11 +68,11 @@ static void purge(struct fsr *r, uint32_t card)
 		struct fsr_cand *v = fsr_cands(r, cd, l);
 		for (uint32_t i = 0; i < cd->ncand[l];) {
 			const struct fsr_cand *c = &v[i];
-			if (c->tier == FSR_TIER_PREDICTED &&
-			    fsr_clock_passed(r, cand_client(c), l, c->window)) {
+			int spec = fsr_tier_ops(c->tier)->speculative;
+			if (spec && fsr_clock_passed(r, cand_client(c), l, c->window)) {
 				fsr_ctr_add(&cd->ctr[FS_CC_too_late], 1);
 				fsr_cand_del(r, card, l, i);
-			} else if (c->tier != FSR_TIER_PREDICTED && cand_stale(r, c)) {
+			} else if (!spec && cand_stale(r, c)) {
 				fsr_ctr_add(&cd->ctr[FS_CC_dropped], 1);
 				fsr_cand_del(r, card, l, i);
 			} else {
@@ -94,11 +94,12 @@ static int pick(struct fsr *r, uint32_t card, uint64_t now, int skip_pred, struc
 		const struct fsr_cand *v = fsr_cands(r, cd, l);
 		for (uint32_t i = 0; i < cd->ncand[l]; i++) {
 			const struct fsr_cand *c = &v[i];
-			if (c->mark == r->take_serial || (skip_pred && c->tier == FSR_TIER_PREDICTED))
+			int spec = fsr_tier_ops(c->tier)->speculative;
+			if (c->mark == r->take_serial || (skip_pred && spec))
 				continue;
 			uint64_t dur = dur_ns(r, fsr_bytes(r, fsr_idx(r, l, c->expert)));
 			uint64_t land = start + dur, d = fsr_clock_deadline(r, cand_client(c), l, now);
-			if (c->tier != FSR_TIER_PREDICTED && land > d)
+			if (!spec && land > d)
 				d += (land - d + per - 1) / per * per; /* a later run of the layer */
 			if (!found || d < out->deadline || (d == out->deadline && c->score > best_score)) {
 				*out = (struct pick){l, i, d, land, dur};
@@ -110,35 +111,17 @@ static int pick(struct fsr *r, uint32_t card, uint64_t now, int skip_pred, struc
 	return found;
 }
 
-/* Bus time the pending recency and static wants need. */
+/* Bus time the pending demand (not speculative) wants need. */
 static uint64_t cross_pending_ns(const struct fsr *r, const struct fsr_card *cd)
 {
 	uint64_t ns = 0;
 	for (uint32_t l = 0; l < r->layers; l++) {
 		const struct fsr_cand *v = fsr_cands(r, cd, l);
 		for (uint32_t i = 0; i < cd->ncand[l]; i++)
-			if (v[i].tier != FSR_TIER_PREDICTED)
+			if (!fsr_tier_ops(v[i].tier)->speculative)
 				ns += dur_ns(r, fsr_bytes(r, fsr_idx(r, l, v[i].expert)));
 	}
 	return ns;
-}
-
-/* A static want whose expert is no longer hotter than the tier's coldest
- * becomes a recency want (or goes, without recency slots). */
-static int static_still_wanted(struct fsr *r, uint32_t card, uint32_t layer, struct fsr_cand *c)
-{
-	struct fsr_card *cd = &r->card[card];
-	if (fsr_tier_has_room(cd, layer, FSR_TIER_STATIC))
-		return 1;
-	float cold;
-	uint32_t z = fsr_static_coldest(r, card, &cold);
-	if (z != FSR_NONE && fsr_score(r, fsr_idx(r, layer, c->expert)) > cold)
-		return 1;
-	if (fsr_quota(cd, layer, FSR_TIER_RECENCY) > 0) {
-		c->tier = FSR_TIER_RECENCY;
-		return 0;
-	}
-	return -1;
 }
 
 static void issue(struct fsr *r, uint32_t card, const struct pick *p, struct fsr_copy *out)
@@ -149,7 +132,7 @@ static void issue(struct fsr *r, uint32_t card, const struct pick *p, struct fsr
 	fsr_cand_del(r, card, p->layer, p->i);
 	uint32_t s = fsr_slot_load(r, card, idx, cand_client(&c), c.tier);
 	cd->slot[s].deadline = p->deadline;
-	cd->slot[s].score = c.tier == FSR_TIER_PREDICTED ? c.score : 0.0f;
+	cd->slot[s].score = fsr_tier_ops(c.tier)->speculative ? c.score : 0.0f;
 	cd->bus_free = p->land;
 	*out = (struct fsr_copy){
 		.card = card,
@@ -165,11 +148,11 @@ static void issue(struct fsr *r, uint32_t card, const struct pick *p, struct fsr
 }
 
 /* Candidates headed for the same reserved size (the layer's; the card's
- * for the static tier) that this call already set a slot aside for. */
+ * for a card-wide tier) that this call already set a slot aside for. */
 static uint32_t waiting_for(const struct fsr *r, const struct fsr_card *cd, uint32_t layer, unsigned tier)
 {
-	uint32_t from = tier == FSR_TIER_STATIC ? 0 : layer,
-		 to = tier == FSR_TIER_STATIC ? r->layers : layer + 1, n = 0;
+	int wide = fsr_tier_ops(tier)->card_wide;
+	uint32_t from = wide ? 0 : layer, to = wide ? r->layers : layer + 1, n = 0;
 	for (uint32_t l = from; l < to; l++) {
 		const struct fsr_cand *v = fsr_cands(r, cd, l);
 		for (uint32_t i = 0; i < cd->ncand[l]; i++)
@@ -196,22 +179,6 @@ static int free_slot(const struct fsr_card *cd, uint32_t layer, unsigned tier)
 	return cd->nfree > shortfall;
 }
 
-/* A full predicted tier takes a prediction only when its victim is worth
- * less: a slot whose window is over (unprotected), or one predicted for a
- * current window with a lower score.  Without this, the candidates of one
- * window would each evict the one before (the tier cycling through them
- * and keeping the last, not the best). */
-static int pred_displaces(struct fsr *r, uint32_t card, uint32_t layer, float score)
-{
-	struct fsr_card *cd = &r->card[card];
-	if (fsr_tier_has_room(cd, layer, FSR_TIER_PREDICTED))
-		return 1;
-	uint32_t v = fsr_tier_victim(r, card, layer, FSR_TIER_PREDICTED);
-	if (v == FSR_NONE || !fsr_slot_protected(r, &cd->slot[v]))
-		return 1;
-	return score > cd->slot[v].score;
-}
-
 /* Reserved sizes shrank (a layer moved here): evict what is above them.
  * Without one tier, a card's slots of a layer it no longer serves are of
  * no use to anyone (no card reads them, no engine on it runs the layer):
@@ -228,19 +195,25 @@ static void trim(struct fsr *r, uint32_t card)
 			fsr_cand_del(r, card, l, cd->ncand[l] - 1u);
 			fsr_ctr_add(&cd->ctr[FS_CC_dropped], 1);
 		}
-		uint32_t s = fsr_tl(cd, l, FSR_TIER_STATIC)->old;
-		while (s != FSR_NONE) {
-			uint32_t next = cd->slot[s].tnext;
-			if (cd->slot[s].state == FSR_RESIDENT)
-				fsr_slot_evict(r, card, s);
-			else
-				left = 1; /* still loading: next time */
-			s = next;
+		/* Per-layer tiers lose the layer's slots below with their
+		 * reserved sizes (0 here); card-wide ones lose them now. */
+		for (unsigned t = 1; t < FSR_NTIERS; t++) {
+			if (!fsr_tier_ops(t)->card_wide)
+				continue;
+			uint32_t s = fsr_tl(cd, l, t)->old;
+			while (s != FSR_NONE) {
+				uint32_t next = cd->slot[s].tnext;
+				if (cd->slot[s].state == FSR_RESIDENT)
+					fsr_slot_evict(r, card, s);
+				else
+					left = 1; /* still loading: next time */
+				s = next;
+			}
 		}
 	}
 	for (uint32_t l = 0; l < r->layers; l++)
-		for (unsigned t = FSR_TIER_RECENCY; t < FSR_NTIERS; t++)
-			while (fsr_used(cd, l, t) > fsr_quota(cd, l, t)) {
+		for (unsigned t = 1; t < FSR_NTIERS; t++)
+			while (!fsr_tier_ops(t)->card_wide && fsr_used(cd, l, t) > fsr_quota(cd, l, t)) {
 				uint32_t v = fsr_tier_victim(r, card, l, t);
 				if (v == FSR_NONE) {
 					left = 1; /* still loading: next time */
@@ -248,14 +221,15 @@ static void trim(struct fsr *r, uint32_t card)
 				}
 				fsr_slot_evict(r, card, v);
 			}
-	while (cd->ntier[FSR_TIER_STATIC] > cd->static_quota) {
-		uint32_t v = fsr_tier_victim(r, card, 0, FSR_TIER_STATIC);
-		if (v == FSR_NONE) {
-			left = 1;
-			break;
+	for (unsigned t = 1; t < FSR_NTIERS; t++)
+		while (fsr_tier_ops(t)->card_wide && cd->ntier[t] > cd->card_quota[t]) {
+			uint32_t v = fsr_tier_victim(r, card, 0, t);
+			if (v == FSR_NONE) {
+				left = 1;
+				break;
+			}
+			fsr_slot_evict(r, card, v);
 		}
-		fsr_slot_evict(r, card, v);
-	}
 	cd->retrim = left;
 }
 
@@ -313,7 +287,8 @@ unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsi
 			fsr_cand_del(r, card, p.layer, p.i);
 			continue;
 		}
-		if (c->tier == FSR_TIER_PREDICTED) {
+		const struct fsr_tier_ops *op = fsr_tier_ops(c->tier);
+		if (op->speculative) {
 			if (p.land > p.deadline) {
 				fsr_ctr_add(&cd->ctr[FS_CC_too_late], 1);
 				fsr_cand_del(r, card, p.layer, p.i);
@@ -327,11 +302,13 @@ unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsi
 				skip_pred = 1; /* demand first */
 				continue;
 			}
-			if (!pred_displaces(r, card, p.layer, c->score)) {
+			int a = op->admit ? op->admit(r, card, p.layer, c) : 1;
+			if (a < 0) {
 				fsr_ctr_add(&cd->ctr[FS_CC_dropped], 1);
 				fsr_cand_del(r, card, p.layer, p.i);
-				continue;
 			}
+			if (a <= 0)
+				continue;
 			if (!free_slot(cd, p.layer, c->tier)) {
 				/* Its victim leaves now; the slot is this tier's
 				 * once the grace period gives it back. */
@@ -346,8 +323,8 @@ unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsi
 			issue(r, card, &p, &out[n++]);
 			continue;
 		}
-		if (c->tier == FSR_TIER_STATIC) {
-			int st = static_still_wanted(r, card, p.layer, c);
+		if (op->admit) {
+			int st = op->admit(r, card, p.layer, c);
 			if (st < 0) {
 				fsr_ctr_add(&cd->ctr[FS_CC_dropped], 1);
 				fsr_cand_del(r, card, p.layer, p.i);

@@ -91,22 +91,24 @@ uint32_t fsr_slot_load(struct fsr *r, uint32_t card, uint32_t idx, uint32_t clie
 	return s;
 }
 
-void fsr_copy_done(struct fsr *r, uint32_t card, uint32_t slot, uint32_t gen, uint64_t now_ns)
+/* A copy landed: LOADING -> RESIDENT.  Returns the slot, or NULL when the
+ * completion is for nothing (a card that is down, a stale generation). */
+const struct fsr_slot *fsr_slot_landed(struct fsr *r, uint32_t card, uint32_t slot, uint32_t gen)
 {
 	if (card >= r->cards)
-		return;
+		return NULL;
 	struct fsr_card *cd = &r->card[card];
 	if (slot >= cd->nslots)
-		return;
+		return NULL;
 	if (!fsr_is_up(r, card)) {
 		/* The card went down with this copy in flight: its slot left the
 		 * table then, and nothing lands on a card that is down. */
 		fsr_ctr_add(&cd->ctr[FS_CC_done_after_down], 1);
-		return;
+		return NULL;
 	}
 	struct fsr_slot *sl = &cd->slot[slot];
 	if (sl->state != FSR_LOADING || sl->gen != gen)
-		return;
+		return NULL;
 	sl->state = FSR_RESIDENT;
 	cd->nloading--;
 	cd->nresident++;
@@ -116,11 +118,7 @@ void fsr_copy_done(struct fsr *r, uint32_t card, uint32_t slot, uint32_t gen, ui
 	fsr_ctr_add(&cd->ctr[FS_CC_copied_bytes], bytes);
 	fsr_ctr_add(&fsr_layer_ctr(r, sl->layer)[FS_CL_copied], 1);
 	fsr_gauges(cd);
-	if (r->tiers) {
-		if (sl->tier == FSR_TIER_STATIC)
-			fsr_static_changed(cd, sl->layer); /* it can be the coldest now */
-		fsr_sched_landed(r, card, sl, now_ns);
-	}
+	return sl;
 }
 
 /* Unmark first, copy after: the slot leaves the table now and is rewritten

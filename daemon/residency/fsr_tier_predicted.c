@@ -104,3 +104,27 @@ void fsr_predicted_recycle(struct fsr *r, uint32_t client, uint32_t window)
 		}
 	}
 }
+
+/* A full predicted tier takes a prediction only when its victim is worth
+ * less: a slot whose window is over (unprotected), or one predicted for a
+ * current window with a lower score.  Without this, the candidates of one
+ * window would each evict the one before (the tier cycling through them
+ * and keeping the last, not the best).  1: go; -1: drop it. */
+static int predicted_admit(struct fsr *r, uint32_t card, uint32_t layer, struct fsr_cand *c)
+{
+	struct fsr_card *cd = &r->card[card];
+	if (fsr_tier_has_room(cd, layer, FSR_TIER_PREDICTED))
+		return 1;
+	uint32_t v = fsr_tier_victim(r, card, layer, FSR_TIER_PREDICTED);
+	if (v == FSR_NONE || !fsr_slot_protected(r, &cd->slot[v]))
+		return 1;
+	return c->score > cd->slot[v].score ? 1 : -1;
+}
+
+const struct fsr_tier_ops fsr_tier_predicted_ops = {
+	.name = "predicted",
+	.gauge = FS_CC_tier_predicted,
+	.speculative = 1,
+	.admit = predicted_admit,
+	.on_use = fsr_predicted_hit,
+};

@@ -53,3 +53,9 @@ void fsr_recency_hit(struct fsr *r, uint32_t card, uint32_t s)
 {
 	fsr_static_used(r, card, s);
 }
+
+const struct fsr_tier_ops fsr_tier_recency_ops = {
+	.name = "recency",
+	.gauge = FS_CC_tier_recency,
+	.on_use = fsr_recency_hit,
+};

@@ -9,7 +9,7 @@
  * tiers before decode.  With `adapt`, the tier then follows the scores:
  *  - an expert of the recency or predicted tier that is used and scores
  *    above the static tier's coldest joins the static tier (no copy), and
- *    the coldest moves down or leaves (fsr_tiers.c);
+ *    the coldest moves down or leaves (below);
  *  - an expert that misses and scores above the coldest is copied into the
  *    static tier, displacing the coldest.
  * Without `adapt` the profile stays as loaded: the `static` baseline.
@@ -99,7 +99,7 @@ void fsr_static_used(struct fsr *r, uint32_t card, uint32_t s)
 {
 	struct fsr_card *cd = &r->card[card];
 	struct fsr_slot *sl = &cd->slot[s];
-	if (!r->adapt || cd->static_quota == 0)
+	if (!r->adapt || cd->card_quota[FSR_TIER_STATIC] == 0)
 		return;
 	if (!fsr_tier_has_room(cd, sl->layer, FSR_TIER_STATIC)) {
 		float cold;
@@ -119,7 +119,7 @@ void fsr_static_used(struct fsr *r, uint32_t card, uint32_t s)
 int fsr_static_wants(struct fsr *r, uint32_t card, uint32_t idx)
 {
 	struct fsr_card *cd = &r->card[card];
-	if (!r->adapt || cd->static_quota == 0)
+	if (!r->adapt || cd->card_quota[FSR_TIER_STATIC] == 0)
 		return 0;
 	if (fsr_tier_has_room(cd, idx / r->experts, FSR_TIER_STATIC))
 		return 1;
@@ -172,8 +172,8 @@ static void fill(struct fsr *r, struct ranked *rk, size_t n)
 	uint32_t room[FS_MAX_CARDS];
 	for (uint32_t c = 0; c < r->cards; c++) {
 		struct fsr_card *cd = &r->card[c];
-		room[c] = cd->static_quota > cd->ntier[FSR_TIER_STATIC] ?
-				  cd->static_quota - cd->ntier[FSR_TIER_STATIC] :
+		room[c] = cd->card_quota[FSR_TIER_STATIC] > cd->ntier[FSR_TIER_STATIC] ?
+				  cd->card_quota[FSR_TIER_STATIC] - cd->ntier[FSR_TIER_STATIC] :
 				  0;
 	}
 	size_t i = 0;
@@ -233,3 +233,76 @@ void fsr_profile_save(const struct fsr *r, uint32_t *counts)
 	for (size_t i = 0; i < n; i++)
 		counts[i] = r->tiers ? (uint32_t)lroundf(fsr_score(r, (uint32_t)i)) : 0;
 }
+
+/* A static slot displaced by a hotter expert moves down to its layer's
+ * recency tier when that has room or a colder slot (which then leaves
+ * instead).  0: it should leave. */
+static int demote(struct fsr *r, uint32_t card, uint32_t v)
+{
+	struct fsr_card *cd = &r->card[card];
+	uint32_t layer = cd->slot[v].layer;
+	if (fsr_quota(cd, layer, FSR_TIER_RECENCY) == 0)
+		return 0;
+	if (!fsr_tier_has_room(cd, layer, FSR_TIER_RECENCY)) {
+		uint32_t y = fsr_tier_victim(r, card, layer, FSR_TIER_RECENCY);
+		float sv = fsr_score(r, fsr_idx(r, layer, cd->slot[v].expert));
+		if (y == FSR_NONE || !(fsr_score(r, fsr_idx(r, layer, cd->slot[y].expert)) < sv))
+			return 0;
+		fsr_slot_evict(r, card, y);
+	}
+	fsr_tier_retag(r, card, v, FSR_TIER_RECENCY, 1);
+	return 1;
+}
+
+/* The static tier's coldest leaves it: down to recency, or out. */
+void fsr_static_displace(struct fsr *r, uint32_t card, uint32_t z)
+{
+	if (!demote(r, card, z))
+		fsr_slot_evict(r, card, z);
+}
+
+/* A static want whose expert is no longer hotter than the tier's coldest
+ * becomes a recency want (or goes, without recency slots). */
+static int static_admit(struct fsr *r, uint32_t card, uint32_t layer, struct fsr_cand *c)
+{
+	struct fsr_card *cd = &r->card[card];
+	if (fsr_tier_has_room(cd, layer, FSR_TIER_STATIC))
+		return 1;
+	float cold;
+	uint32_t z = fsr_static_coldest(r, card, &cold);
+	if (z != FSR_NONE && fsr_score(r, fsr_idx(r, layer, c->expert)) > cold)
+		return 1;
+	if (fsr_quota(cd, layer, FSR_TIER_RECENCY) > 0) {
+		c->tier = FSR_TIER_RECENCY;
+		return 0;
+	}
+	return -1;
+}
+
+/* A static slot was used: its score rose, so it may no longer be its
+ * layer's coldest. */
+static void static_on_use(struct fsr *r, uint32_t card, uint32_t s)
+{
+	struct fsr_card *cd = &r->card[card];
+	uint32_t layer = cd->slot[s].layer;
+	if (cd->cold[layer] == s)
+		fsr_static_changed(cd, layer);
+}
+
+static uint32_t static_victim(struct fsr *r, uint32_t card, uint32_t layer)
+{
+	(void)layer; /* the card's coldest, whatever the layer */
+	float sc;
+	return fsr_static_coldest(r, card, &sc);
+}
+
+const struct fsr_tier_ops fsr_tier_static_ops = {
+	.name = "static",
+	.gauge = FS_CC_tier_static,
+	.card_wide = 1,
+	.admit = static_admit,
+	.on_use = static_on_use,
+	.changed = fsr_static_changed,
+	.victim = static_victim,
+	.leave = fsr_static_displace,
+};

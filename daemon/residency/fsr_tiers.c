@@ -35,6 +35,25 @@
 
 #include "fsr_internal.h"
 
+/* The untiered pool: no tier, no gauge, one LRU per card (fsr_policy.c). */
+static const struct fsr_tier_ops pool_ops = {.name = "pool", .gauge = -1};
+
+/* Indexed by enum fsr_tier: the pool, then one row per proto/fs_tiers.h row. */
+#define TIER_TABLE_ROW(A, NAME, name, what) [FSR_TIER_##NAME] = &fsr_tier_##name##_ops,
+const struct fsr_tier_ops *const fsr_tier_table[FSR_NTIERS] = {[FSR_TIER_POOL] = &pool_ops,
+							       FS_TIERS(TIER_TABLE_ROW, ~)};
+#undef TIER_TABLE_ROW
+
+const char *fsr_tier_name(enum fsr_tier t)
+{
+	return (unsigned)t < FSR_NTIERS ? fsr_tier_ops(t)->name : "?";
+}
+
+int fsr_tier_speculative(unsigned tier)
+{
+	return tier < FSR_NTIERS && fsr_tier_ops(tier)->speculative;
+}
+
 int fsr_tiers_init(struct fsr *r, uint32_t card)
 {
 	struct fsr_card *cd = &r->card[card];
@@ -89,124 +108,35 @@ void fsr_tiers_quotas(struct fsr *r, uint32_t card)
 	uint32_t avail = spare < cd->nslots ? cd->nslots - spare : 0;
 	uint32_t base = nl ? avail / nl : 0, extra = nl ? avail % nl : 0, i = 0;
 	cd->quota_total = nl ? avail : 0;
-	cd->static_quota = cd->quota_total;
+	/* What the layers' shares leave is the static tier's, the card's. */
+	uint32_t left = cd->quota_total;
 	for (uint32_t l = 0; l < r->layers; l++) {
 		uint32_t *q = &cd->quota[l * FSR_NTIERS];
-		q[FSR_TIER_POOL] = q[FSR_TIER_STATIC] = q[FSR_TIER_RECENCY] = q[FSR_TIER_PREDICTED] = 0;
+		for (unsigned t = 0; t < FSR_NTIERS; t++)
+			q[t] = 0;
 		if (!up || !fsr_serves(r, card, l))
 			continue;
 		uint32_t share = base + (i++ < extra), k, p;
 		split_share(r, share, &k, &p);
 		q[FSR_TIER_RECENCY] = k;
 		q[FSR_TIER_PREDICTED] = p;
-		cd->static_quota -= k + p;
+		left -= k + p;
 	}
+	for (unsigned t = 0; t < FSR_NTIERS; t++)
+		cd->card_quota[t] = 0;
+	cd->card_quota[FSR_TIER_STATIC] = left;
 }
 
-void fsr_tier_gauges(struct fsr *r, uint32_t card)
-{
-	struct fsr_card *cd = &r->card[card];
-	fsr_ctr_set(&cd->ctr[FS_CC_tier_static], cd->ntier[FSR_TIER_STATIC]);
-	fsr_ctr_set(&cd->ctr[FS_CC_tier_recency], cd->ntier[FSR_TIER_RECENCY]);
-	fsr_ctr_set(&cd->ctr[FS_CC_tier_predicted], cd->ntier[FSR_TIER_PREDICTED]);
-}
-
-static void link_at(struct fsr_card *cd, uint32_t s, int young)
-{
-	struct fsr_slot *sl = &cd->slot[s];
-	struct fsr_tlist *t = fsr_tl(cd, sl->layer, sl->tier);
-	if (young) {
-		sl->tprev = t->young;
-		sl->tnext = FSR_NONE;
-		if (t->young != FSR_NONE)
-			cd->slot[t->young].tnext = s;
-		else
-			t->old = s;
-		t->young = s;
-	} else {
-		sl->tnext = t->old;
-		sl->tprev = FSR_NONE;
-		if (t->old != FSR_NONE)
-			cd->slot[t->old].tprev = s;
-		else
-			t->young = s;
-		t->old = s;
-	}
-	t->n++;
-	cd->ntier[sl->tier]++;
-}
-
-static void unlink_from(struct fsr_card *cd, uint32_t s)
-{
-	struct fsr_slot *sl = &cd->slot[s];
-	struct fsr_tlist *t = fsr_tl(cd, sl->layer, sl->tier);
-	if (sl->tprev != FSR_NONE)
-		cd->slot[sl->tprev].tnext = sl->tnext;
-	else
-		t->old = sl->tnext;
-	if (sl->tnext != FSR_NONE)
-		cd->slot[sl->tnext].tprev = sl->tprev;
-	else
-		t->young = sl->tprev;
-	sl->tprev = sl->tnext = FSR_NONE;
-	t->n--;
-	cd->ntier[sl->tier]--;
-}
-
-/* The static tier's membership at a layer changes: its cached coldest too. */
-static void static_touched(struct fsr_card *cd, uint32_t s)
-{
-	if (cd->slot[s].tier == FSR_TIER_STATIC)
-		fsr_static_changed(cd, cd->slot[s].layer);
-}
-
-/* A slot just loaded (LOADING) joins its tier, youngest. */
-void fsr_tier_link(struct fsr *r, uint32_t card, uint32_t s)
-{
-	link_at(&r->card[card], s, 1);
-	static_touched(&r->card[card], s);
-	fsr_tier_gauges(r, card);
-}
-
-/* A slot leaving the table (evicted) leaves its tier. */
-void fsr_tier_unlink(struct fsr *r, uint32_t card, uint32_t s)
-{
-	static_touched(&r->card[card], s);
-	unlink_from(&r->card[card], s);
-	fsr_tier_gauges(r, card);
-}
-
-void fsr_tier_touch(struct fsr_card *cd, uint32_t s)
-{
-	if (fsr_tl(cd, cd->slot[s].layer, cd->slot[s].tier)->young == s)
-		return;
-	unlink_from(cd, s);
-	link_at(cd, s, 1);
-}
-
-/* Move a slot to another tier without a copy: its bytes stay, only the
- * bookkeeping of which reserved size it counts against changes. */
-void fsr_tier_retag(struct fsr *r, uint32_t card, uint32_t s, unsigned tier, int young)
-{
-	struct fsr_card *cd = &r->card[card];
-	static_touched(cd, s);
-	unlink_from(cd, s);
-	cd->slot[s].tier = (uint8_t)tier;
-	link_at(cd, s, young);
-	static_touched(cd, s);
-	fsr_tier_gauges(r, card);
-}
-
-/* The slot the tier gives up first: at the layer, the least recently used
- * RESIDENT one not in use this window, else the least recently used
- * RESIDENT one; the static tier's coldest of the card by decayed use.
+/* The slot the tier gives up first: its own order where it has one (the
+ * static tier's: the card's coldest by decayed use), else at the layer the
+ * least recently used RESIDENT one not in use this window, else the least
+ * recently used RESIDENT one (a speculative tier's: the lowest score).
  * FSR_NONE when every slot of it is still loading. */
 uint32_t fsr_tier_victim(struct fsr *r, uint32_t card, uint32_t layer, unsigned tier)
 {
-	if (tier == FSR_TIER_STATIC) {
-		float sc;
-		return fsr_static_coldest(r, card, &sc);
-	}
+	const struct fsr_tier_ops *op = fsr_tier_ops(tier);
+	if (op->victim)
+		return op->victim(r, card, layer);
 	const struct fsr_card *cd = &r->card[card];
 	uint32_t first = FSR_NONE, scanned = 0;
 	for (uint32_t s = cd->tl[layer * FSR_NTIERS + tier].old; s != FSR_NONE; s = cd->slot[s].tnext) {
@@ -216,39 +146,12 @@ uint32_t fsr_tier_victim(struct fsr *r, uint32_t card, uint32_t layer, unsigned 
 		if (!fsr_slot_protected(r, sl))
 			return s;
 		/* All protected: the oldest, or for predictions the lowest score. */
-		if (first == FSR_NONE || (tier == FSR_TIER_PREDICTED && sl->score < cd->slot[first].score))
+		if (first == FSR_NONE || (op->speculative && sl->score < cd->slot[first].score))
 			first = s;
 		if (++scanned >= FSR_VICTIM_SCAN)
 			break;
 	}
 	return first;
-}
-
-/* A static slot displaced by a hotter expert moves down to its layer's
- * recency tier when that has room or a colder slot (which then leaves
- * instead).  0: it should leave. */
-static int demote(struct fsr *r, uint32_t card, uint32_t v)
-{
-	struct fsr_card *cd = &r->card[card];
-	uint32_t layer = cd->slot[v].layer;
-	if (fsr_quota(cd, layer, FSR_TIER_RECENCY) == 0)
-		return 0;
-	if (!fsr_tier_has_room(cd, layer, FSR_TIER_RECENCY)) {
-		uint32_t y = fsr_tier_victim(r, card, layer, FSR_TIER_RECENCY);
-		float sv = fsr_score(r, fsr_idx(r, layer, cd->slot[v].expert));
-		if (y == FSR_NONE || !(fsr_score(r, fsr_idx(r, layer, cd->slot[y].expert)) < sv))
-			return 0;
-		fsr_slot_evict(r, card, y);
-	}
-	fsr_tier_retag(r, card, v, FSR_TIER_RECENCY, 1);
-	return 1;
-}
-
-/* The static tier's coldest leaves it: down to recency, or out. */
-void fsr_static_displace(struct fsr *r, uint32_t card, uint32_t z)
-{
-	if (!demote(r, card, z))
-		fsr_slot_evict(r, card, z);
 }
 
 /* Make the tier `need` slots short of its reserved size (one per copy
@@ -266,8 +169,9 @@ int fsr_tier_room(struct fsr *r, uint32_t card, uint32_t layer, unsigned tier, u
 		uint32_t v = fsr_tier_victim(r, card, layer, tier);
 		if (v == FSR_NONE)
 			return 0;
-		if (tier == FSR_TIER_STATIC)
-			fsr_static_displace(r, card, v);
+		const struct fsr_tier_ops *op = fsr_tier_ops(tier);
+		if (op->leave)
+			op->leave(r, card, v);
 		else
 			fsr_slot_evict(r, card, v);
 	}

@@ -69,7 +69,7 @@ int replay_bus_submit(struct replay_bus *b, const struct fsr_copy *cp, uint64_t 
 
 static int delayed(const struct fsr_copy *cp)
 {
-	return cp->deadline_ns != UINT64_MAX && (cp->tier == FSR_TIER_RECENCY || cp->tier == FSR_TIER_STATIC);
+	return cp->deadline_ns != UINT64_MAX && !fsr_tier_speculative(cp->tier);
 }
 
 unsigned replay_bus_land(struct replay_bus *b, struct fsr *r, uint64_t now, uint32_t window)
