@@ -52,8 +52,10 @@ enum eb_device { EB_DEV_HOST = 0, EB_DEV_CUDA = 1 };
 
 /* How the routing is made (the driver and every engine build the same). */
 struct eb_route_opts {
-	const char *trace; /* a route CSV / .fstrace, or NULL: synthetic */
-	double skew, locality;
+	const char *trace;       /* a route CSV / .fstrace, or NULL: synthetic */
+	int zipf;                /* --routing zipf: tools/trace's Zipf generator; else the calibrated model */
+	uint32_t session_tokens; /* the calibrated model: a new session every N tokens (500) */
+	double skew, locality;   /* --routing zipf */
 	uint64_t gen_seed;
 	double tpw;               /* mean tokens per window (2.5) */
 	uint32_t profile_windows; /* windows before decode that build the profile */
@@ -61,8 +63,8 @@ struct eb_route_opts {
 };
 void eb_route_defaults(struct eb_route_opts *o);
 /* The routing options, the same for the driver and an engine: their
- * getopt_long entries (codes 't' and 1..6), and one applied to *o.
- * Returns 1 when `code` was one of them. */
+ * getopt_long entries (codes 't', 1..6, 60, 61), and one applied to *o.
+ * Returns 1 when `code` was one of them, -1 when its value is bad. */
 // clang-format off
 #define EB_ROUTE_LONGOPTS                                      \
 	{"trace", required_argument, NULL, 't'},               \
@@ -71,7 +73,9 @@ void eb_route_defaults(struct eb_route_opts *o);
 	{"gen-seed", required_argument, NULL, 3},              \
 	{"tpw", required_argument, NULL, 4},                   \
 	{"profile-windows", required_argument, NULL, 5},       \
-	{"windows", required_argument, NULL, 6}
+	{"windows", required_argument, NULL, 6},              \
+	{"routing", required_argument, NULL, 60},             \
+	{"session-tokens", required_argument, NULL, 61}
 // clang-format on
 int eb_route_opt(struct eb_route_opts *o, int code, const char *arg);
 
@@ -89,6 +93,9 @@ struct eb_route {
 int eb_route_build(struct eb_route *r, const struct eb_route_opts *o, uint32_t L, uint32_t E, uint32_t K,
 		   char *err, size_t errlen);
 void eb_route_free(struct eb_route *r);
+/* What made the routing, for tables: the trace's file name, "calibrated
+ * model" or "zipf S/P". */
+void eb_route_describe(const struct eb_route_opts *o, char *out, size_t len);
 
 /* One expert of a layer in a window: which tokens use it. */
 struct eb_use {

@@ -45,6 +45,7 @@
 
 #include "eb.h"
 #include "replay.h"
+#include "replay_bound.h"
 
 #define EB_MAX_ENGINES 8
 #define EB_MAX_DARGS 16
@@ -136,8 +137,10 @@ static void usage(FILE *f)
 		"  --layers N --experts N --topk N   synthetic model (default 16 x 512, top-10)\n"
 		"  --expert-bytes B --bus-gbps G --cpu-gbps G   override what --scale sets (cpu 0: unpaced)\n"
 		"  --model FILE.gguf    serve a GGUF model instead (shape from foresightd --describe)\n"
-		"  --trace FILE         a route CSV / .fstrace instead of synthetic routing\n"
-		"  --skew S --locality P --gen-seed N   synthetic routing (default 1.7, 0.25, 1)\n"
+		"  --trace FILE         a route CSV / .fstrace instead of synthetic routing (shape from it)\n"
+		"  --routing model|zipf synthetic routing: the calibrated model of tools/trace (default;\n"
+		"                       --session-tokens N, default 500) or the Zipf generator\n"
+		"  --skew S --locality P --gen-seed N   --routing zipf (default 1.7, 0.25); seed (1)\n"
 		"  --tpw T              mean tokens per window (default 2.5: 2,3,2,3,...)\n"
 		"  --profile-windows N --windows N --warm N   (default 200, 400, 40)\n"
 		"  --dense-us US        dense part per layer, calibrated once (default 250)\n"
@@ -241,7 +244,10 @@ static int parse(struct drv *d, int argc, char **argv)
 	int ch, v;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		if (eb_route_opt(&d->ro, ch, optarg))
+		int rr = eb_route_opt(&d->ro, ch, optarg);
+		if (rr < 0)
+			return -1;
+		if (rr)
 			continue;
 		switch (ch) {
 		case 'D':
@@ -742,6 +748,10 @@ static int run_mode(struct drv *d, int mode, struct row *row, char *err, size_t 
 			ARG("--trace");
 			ARG(d->ro.trace);
 		}
+		ARG("--routing");
+		ARG(d->ro.zipf ? "zipf" : "model");
+		ARG("--session-tokens");
+		ARGF("%u", d->ro.session_tokens);
 		ARG("--skew");
 		ARGF("%.17g", d->ro.skew);
 		ARG("--locality");
@@ -975,6 +985,32 @@ static uint64_t check_sums(struct drv *d, int mode, uint64_t *ref, uint8_t *have
 
 /* ---- the table --------------------------------------------------------------------- */
 
+/* The clairvoyant bound (tools/replay/replay_bound.h: the future known,
+ * Belady eviction, copies at the bus rate) on the timed windows of this
+ * routing with this config's slots: its misses per layer-window, or -1
+ * (one card and one engine only: the bound models one card's slots and
+ * link).  Its clock is nominal: per window, the dense part and the expert
+ * compute of every layer (dense_us x 1.1) and the discussion's 58 us per
+ * missed expert (the CPU path, scaled with the experts like the bus). */
+static double bound_mplw(const struct drv *d, const struct eb_route *r)
+{
+	if (d->cards != 1 || d->engines != 1 || d->warm >= r->nwin || d->dp)
+		return -1;
+	struct replay_bound_in in = {.t = &r->t,
+				     .nwin = r->nwin - d->warm,
+				     .first = r->first + d->warm,
+				     .ntok = r->ntok + d->warm,
+				     .slots = (uint32_t)d->slots_card,
+				     .intercept_ms = d->layers * d->dense_us * 1.1e-3,
+				     .miss_ms = d->layers * 0.058,
+				     .bus_gbps = d->bus_gbps,
+				     .expert_bytes = d->expert_bytes};
+	struct replay_result res;
+	if (replay_bound(&in, &res) != 0)
+		return -1;
+	return res.misses_per_lw;
+}
+
 /* One repetition's rows as the protocol's records (eb_report.c). */
 static void records(const struct drv *d, const struct row *rows, const char *label, double bound,
 		    struct eb_rec *out, size_t *n)
@@ -990,12 +1026,7 @@ static void records(const struct drv *d, const struct row *rows, const char *lab
 		memset(x, 0, sizeof(*x));
 		snprintf(x->label, sizeof(x->label), "%s", label);
 		snprintf(x->device, sizeof(x->device), "%s", d->device == EB_DEV_CUDA ? "cuda" : "host");
-		const char *rt = d->ro.trace ? d->ro.trace : "synthetic";
-		const char *slash = strrchr(rt, '/');
-		snprintf(x->routing, sizeof(x->routing), "%s", slash ? slash + 1 : rt);
-		for (char *c = x->routing; *c; c++)
-			if (*c == ',')
-				*c = ';';
+		eb_route_describe(&d->ro, x->routing, sizeof(x->routing));
 		snprintf(x->predictor, sizeof(x->predictor), "%s",
 			 d->predictor_kernel ? "router-ahead kernel" :
 			 d->nrecall          ? "oracle, --pred-recall" :
@@ -1163,7 +1194,8 @@ int eb_driver_main(int argc, char **argv, const char *self)
 		return 2;
 	}
 	uint32_t nwin = r.nwin;
-	eb_route_free(&r);
+	char rdesc[160];
+	eb_route_describe(&d.ro, rdesc, sizeof(rdesc));
 	if (!d.dense_iters) {
 		char buf[256], us[32];
 		snprintf(us, sizeof(us), "%.6g", d.dense_us);
@@ -1187,8 +1219,8 @@ int eb_driver_main(int argc, char **argv, const char *self)
 	}
 	printf("shape: %u layers x %u experts, top-%u, %.2f MiB per expert, %.2f tokens per window, %u decode "
 	       "windows (%u warm-up), %s routing; %d repetition(s), modes interleaved:",
-	       d.layers, d.experts, d.topk, (double)d.expert_bytes / 1048576.0, d.ro.tpw, nwin, d.warm,
-	       d.ro.trace ? d.ro.trace : "synthetic", d.reps);
+	       d.layers, d.experts, d.topk, (double)d.expert_bytes / 1048576.0, d.ro.tpw, nwin, d.warm, rdesc,
+	       d.reps);
 	for (int m = 0; m < EB_NMODES; m++)
 		if (d.modes[m])
 			printf(" %s", eb_mode_name(m));
@@ -1238,6 +1270,11 @@ int eb_driver_main(int argc, char **argv, const char *self)
 		else
 			snprintf(label, sizeof(label), "%s", d.label[0] ? d.label : "run");
 		size_t first_rec = nrec;
+		double bound = d.nbound ? d.bound[bi] : bound_mplw(&d, &r);
+		if (bound >= 0)
+			printf("clairvoyant bound (%s, %llu slots, the bus at %.3g GB/s): %.3f misses per layer-window\n",
+			       d.nbound ? "--bound-mplw" : "tools/replay's replay_bound on this routing",
+			       (unsigned long long)d.slots_card, d.bus_gbps, bound);
 		for (d.rep = 1; d.rep <= d.reps; d.rep++) {
 			struct row rows[EB_NMODES];
 			memset(rows, 0, sizeof(rows));
@@ -1289,7 +1326,7 @@ int eb_driver_main(int argc, char **argv, const char *self)
 				}
 			table(&d, rows);
 			size_t at = nrec;
-			records(&d, rows, label, d.nbound ? d.bound[bi] : -1, recs, &nrec);
+			records(&d, rows, label, bound, recs, &nrec);
 			for (size_t i = at; csv && i < nrec; i++)
 				eb_csv_row(csv, &recs[i]);
 			if (csv)
@@ -1307,6 +1344,7 @@ int eb_driver_main(int argc, char **argv, const char *self)
 	free(ref);
 	free(have);
 	free(recs);
+	eb_route_free(&r);
 	printf("\narena: built %u time(s), reused by %u daemon start(s) (the fd store)\n", d.arena_builds,
 	       d.arena_reuses);
 	printf("checksums: %llu window results compared over %d modes x %u engine(s): %s\n",

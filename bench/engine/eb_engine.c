@@ -650,7 +650,8 @@ static void usage(FILE *f)
 		"  (normally started by `fs-engine-bench run`; see bench/engine/README.md)\n"
 		"  --mode baseline|recency|predict|both|zero   --device host|cuda   --cards N\n"
 		"  --engine I --engines N   --budget SLOTS (own-pool baseline: all cards and engines)\n"
-		"  --trace FILE | --skew S --locality P --gen-seed N   --tpw T   --profile-windows N\n"
+		"  --trace FILE | --routing model|zipf --session-tokens N --skew S --locality P --gen-seed N\n"
+		"  --tpw T   --profile-windows N\n"
 		"  --windows N --warm N   --dense-iters N   --cpu-threads N --cpu-gbps G\n"
 		"  --pred-max N --pred-seed N --predictor oracle|kernel   --late-wait-us N\n"
 		"  --ra-dim D --ra-top M   kernel predictor: hidden size (2048), top-M per token (24)\n"
@@ -722,7 +723,10 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 	int ch, v;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		if (eb_route_opt(&o->ro, ch, optarg))
+		int rr = eb_route_opt(&o->ro, ch, optarg);
+		if (rr < 0)
+			return -1;
+		if (rr)
 			continue;
 		switch (ch) {
 		case 's':

@@ -19,9 +19,10 @@
 #      16 layers, --scale 4.  Expected: ~1.5 min build + ~5.5 min runs.
 #    - fullsize (issue #17's confirmation): the same at full size, 48 layers,
 #      --scale 1 (1.8 MiB experts over 13.5 GB/s, a 44 GB arena built once
-#      and handed to every daemon start through the fd store), EB_REPS (2)
-#      repetitions of EB_WINDOWS (200) windows.  Expected: ~1.5 min build +
-#      ~2.5 min arena + ~3.5 min runs.
+#      and handed to every daemon start through the fd store), EB_REPS (1)
+#      repetition of EB_WINDOWS (300) windows: figures, no intervals.
+#      Expected: ~1.5 min build + ~2.5 min arena + ~3 min runs (EB_REPS=2
+#      adds ~3 min: over a 9-minute call).
 #    - legacy: issue #10's matrix (below), one repetition per config.
 #    A set is not started once EB_DEADLINE_S (default 330) seconds have
 #    passed since the start (legacy: per config); whatever is skipped or
@@ -146,8 +147,8 @@ protocol)
 		--timeout "$(left)"
 	;;
 fullsize)
-	bench full --layers 48 --scale 1 --budget 0.26,0.52 --reps "${EB_REPS:-2}" \
-		--windows "${EB_WINDOWS:-200}" --modes "$ALL" --timeout "$(left)"
+	bench full --layers 48 --scale 1 --budget 0.26,0.52 --reps "${EB_REPS:-1}" \
+		--windows "${EB_WINDOWS:-300}" --modes "$ALL" --timeout "$(left)"
 	;;
 legacy)
 	for spec in "1c1e-26 1 1 0.26" "1c1e-52 1 1 0.52" "1c2e-26 1 2 0.26" "2c1e-26 2 1 0.26" \

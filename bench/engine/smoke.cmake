@@ -40,6 +40,13 @@ endif()
 if(NOT out MATCHES "checksums: [1-9][0-9]* window results compared over 7 modes x 1 engine\\(s\\): all equal")
   message(FATAL_ERROR "checksums not compared across the seven modes")
 endif()
+if(NOT out MATCHES "clairvoyant bound \\(tools/replay's replay_bound on this routing, [0-9]+ slots" OR
+   NOT out MATCHES "share of the misses the clairvoyant bound removes")
+  message(FATAL_ERROR "no clairvoyant bound computed or reported")
+endif()
+if(NOT out MATCHES "routing: calibrated model")
+  message(FATAL_ERROR "the default routing is not the calibrated model")
+endif()
 if(NOT out MATCHES "arena: built 1 time\\(s\\), reused by [1-9][0-9]* daemon start")
   message(FATAL_ERROR "the arena was not kept across the daemon starts (fd store)")
 endif()
@@ -86,7 +93,7 @@ endif()
 # 4. data parallel on two stand-in cards (one engine per card, every layer)
 #    with the peer path: some uses are served from the other card's slots,
 #    and the checksums still agree.
-execute_process(COMMAND ${BENCH} run ${SHAPE} --cards 2 --engines 2 --placement dp --modes baseline,recency,zero
+execute_process(COMMAND ${BENCH} run ${SHAPE} --cards 2 --engines 2 --placement dp --modes baseline,recency,zero --routing zipf
   RESULT_VARIABLE rc4 OUTPUT_VARIABLE out4 ERROR_VARIABLE err4)
 message("${out4}")
 if(NOT rc4 EQUAL 0)
