@@ -66,9 +66,11 @@ struct replay_trace_target {
 };
 extern const struct replay_trace_target replay_trace_targets[2]; /* qwen, gemma */
 
-/* --calibrate: one row per statistic (table, or JSON with json != 0).
- * Returns the number of rows out of tolerance, or -1 on error. */
-int replay_calibrate(FILE *out, const struct fs_trace_model *box, int json);
+/* --calibrate: one row per statistic (name, target, measured, tolerance,
+ * ok) as a table, a JSON array or a Markdown table.  Returns the number of
+ * rows out of tolerance, or -1 on error. */
+enum calib_format { CALIB_TABLE = 0, CALIB_JSON, CALIB_MARKDOWN };
+int replay_calibrate(FILE *out, const struct fs_trace_model *box, enum calib_format format);
 
 /* "name=value" for one behaviour field of the model (--model-set). */
 int calib_model_set(struct fs_trace_model *m, const char *spec);

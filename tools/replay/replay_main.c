@@ -46,7 +46,10 @@ int main(int argc, char **argv)
 	if (rc)
 		return rc > 0 ? 0 : 2;
 	if (o.calibrate) {
-		int bad = replay_calibrate(stdout, &o.tmodel, o.json);
+		int bad = replay_calibrate(stdout, &o.tmodel,
+					   o.json     ? CALIB_JSON :
+					   o.markdown ? CALIB_MARKDOWN :
+							CALIB_TABLE);
 		return bad == 0 ? 0 : 1;
 	}
 	struct fs_trace t;
