@@ -186,10 +186,15 @@ extern "C" void *eb_cuda_alloc(struct eb_cuda *g, uint32_t card, uint64_t bytes)
 	return p;
 }
 
+/* A copy into the engine's own pool, done when this returns: from
+ * pageable memory cudaMemcpy may return before the DMA out of its staging
+ * buffer has finished, and the peers' copier thread (eb_pool.c) publishes
+ * the slot right after; the sync on the legacy stream waits for it. */
 extern "C" int eb_cuda_put(struct eb_cuda *g, uint32_t card, void *dst, const void *src, uint64_t bytes)
 {
 	return ok(cudaSetDevice(g->c[card].dev), "cudaSetDevice") &&
-			       ok(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy(pool)") ?
+			       ok(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy(pool)") &&
+			       ok(cudaStreamSynchronize(0), "cudaStreamSynchronize(pool)") ?
 		       0 :
 		       -1;
 }
