@@ -11,18 +11,25 @@
 #    Release in build-engine (foresightd and fs-engine-bench only);
 # 2. runs the set EB_SET names:
 #    - protocol (default, issue #17): one card, one engine, slots at 26 % and
-#      52 % of the experts on one arena, EB_REPS (5) repetitions of every mode
-#      interleaved (static strata-adapt lru zero recency predict both perfect),
-#      EB_WINDOWS (300) decode windows per run; the predictor is the trace
+#      52 % of the experts (EB_BUDGETS, default "0.26,0.52": one config each,
+#      on one arena), EB_REPS (5) repetitions of every mode interleaved
+#      within each (static strata-adapt lru zero recency predict both perfect),
+#      EB_WINDOWS (300) decode windows per run, on the calibrated routing
+#      model (tools/trace/fs_trace_model.h; EB_ARGS="--trace FILE" for a real
+#      trace, "--routing zipf" for the old generator); the predictor is the trace
 #      oracle at the discussion's recall table (router-ahead, 61/82/90 % ...),
 #      `perfect` the same daemon fed by an oracle never wrong (a bound).
-#      16 layers, --scale 4.  Expected: ~1.5 min build + ~5.5 min runs.
+#      16 layers, --scale 4.  Expected per budget: ~40 runs of ~5.5 s (CUDA
+#      context, routing, pools, 300 windows) and 20 daemon starts on the kept
+#      arena: ~4 min, plus ~1.5 min build: EB_BUDGETS=0.26 and EB_BUDGETS=0.52
+#      in two calls of ~5.5 min each; both in one call (~9.5 min) does not fit.
 #    - fullsize (issue #17's confirmation): the same at full size, 48 layers,
 #      --scale 1 (1.8 MiB experts over 13.5 GB/s, a 44 GB arena built once
 #      and handed to every daemon start through the fd store), EB_REPS (1)
-#      repetition of EB_WINDOWS (300) windows: figures, no intervals.
-#      Expected: ~1.5 min build + ~2.5 min arena + ~3 min runs (EB_REPS=2
-#      adds ~3 min: over a 9-minute call).
+#      repetition of EB_WINDOWS (200) windows: figures, no intervals.
+#      Expected: ~1.5 min build, ~2.5 min arena (generated, checksummed,
+#      mlocked, registered with CUDA), ~4 min for 16 runs and 7 daemon starts
+#      on the kept arena (each mlocks and registers 44 GB again): ~8 min.
 #    - legacy: issue #10's matrix (below), one repetition per config.
 #    A set is not started once EB_DEADLINE_S (default 330) seconds have
 #    passed since the start (legacy: per config); whatever is skipped or
@@ -143,12 +150,15 @@ bench() {
 
 case "$SET" in
 protocol)
-	bench 1c1e --budget 0.26,0.52 --reps "${EB_REPS:-5}" --windows "${EB_WINDOWS:-300}" --modes "$ALL" \
+	budgets=${EB_BUDGETS:-0.26,0.52}
+	label=1c1e # the driver names a config of a list LABEL-PCT; one budget: name it so here
+	[[ $budgets == *,* ]] || label=1c1e-$(awk -v b="$budgets" 'BEGIN { printf "%.0f", b * 100 }')
+	bench "$label" --budget "$budgets" --reps "${EB_REPS:-5}" --windows "${EB_WINDOWS:-300}" --modes "$ALL" \
 		--timeout "$(left)"
 	;;
 fullsize)
-	bench full --layers 48 --scale 1 --budget 0.26,0.52 --reps "${EB_REPS:-1}" \
-		--windows "${EB_WINDOWS:-300}" --modes "$ALL" --timeout "$(left)"
+	bench full --layers 48 --scale 1 --budget "${EB_BUDGETS:-0.26,0.52}" --reps "${EB_REPS:-1}" \
+		--windows "${EB_WINDOWS:-200}" --modes "$ALL" --timeout "$(left)"
 	;;
 legacy)
 	for spec in "1c1e-26 1 1 0.26" "1c1e-52 1 1 0.52" "1c2e-26 1 2 0.26" "2c1e-26 2 1 0.26" \
