@@ -35,6 +35,7 @@
 #include <cuda_runtime_api.h>
 
 #include "fs_hex.h"
+#include "fs_pace.h"
 #include "fs_time.h"
 #include "fsd.h"
 
@@ -86,7 +87,7 @@ struct cuda_priv {
 	int use_memops;
 	int daemon_registered, arena_registered;
 	const struct fs_arena_entry *idx;
-	double ns_per_byte; /* bus budget: 1 / bus_gbps; 0 = none (the link's own speed) */
+	double budget_gbps; /* bus budget: --bus-gbps; 0 = none (the link's own speed) */
 };
 
 /* Host-function fallback: written by a CUDA driver thread when the copy
@@ -252,7 +253,7 @@ static int cuda_start(struct fsd *d)
 	/* The bus budget: a card's copies land no faster than --bus-gbps, to
 	 * emulate a slower link (PCIe Gen4 x8: 13.5 GB/s) on faster hardware. */
 	if (d->cfg.bus_gbps_set && d->cfg.bus_gbps > 0) {
-		cp->ns_per_byte = 1.0 / d->cfg.bus_gbps;
+		cp->budget_gbps = d->cfg.bus_gbps;
 		for (uint32_t i = 0; i < d->cfg.cards; i++) {
 			struct cuda_card *c = &cp->cards[i];
 			void *dptr;
@@ -326,8 +327,10 @@ static void cuda_submit(struct fsd *d, const struct fsr_copy *cpy)
 	struct cuda_card *c = &cp->cards[cpy->card];
 	if (c->down)
 		return; /* abandoned: the core drops the slot when it applies the fall */
+	/* The size is the core's (fsr_copy.bytes, the blob's); the slot
+	 * bounds it, for memory's sake only. */
 	const struct fs_arena_entry *e = &cp->idx[(uint64_t)cpy->layer * d->cfg.experts + cpy->expert];
-	uint64_t bytes = e->bytes < d->slot_bytes ? e->bytes : d->slot_bytes;
+	uint64_t bytes = cpy->bytes < d->slot_bytes ? cpy->bytes : d->slot_bytes;
 	uint32_t *ready = fsd_ready(d, cpy->card);
 	if (c->ninflight == CUDA_MAX_INFLIGHT) {
 		fsd_log(FSD_ERR, "cuda backend: more than %u copies in flight on card %u", CUDA_MAX_INFLIGHT,
@@ -374,11 +377,8 @@ static void cuda_submit(struct fsd *d, const struct fsr_copy *cpy)
 			return;
 		}
 	}
-	uint64_t now = fs_now_ns();
-	uint64_t start = c->bus_free_ns > now ? c->bus_free_ns : now;
-	uint64_t land = start + (uint64_t)((double)bytes * cp->ns_per_byte);
-	if (c->landed)
-		c->bus_free_ns = land;
+	uint64_t now = fs_now_ns(), start;
+	uint64_t land = fs_pace_copy(&c->bus_free_ns, now, bytes, cp->budget_gbps, &start);
 	c->inflight[c->ninflight++] = (struct cuda_inflight){cpy->slot, cpy->gen, bytes, now, start, land};
 	fsd_issued(d, cpy->card, cpy->slot, now);
 }

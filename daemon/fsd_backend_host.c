@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fs_pace.h"
 #include "fs_time.h"
 #include "fsd.h"
 
@@ -58,7 +59,6 @@ static void *copy_thread(void *arg)
 	uint8_t *pool = d->pool_shm[hc->card].base;
 	const struct fs_arena_entry *idx = (const struct fs_arena_entry *)((const char *)d->arena +
 									   d->arena->off_index);
-	double ns_per_byte = 1.0 / d->cfg.bus_gbps; /* GB/s = bytes per ns */
 
 	for (;;) {
 		pthread_mutex_lock(&hc->lock);
@@ -72,18 +72,18 @@ static void *copy_thread(void *arg)
 		hc->head++;
 		pthread_mutex_unlock(&hc->lock);
 
+		/* The size is the core's (fsr_copy.bytes, the blob's); the
+		 * slot bounds it, for memory's sake only. */
 		const struct fs_arena_entry *e = &idx[(uint64_t)cp.layer * d->cfg.experts + cp.expert];
-		uint64_t bytes = e->bytes < d->slot_bytes ? e->bytes : d->slot_bytes;
-		uint64_t start = fs_now_ns();
-		if (hc->bus_free_at > start)
-			start = hc->bus_free_at;
+		uint64_t bytes = cp.bytes < d->slot_bytes ? cp.bytes : d->slot_bytes;
+		uint64_t start;
+		uint64_t done_at = fs_pace_copy(&hc->bus_free_at, fs_now_ns(), bytes, d->cfg.bus_gbps,
+						&start);
 		fs_store_release(&ready[cp.slot], FS_GEN_NONE);
 		fsd_issued(d, cp.card, cp.slot, fs_now_ns());
 		memcpy(pool + (uint64_t)cp.slot * d->slot_bytes, (const uint8_t *)d->arena + e->offset,
 		       bytes);
-		uint64_t done_at = start + (uint64_t)((double)bytes * ns_per_byte);
 		sleep_until(done_at); /* the emulated bus is the limit */
-		hc->bus_free_at = done_at;
 		fs_store_release(&ready[cp.slot], cp.gen);
 		struct fsd_done dn = {.card = cp.card,
 				      .slot = cp.slot,

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs_pace.h"
 #include "replay_bus.h"
 
 int replay_bus_init(struct replay_bus *b, uint32_t slots, uint32_t cap, double gbps, uint32_t delay)
@@ -55,13 +56,11 @@ int replay_bus_submit(struct replay_bus *b, const struct fsr_copy *cp, uint64_t 
 {
 	if (b->n == b->cap || cp->slot >= b->nslots)
 		return -ENOBUFS;
-	uint64_t start = b->free_at > now ? b->free_at : now;
-	uint64_t dur = b->bytes_per_ns > 0.0 ? (uint64_t)((double)cp->bytes / b->bytes_per_ns) : 0;
-	b->free_at = start + dur;
+	uint64_t done = fs_pace_copy(&b->free_at, now, cp->bytes, b->bytes_per_ns, NULL);
 	b->ready[cp->slot] = 0;
 	b->issued[cp->slot] = cp->gen;
 	b->pend_win[cp->slot] = 0; /* a landing still held back is for the old bytes */
-	b->q[(b->head + b->n) % b->cap] = (struct replay_flight){*cp, start + dur};
+	b->q[(b->head + b->n) % b->cap] = (struct replay_flight){*cp, done};
 	b->n++;
 	b->submitted++;
 	return 0;
