@@ -395,6 +395,45 @@ Test(prod, init_validates_header)
 	free(mem);
 }
 
+/* The asymmetric wake-up is offered where the kernel has the membarrier
+ * command, taken by a producer that registers, refused on request; a
+ * producer seeing no feature bit (an older daemon) posts with seq_cst. */
+Test(prod, asym_feature_negotiated)
+{
+	const uint32_t E = 64;
+	void *mem = ring_alloc(E);
+	size_t sz = fs_ring_bytes(E);
+	struct fs_ring_cons c;
+	struct fs_ring_prod p;
+	struct fs_ring_hdr *h = mem;
+	int avail = fs_ring_asym_available();
+	cr_log_info("membarrier GLOBAL_EXPEDITED: %s", avail ? "available" : "not available");
+	cr_assert_eq(fs_ring_format(&c, mem, sz, E), 0);
+	cr_assert_eq(c.asym, (uint32_t)avail);
+	cr_assert_eq(h->features, avail ? FS_RING_F_ASYM : 0u);
+	cr_assert_eq(fs_ring_prod_init(&p, mem, sz), 0);
+	cr_assert_eq(p.asym, (uint32_t)avail, "the producer takes what the consumer offers");
+	fs_ring_set_asym(&c, 0);
+	cr_assert_eq(c.asym, 0);
+	cr_assert_eq(h->features, 0u);
+	cr_assert_eq(fs_ring_prod_init(&p, mem, sz), 0);
+	cr_assert_eq(p.asym, 0, "no feature bit: the seq_cst post");
+	/* Unknown feature bits are ignored (a newer consumer). */
+	h->features = ~FS_RING_F_ASYM;
+	cr_assert_eq(fs_ring_prod_init(&p, mem, sz), 0);
+	cr_assert_eq(p.asym, 0);
+	/* Either way the sleep handshake works on an empty ring. */
+	for (int asym = 0; asym < 2; asym++) {
+		fs_ring_set_asym(&c, asym);
+		uint32_t seq;
+		cr_assert_eq(fs_ring_sleep_prepare(&c, &seq), 0, "empty: may sleep");
+		cr_assert_eq(h->flags, FS_RING_NEED_WAKEUP);
+		fs_ring_sleep_done(&c);
+		cr_assert_eq(h->flags, 0u);
+	}
+	free(mem);
+}
+
 /* ---- single-thread semantics ----------------------------------------------- */
 
 Test(basic, empty_ring_consumes_nothing)
@@ -1271,14 +1310,20 @@ static void tiny_pause(uint64_t *seed)
 	}
 }
 
-Test(wake, handshake_stress_single_ring, .timeout = 150)
+/* The consumer sleeps whenever the ring is empty; the producer waits until
+ * each record was taken, so that its next post meets a consumer going to
+ * sleep or asleep.  `asym`: the membarrier handshake (where available) or
+ * the seq_cst one on both sides. */
+static void handshake_stress_single_ring(int asym)
 {
 	const uint32_t E = 64;
 	void *mem = ring_alloc(E);
 	struct wake_ctx *w = calloc(1, sizeof(*w));
 	cr_assert_not_null(w);
 	cr_assert_eq(fs_ring_format(&w->c, mem, fs_ring_bytes(E), E), 0);
+	fs_ring_set_asym(&w->c, asym);
 	cr_assert_eq(fs_ring_prod_init(&w->p, mem, fs_ring_bytes(E)), 0);
+	cr_assert_eq(w->p.asym, w->c.asym);
 	w->n = 200000;
 	w->deadline = now_ns() + WAKE_DEADLINE_NS;
 	pthread_t th;
@@ -1318,10 +1363,21 @@ Test(wake, handshake_stress_single_ring, .timeout = 150)
 	cr_assert_eq(w->received, w->n, "received %llu of %llu", (unsigned long long)w->received,
 		     (unsigned long long)w->n);
 	cr_assert(w->sleeps > w->n / 10, "the consumer slept only %llu times", (unsigned long long)w->sleeps);
-	cr_log_info("wake: %llu records, %llu sleeps, %llu spurious", (unsigned long long)w->n,
+	cr_log_info("wake (%s): %llu records, %llu sleeps, %llu spurious",
+		    w->c.asym ? "membarrier" : "seq_cst", (unsigned long long)w->n,
 		    (unsigned long long)w->sleeps, (unsigned long long)w->woke_empty);
 	free(w);
 	free(mem);
+}
+
+Test(wake, handshake_stress_single_ring, .timeout = 150)
+{
+	handshake_stress_single_ring(1);
+}
+
+Test(wake, handshake_stress_single_ring_seq_cst, .timeout = 150)
+{
+	handshake_stress_single_ring(0);
 }
 
 /* 8 rings, one consumer thread sleeping on all of them with futex_waitv,
@@ -1376,13 +1432,15 @@ static void *multi_consumer(void *arg)
 		if (x & 1)
 			for (uint32_t i = (uint32_t)((x >> 8) % 64); i; i--)
 				cpu_relax();
-		int busy = 0, prepared = 0;
+		/* As the daemon does: arm every ring, one barrier, then look. */
+		int busy = 0, prepared = 0, asym = 0;
 		for (; prepared < NRINGS; prepared++) {
-			if (fs_ring_sleep_prepare(&m->c[prepared], &seqs[prepared])) {
-				busy = 1;
-				break;
-			}
+			fs_ring_sleep_arm(&m->c[prepared], &seqs[prepared]);
+			asym |= (int)m->c[prepared].asym;
 		}
+		busy = fs_ring_sleep_fence(asym);
+		for (int i = 0; i < NRINGS && !busy; i++)
+			busy = fs_ring_sleep_check(&m->c[i]);
 		if (!busy) {
 			m->sleeps++;
 			int rc;

@@ -413,24 +413,36 @@ static void hot_sleep(struct fsd *d, uint64_t timeout_ns)
 	pthread_mutex_lock(&d->cmd_lock);
 	pending |= d->cmd_head != d->cmd_tail;
 	pthread_mutex_unlock(&d->cmd_lock);
+	/* Set every ring's NEED_WAKEUP, one barrier for all of them (a
+	 * membarrier where the rings are asymmetric: fs_ring.h), then look. */
+	int asym = 0;
 	for (uint32_t row = 0; row < d->cfg.max_clients && !pending; row++) {
 		struct fsd_client *c = &d->clients[row];
 		if (!c->hot_active)
 			continue;
 		uint32_t seq;
-		if (fs_ring_sleep_prepare(&c->ring, &seq))
-			pending = 1;
-		/* The device ring has no futex word of its own: a host thread
-		 * posting there kicks the host ring's (fs_ring_dev.h).  This
-		 * seq_cst load follows the flags store above, as in
-		 * fs_ring_sleep_prepare(). */
-		if (__atomic_load_n(&c->dev_ring.hdr->tail, __ATOMIC_SEQ_CST) != c->dev_ring.head)
-			pending = 1;
+		fs_ring_sleep_arm(&c->ring, &seq);
+		asym |= (int)c->ring.asym;
 		/* A GPU producer cannot wake us: look again soon. */
 		if (fs_load_relaxed(&c->hdr->dev_armed) && timeout_ns > dev_poll_ns)
 			timeout_ns = dev_poll_ns;
 		words[n] = &c->ring.hdr->wake_seq;
 		expect[n++] = seq;
+	}
+	if (!pending && fs_ring_sleep_fence(asym))
+		pending = 1;
+	for (uint32_t row = 0; row < d->cfg.max_clients && !pending; row++) {
+		struct fsd_client *c = &d->clients[row];
+		if (!c->hot_active)
+			continue;
+		if (fs_ring_sleep_check(&c->ring))
+			pending = 1;
+		/* The device ring has no futex word of its own: a host thread
+		 * posting there kicks the host ring's (fs_ring_dev.h).  This
+		 * seq_cst load follows the flags store above, as in
+		 * fs_ring_sleep_check(). */
+		if (__atomic_load_n(&c->dev_ring.hdr->tail, __ATOMIC_SEQ_CST) != c->dev_ring.head)
+			pending = 1;
 	}
 	/* A release that raced with the flags above: its slots are free now. */
 	if (!pending && hot_holds(d) > 0)

@@ -36,6 +36,24 @@
  *    seq_cst fence into a much slower mfence; on arm64 it is stlr + ldar
  *    instead of a dmb; and ThreadSanitizer models it, which it does not
  *    do for fences.)
+ *  - Asymmetric wake-up (FS_RING_F_ASYM in `features`, line 0): the
+ *    barrier above costs the producer a cross-core round trip on every
+ *    post (~0.3-0.6 us), while the consumer goes to sleep rarely.  So the
+ *    consumer pays for both: between its flags store and its tail load it
+ *    calls membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED), which runs a full
+ *    barrier on every CPU running a thread of a registered process, and a
+ *    producer that registered (MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED)
+ *    posts with store_release(tail), a compiler barrier, load_relaxed(flags):
+ *    no locked instruction.  Either the producer's tail store precedes that
+ *    barrier in its program order (then the consumer's tail load sees it)
+ *    or its flags load follows it (then it sees NEED): the same guarantee
+ *    (the pattern of liburcu's and the kernel's sys_membarrier users).  The
+ *    consumer sets the feature at format time only where the kernel offers
+ *    the command; a producer that cannot register, or an older one that
+ *    does not know the bit, keeps the seq_cst post, which stays correct
+ *    against either consumer (a full barrier is stronger).  The
+ *    membarrier costs the consumer one system call and an IPI per engine
+ *    CPU each time it goes to sleep; a wake-up costs what it did.
  *  - The consumer trusts nothing in the ring.  It keeps its own head and
  *    its own copy of entries (never re-read from shared memory); a tail
  *    more than `entries` ahead of head is counted (bad_index) and the ring
@@ -58,6 +76,7 @@
 
 #define FS_RING_MAGIC 0x474e5246u /* "FRNG" little-endian */
 #define FS_RING_NEED_WAKEUP 1u
+#define FS_RING_F_ASYM 1u /* features: the consumer membarriers before it sleeps */
 #define FS_RING_MIN_ENTRIES 16u
 #define FS_RING_MAX_ENTRIES (1u << 24)
 
@@ -68,7 +87,8 @@ struct fs_ring_hdr {
 	uint32_t entries;    /* power of two, FS_RING_MIN..MAX_ENTRIES */
 	uint32_t rec_size;   /* sizeof(struct fs_rec) */
 	uint32_t rec_offset; /* byte offset of record 0 from the header */
-	uint32_t pad0[11];
+	uint32_t features;   /* FS_RING_F_*: what the consumer does (0: nothing extra) */
+	uint32_t pad0[10];
 	/* line 1: producer */
 	uint32_t tail;
 	uint32_t full; /* records the producer dropped on a full ring (its own
@@ -106,6 +126,7 @@ struct fs_ring_prod {
 	uint32_t mask;
 	uint32_t tail;       /* private: the producer's truth */
 	uint32_t head_cache; /* last head read from the consumer */
+	uint32_t asym;       /* FS_RING_F_ASYM offered and this process registered */
 };
 
 /* Slow path of the wake-up: clear NEED, bump wake_seq, futex_wake. */
@@ -116,10 +137,20 @@ void fs_ring_wake(struct fs_ring_hdr *hdr);
  * call it; calling it again is harmless. */
 static inline void fs_ring_kick(struct fs_ring_prod *p)
 {
-	/* seq_cst store, then seq_cst load: ordered against the consumer's
-	 * flags store and tail load in fs_ring_sleep_prepare(). */
-	__atomic_store_n(&p->hdr->tail, p->tail, __ATOMIC_SEQ_CST);
-	if (fs_unlikely(__atomic_load_n(&p->hdr->flags, __ATOMIC_SEQ_CST) & FS_RING_NEED_WAKEUP))
+	uint32_t flags;
+	if (fs_likely(p->asym)) {
+		/* The consumer's membarrier orders these (see the rules above):
+		 * only the compiler must keep the load after the store. */
+		fs_store_release(&p->hdr->tail, p->tail);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		flags = fs_load_relaxed(&p->hdr->flags);
+	} else {
+		/* seq_cst store, then seq_cst load: ordered against the consumer's
+		 * flags store and tail load in fs_ring_sleep_prepare(). */
+		__atomic_store_n(&p->hdr->tail, p->tail, __ATOMIC_SEQ_CST);
+		flags = __atomic_load_n(&p->hdr->flags, __ATOMIC_SEQ_CST);
+	}
+	if (fs_unlikely(flags & FS_RING_NEED_WAKEUP))
 		fs_ring_wake(p->hdr);
 }
 
@@ -167,7 +198,9 @@ static inline int fs_ring_post_batch(struct fs_ring_prod *p, const struct fs_rec
 }
 
 /* Attach a producer to a ring the daemon formatted in `mem` (`size` bytes).
- * Validates the header; -EPROTO on a bad magic/version, -EINVAL on a bad size. */
+ * Validates the header; -EPROTO on a bad magic/version, -EINVAL on a bad size.
+ * Where the ring offers FS_RING_F_ASYM, registers this process for the
+ * consumer's membarrier and posts without the full barrier (p->asym). */
 int fs_ring_prod_init(struct fs_ring_prod *p, void *mem, size_t size);
 
 /* ---- consumer (daemon side) ------------------------------------------ */
@@ -178,14 +211,24 @@ struct fs_ring_cons {
 	uint32_t mask; /* private copies, never re-read from the ring */
 	uint32_t entries;
 	uint32_t head; /* private: the consumer's truth */
+	uint32_t asym; /* private: FS_RING_F_ASYM offered (sleep must membarrier) */
 	uint64_t consumed;
 	uint64_t bad_index;  /* impossible tail seen (ring resynchronised) */
 	uint64_t bad_record; /* unknown type / bad aux, skipped */
 };
 
 /* Format `mem` as an empty ring of `entries` (power of two) and attach a
- * consumer to it.  -EINVAL when entries is out of range or size too small. */
+ * consumer to it.  -EINVAL when entries is out of range or size too small.
+ * Offers FS_RING_F_ASYM where fs_ring_asym_available(). */
 int fs_ring_format(struct fs_ring_cons *c, void *mem, size_t size, uint32_t entries);
+
+/* This kernel runs membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) and the
+ * environment does not say FS_RING_ASYM=0 (asked once per process). */
+int fs_ring_asym_available(void);
+
+/* Before any producer attaches: offer FS_RING_F_ASYM (on = 1, where
+ * available) or not (on = 0: the seq_cst handshake on both sides). */
+void fs_ring_set_asym(struct fs_ring_cons *c, int on);
 
 /*
  * Copy up to `max` valid records into `out` and release their space.
@@ -233,8 +276,17 @@ static inline uint32_t fs_ring_pending(const struct fs_ring_cons *c)
  * arrived meanwhile (then it has cleared the flag again: do not sleep).
  * Otherwise wait with fs_futex_wait*(&hdr->wake_seq, *seq, ...) and call
  * fs_ring_sleep_done() when awake.
+ *
+ * A consumer of several rings splits it, so that one membarrier serves
+ * them all: fs_ring_sleep_arm() on each (reads *seq, sets NEED), then
+ * fs_ring_sleep_fence() once with nonzero `asym` when any ring has c->asym
+ * (it returns nonzero when the barrier failed: do not sleep), then
+ * fs_ring_sleep_check() on each (nonzero: records arrived, flag cleared).
  */
 int fs_ring_sleep_prepare(struct fs_ring_cons *c, uint32_t *seq);
+void fs_ring_sleep_arm(struct fs_ring_cons *c, uint32_t *seq);
+int fs_ring_sleep_fence(int asym);
+int fs_ring_sleep_check(struct fs_ring_cons *c);
 void fs_ring_sleep_done(struct fs_ring_cons *c);
 
 #endif /* FS_RING_H */

@@ -67,14 +67,15 @@ struct opts {
 	uint32_t reps;    /* throughput repetitions (best is reported) */
 	uint32_t samples; /* latency samples per row (after warm-up) */
 	uint32_t warmup;
-	uint64_t pace_ns; /* latency: one post every pace_ns */
-	uint64_t cap_ns;  /* a throughput run stops after this long */
+	uint64_t pace_ns;       /* latency: one post every pace_ns */
+	uint64_t sleep_pace_ns; /* the same for the rows whose consumer sleeps */
+	uint64_t cap_ns;        /* a throughput run stops after this long */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: fs-bench-ring [--records N] [--max-run-ms N] [--entries N] [--reps N]\n"
-		   "                     [--samples N] [--pace-ns N] [--quick] [--help]\n"
+		   "                     [--samples N] [--pace-ns N] [--sleep-pace-ns N] [--quick] [--help]\n"
 		   "\n"
 		   "Measures the fs_ring between two processes (producer: a forked child,\n"
 		   "consumer: this process) against a pthread mutex+condvar queue in shared\n"
@@ -89,6 +90,10 @@ static void usage(FILE *f)
 		   "  --samples N  latency samples per latency row (default 100000)\n"
 		   "  --pace-ns N  latency runs: the producer posts one record every N ns\n"
 		   "               (busy-wait pacing; default 10000)\n"
+		   "  --sleep-pace-ns N\n"
+		   "               the same for the rows whose consumer sleeps (default 100000:\n"
+		   "               longer than the daemon's 50 us spin, so each record finds the\n"
+		   "               consumer asleep); those rows take a tenth of --samples\n"
 		   "  --quick      small counts (a smoke test: about a second)\n"
 		   "  --help       this text\n"
 		   "\n"
@@ -115,6 +120,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			   .samples = 100000u,
 			   .warmup = 2000u,
 			   .pace_ns = 10000u,
+			   .sleep_pace_ns = 100000u,
 			   .cap_ns = 2500000000u};
 	int quick = 0;
 	for (int i = 1; i < argc; i++) {
@@ -143,6 +149,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->samples = (uint32_t)v;
 		else if (strcmp(argv[i], "--pace-ns") == 0 && v >= 100 && v <= 100000000u)
 			o->pace_ns = v;
+		else if (strcmp(argv[i], "--sleep-pace-ns") == 0 && v >= 100 && v <= 100000000u)
+			o->sleep_pace_ns = v;
 		else if (strcmp(argv[i], "--max-run-ms") == 0 && v >= 10 && v <= 600000u)
 			o->cap_ns = v * 1000000u;
 		else {
@@ -273,42 +281,32 @@ struct meas {
 	enum queue_kind q;
 	uint32_t batch; /* records per post */
 	enum cons_policy pol;
-	int kick_every;  /* experiment: post without the wake-up check, kick every N posts */
+	int full;        /* the seq_cst handshake on both sides (FS_RING_F_ASYM off) */
 	int latency;     /* paced, stamped records; else a throughput run */
 	double best_rps; /* throughput rows */
 	uint64_t p50, p99, p999, max;
 	int done;
 };
 
-/*
- * EXPERIMENT, not an API of the ring: fs_ring_post() without its
- * fs_ring_kick(), i.e. without the full barrier.  Records become visible to
- * a polling consumer as usual (release store of tail); a sleeping consumer
- * is only woken by the next fs_ring_kick(), so a producer using this must
- * kick after the last post of every burst.  Measures what a "post now,
- * kick once per burst" API (io_uring's submit model) would give.
- */
-static inline int ring_post_nokick(struct fs_ring_prod *p, const struct fs_rec *r)
+/* Latency rows whose consumer sleeps post less often (each record should
+ * find it asleep: the wake-up is what they measure), so they take fewer
+ * samples in about the same time. */
+static uint64_t pace_of(const struct meas *m, const struct opts *o)
 {
-	if (fs_unlikely(fs_ring_space(p, 1) == 0))
-		return -ENOBUFS;
-	p->recs[p->tail & p->mask] = *r;
-	p->tail++;
-	fs_store_release(&p->hdr->tail, p->tail);
-	return 0;
+	return m->pol == C_SLEEP ? o->sleep_pace_ns : o->pace_ns;
 }
 
-static inline int ring_post(struct fs_ring_prod *p, const struct meas *m, const struct fs_rec *recs,
-			    uint64_t i)
+static uint32_t samples_of(const struct meas *m, const struct opts *o)
+{
+	uint32_t n = m->pol == C_SLEEP ? o->samples / 10 : o->samples;
+	return n < 100 ? 100 : n;
+}
+
+static inline int ring_post(struct fs_ring_prod *p, const struct meas *m, const struct fs_rec *recs)
 {
 	if (m->batch > 1)
 		return fs_ring_post_batch(p, recs, m->batch);
-	if (!m->kick_every)
-		return fs_ring_post(p, recs);
-	int rc = ring_post_nokick(p, recs);
-	if (rc == 0 && (i + 1) % (uint64_t)m->kick_every == 0)
-		fs_ring_kick(p);
-	return rc;
+	return fs_ring_post(p, recs);
 }
 
 /* What the child does: pin, attach, wait for go, post. */
@@ -333,11 +331,11 @@ static void producer(struct shm *s, const struct meas *m, const struct opts *o, 
 		if ((i & 255) == 0 && fs_load_relaxed(&ctl->stop))
 			_exit(0);
 		if (m->latency) {
-			next += o->pace_ns;
+			next += pace_of(m, o);
 			uint64_t t;
 			while ((t = now_ns()) < next)
 				cpu_relax();
-			if (t - next > 10 * o->pace_ns)
+			if (t - next > 10 * pace_of(m, o))
 				next = t; /* we were descheduled: do not burst to catch up */
 			recs[0].type = FS_REC_WIN_BEGIN;
 			recs[0].aux = 0;
@@ -348,9 +346,7 @@ static void producer(struct shm *s, const struct meas *m, const struct opts *o, 
 		}
 		if (m->q == Q_RING) {
 			uint32_t spins = 0;
-			while (ring_post(&p, m, recs, i) != 0) {
-				if (m->kick_every)
-					fs_ring_kick(&p); /* end of a burst: the ring is full */
+			while (ring_post(&p, m, recs) != 0) {
 				cpu_relax();
 				if ((++spins & 1023) == 0 &&
 				    (fs_load_relaxed(&ctl->abort) || fs_load_relaxed(&ctl->stop)))
@@ -434,11 +430,12 @@ static uint32_t ring_take(struct fs_ring_cons *c, struct fs_rec *buf, enum cons_
  * or the latency samples.  0 on success. */
 static int run_one(struct shm *s, struct meas *m, const struct opts *o, double *rps, uint64_t *lat)
 {
-	uint64_t n = m->latency ? (uint64_t)o->warmup + o->samples : o->records;
+	uint64_t n = m->latency ? (uint64_t)o->warmup + samples_of(m, o) : o->records;
 	struct fs_ring_cons c;
 	if (m->q == Q_RING) {
 		if (fs_ring_format(&c, s->ring, s->ring_bytes, o->entries) != 0)
 			return -1;
+		fs_ring_set_asym(&c, !m->full);
 	} else {
 		if (bq_init(s->bq, o->entries) != 0)
 			return -1;
@@ -543,7 +540,7 @@ out:
 enum {
 	R_RING_ONE_SPIN,
 	R_RING_ONE_LINES,
-	R_RING_ONE_KICK32,
+	R_RING_ONE_FULL,
 	R_RING_BATCH,
 	R_RING_BATCH_POLL,
 	R_RING_ONE_SLEEP,
@@ -553,6 +550,7 @@ enum {
 	R_BQ_BATCH_POLL,
 	R_RING_LAT_SPIN,
 	R_RING_LAT_SLEEP,
+	R_RING_LAT_SLEEP_FULL,
 	R_BQ_LAT_POLL,
 	R_BQ_LAT_WAIT,
 	R_COUNT
@@ -561,6 +559,24 @@ enum {
 static int best_of(const struct meas *ms, int a, int b)
 {
 	return ms[b].best_rps > ms[a].best_rps ? b : a;
+}
+
+/* What going to sleep costs the consumer: fs_ring_sleep_prepare() on an
+ * empty ring, mean of 2000 calls (the asymmetric one is a membarrier). */
+static double sleep_entry_ns(void *mem, size_t bytes, uint32_t entries, int asym)
+{
+	struct fs_ring_cons c;
+	if (fs_ring_format(&c, mem, bytes, entries) != 0)
+		return -1;
+	fs_ring_set_asym(&c, asym);
+	uint32_t seq;
+	uint64_t t0 = now_ns();
+	for (int i = 0; i < 2000; i++) {
+		if (fs_ring_sleep_prepare(&c, &seq))
+			return -1; /* an empty ring with no producer: cannot be */
+		fs_ring_sleep_done(&c);
+	}
+	return (double)(now_ns() - t0) / 2000.0;
 }
 
 static double loadavg1(void)
@@ -590,8 +606,8 @@ int main(int argc, char **argv)
 	struct meas ms[R_COUNT] = {
 		[R_RING_ONE_SPIN]    = {"ring", "one-at-a-time, consumer spins", Q_RING, .batch = 1, .pol = C_SPIN},
 		[R_RING_ONE_LINES]   = {"ring", "one-at-a-time, consumer polls lines", Q_RING, .batch = 1, .pol = C_LINES},
-		[R_RING_ONE_KICK32]  = {"ring", "EXPERIMENT one-at-a-time, kick per 32", Q_RING, .batch = 1, .pol = C_LINES,
-					.kick_every = 32},
+		[R_RING_ONE_FULL]    = {"ring", "one-at-a-time, seq_cst post, polls lines", Q_RING, .batch = 1, .pol = C_LINES,
+					.full = 1},
 		[R_RING_BATCH]       = {"ring", "batch of 32, consumer spins", Q_RING, .batch = BATCH, .pol = C_SPIN},
 		[R_RING_BATCH_POLL]  = {"ring", "batch of 32, consumer polls", Q_RING, .batch = BATCH, .pol = C_DRAIN},
 		[R_RING_ONE_SLEEP]   = {"ring", "one-at-a-time, consumer sleeps", Q_RING, .batch = 1, .pol = C_SLEEP},
@@ -601,6 +617,8 @@ int main(int argc, char **argv)
 		[R_BQ_BATCH_POLL]    = {"baseline", "batch of 32, consumer polls", Q_BQ, .batch = BATCH, .pol = C_DRAIN},
 		[R_RING_LAT_SPIN]    = {"ring", "latency, consumer spins", Q_RING, .batch = 1, .pol = C_SPIN, .latency = 1},
 		[R_RING_LAT_SLEEP]   = {"ring", "latency, consumer sleeps", Q_RING, .batch = 1, .pol = C_SLEEP, .latency = 1},
+		[R_RING_LAT_SLEEP_FULL] = {"ring", "latency, consumer sleeps, seq_cst", Q_RING, .batch = 1, .pol = C_SLEEP,
+					   .latency = 1, .full = 1},
 		[R_BQ_LAT_POLL]      = {"baseline", "latency, consumer polls", Q_BQ, .batch = 1, .pol = C_SPIN, .latency = 1},
 		[R_BQ_LAT_WAIT]      = {"baseline", "latency, consumer waits", Q_BQ, .batch = 1, .pol = C_SLEEP, .latency = 1},
 	};
@@ -618,8 +636,15 @@ int main(int argc, char **argv)
 	       sysconf(_SC_NPROCESSORS_ONLN));
 	printf("throughput: each run moves %" PRIu64
 	       " records or stops after %.1f s, best of %u runs (interleaved); "
-	       "latency: %u samples per row after %u warm-up, one post every %" PRIu64 " ns\n",
-	       o.records, (double)o.cap_ns / 1e9, o.reps, o.samples, o.warmup, o.pace_ns);
+	       "latency: %u samples per row after %u warm-up, one post every %" PRIu64
+	       " ns (consumer sleeps: a tenth of them, one every %" PRIu64 " ns)\n",
+	       o.records, (double)o.cap_ns / 1e9, o.reps, o.samples, o.warmup, o.pace_ns, o.sleep_pace_ns);
+	printf("ring wake-up: %s\n",
+	       fs_ring_asym_available() ?
+		       "asymmetric (FS_RING_F_ASYM: seq_cst-free post, membarrier GLOBAL_EXPEDITED before the consumer "
+		       "sleeps); the seq_cst rows measure the symmetric handshake" :
+		       "symmetric only (membarrier GLOBAL_EXPEDITED unavailable or FS_RING_ASYM=0): every ring row "
+		       "uses the seq_cst handshake");
 	fflush(stdout);
 
 	uint64_t *lat = calloc(o.samples, sizeof(*lat));
@@ -650,11 +675,12 @@ int main(int argc, char **argv)
 			failed = 1;
 			continue;
 		}
-		qsort(lat, o.samples, sizeof(*lat), cmp_u64);
-		ms[i].p50 = lat[(size_t)o.samples * 50 / 100];
-		ms[i].p99 = lat[(size_t)o.samples * 99 / 100];
-		ms[i].p999 = lat[(size_t)o.samples * 999 / 1000];
-		ms[i].max = lat[o.samples - 1];
+		uint32_t ns = samples_of(&ms[i], &o);
+		qsort(lat, ns, sizeof(*lat), cmp_u64);
+		ms[i].p50 = lat[(size_t)ns * 50 / 100];
+		ms[i].p99 = lat[(size_t)ns * 99 / 100];
+		ms[i].p999 = lat[(size_t)ns * 999 / 1000];
+		ms[i].max = lat[ns - 1];
 		ms[i].done = 1;
 	}
 	free(lat);
@@ -678,6 +704,12 @@ int main(int argc, char **argv)
 	}
 	/* Each figure: the queue with the better of its consumers (all of them
 	 * measured in this run, side by side). */
+	double se_asym = sleep_entry_ns(s.ring, s.ring_bytes, o.entries, 1);
+	double se_full = sleep_entry_ns(s.ring, s.ring_bytes, o.entries, 0);
+	if (se_asym < 0 || se_full < 0) {
+		fprintf(stderr, "fs-bench-ring: sleep entry: FAILED\n");
+		failed = 1;
+	}
 	int rone = best_of(ms, R_RING_ONE_SPIN, R_RING_ONE_LINES);
 	int rbat = best_of(ms, R_RING_BATCH, R_RING_BATCH_POLL);
 	int bone = best_of(ms, R_BQ_ONE_WAIT, R_BQ_ONE_POLL);
@@ -685,6 +717,15 @@ int main(int argc, char **argv)
 	printf("\none-at-a-time: ring \"%s\" vs baseline \"%s\"\n", ms[rone].mode, ms[bone].mode);
 	printf("batch of 32:   ring \"%s\" vs baseline \"%s\"\n", ms[rbat].mode, ms[bbat].mode);
 	printf("ring batch records/s: %.0f (baseline %.0f)\n", ms[rbat].best_rps, ms[bbat].best_rps);
+	if (ms[R_RING_ONE_FULL].best_rps > 0)
+		printf("one-at-a-time, asymmetric / seq_cst post (consumer polls lines): %.2f\n",
+		       ms[R_RING_ONE_LINES].best_rps / ms[R_RING_ONE_FULL].best_rps);
+	printf("sleeping consumer, post -> observed p50 / p99 ns: asymmetric %" PRIu64 " / %" PRIu64
+	       ", seq_cst %" PRIu64 " / %" PRIu64 "\n",
+	       ms[R_RING_LAT_SLEEP].p50, ms[R_RING_LAT_SLEEP].p99, ms[R_RING_LAT_SLEEP_FULL].p50,
+	       ms[R_RING_LAT_SLEEP_FULL].p99);
+	printf("consumer going to sleep (fs_ring_sleep_prepare, mean of 2000): asymmetric %.0f ns, seq_cst %.0f ns\n",
+	       se_asym, se_full);
 	printf("ring records/s: %.0f\n", ms[rone].best_rps);
 	if (ms[bone].best_rps > 0)
 		printf("ring/baseline throughput ratio: %.2f\n", ms[rone].best_rps / ms[bone].best_rps);
