@@ -217,7 +217,16 @@ Test(integration, sigkill_holding_engine_drops_holds_at_once, .timeout = 60)
 		usleep(2000);
 	}
 	cr_assert_gt(seen + (seen == 0 ? 0 : 1), 0, "the daemon never dropped the dead engine");
-	cr_expect_leq(seen, 100, "holds dropped after %llu ms (want <= 100)", (unsigned long long)seen);
+	/* At once: through the pidfd, not the liveness timeout (5000 ms): any
+	 * build, any load, well under 1 s.  The 100 ms figure is a timing
+	 * claim, checked only with FS_TEST_TIMING=1 (a quiet machine, no
+	 * sanitizer). */
+	cr_expect_leq(seen, 1000, "holds dropped after %llu ms: the liveness timeout, not the pidfd?",
+		      (unsigned long long)seen);
+	const char *timing = getenv("FS_TEST_TIMING");
+	if (timing && strcmp(timing, "1") == 0)
+		cr_expect_leq(seen, 100, "holds dropped after %llu ms (want <= 100, FS_TEST_TIMING=1)",
+			      (unsigned long long)seen);
 
 	cr_assert_eq(fsh_wait(b, 30000), 0, "the surviving engine failed");
 	fsh_read_file(outb, txt, sizeof(txt));
@@ -307,6 +316,17 @@ Test(integration, profile_save_and_load_round_trip, .timeout = 60)
 	cr_expect_eq(fsh_run(argvv(FSCTL_BIN, "--socket", d.sock, "profile", "load", file, NULL), out,
 			     sizeof(out), 10000),
 		     0, "%s", out);
+	/* The round trip: what was loaded is what a second save writes, byte
+	 * for byte (no window ran in between, so no score decayed). */
+	char file2[256], a[1 << 16], b[1 << 16];
+	snprintf(file2, sizeof(file2), "%s/profile2.txt", d.dir);
+	cr_assert_eq(fsh_run(argvv(FSCTL_BIN, "--socket", d.sock, "profile", "save", file2, NULL), out,
+			     sizeof(out), 10000),
+		     0, "%s", out);
+	long na = fsh_read_file(file, a, sizeof(a)), nb = fsh_read_file(file2, b, sizeof(b));
+	cr_assert(na > 0 && na < (long)sizeof(a) - 1, "profile size %ld", na);
+	cr_expect(na == nb && memcmp(a, b, (size_t)na) == 0,
+		  "save -> load -> save differs:\n--- first save\n%.2000s\n--- after load\n%.2000s", a, b);
 	/* A profile of the wrong shape is refused by the daemon, not applied. */
 	char buf[1024];
 	cr_assert_eq(

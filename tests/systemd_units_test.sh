@@ -9,10 +9,15 @@
 #   - foresightd's sd_notify messages (READY, WATCHDOG, STOPPING), with python3
 #   - systemd-sysusers and (as root) systemd-tmpfiles --create on the
 #     snippets, into a scratch --root
-#   - prints `systemd-analyze security --offline=true` with its exposure
-#     (printed, not enforced; the goal is <= 2.0)
+#   - `systemd-analyze security --offline=true --threshold=20`: the unit's
+#     exposure must be <= 2.0 (a failing or unparsable run fails the test)
+# Without systemd-analyze it exits 77 (ctest: skipped) with a SKIP line.
 set -euo pipefail
 src=$1 daemon=$2
+if ! command -v systemd-analyze >/dev/null; then
+	echo "SKIP: systemd-analyze not found (Debian package systemd; bash tools/install-deps.sh)"
+	exit 77
+fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/fs-units-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
@@ -79,10 +84,25 @@ else
 	echo "units_test: no python3: the sd_notify check of foresightd is skipped"
 fi
 
-echo "units_test: systemd-analyze security --offline=true"
-(cd "$work" && systemd-analyze security --offline=true --no-pager ./foresightd.service) >"$work/security.txt" 2>&1 ||
-	true
+# --threshold is the exposure x 10: the command itself fails above 2.0, and
+# the parsed figure is checked too (a format change must not pass silently).
+echo "units_test: systemd-analyze security --offline=true --threshold=20"
+rc=0
+(cd "$work" && systemd-analyze security --offline=true --threshold=20 --no-pager ./foresightd.service) \
+	>"$work/security.txt" 2>&1 || rc=$?
 grep -v '^✓' "$work/security.txt" || true
 exposure=$(sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p' "$work/security.txt")
-echo "units_test: foresightd.service exposure ${exposure:-?} (goal <= 2.0; printed, not enforced)"
+[[ -n $exposure ]] || {
+	echo "units_test: FAIL: no exposure figure in the systemd-analyze security output (exit $rc)" >&2
+	exit 1
+}
+echo "units_test: foresightd.service exposure $exposure (must be <= 2.0)"
+[[ $rc -eq 0 ]] || {
+	echo "units_test: FAIL: systemd-analyze security exit $rc (exposure $exposure above 2.0, or an error)" >&2
+	exit 1
+}
+awk -v e="$exposure" 'BEGIN { exit !(e <= 2.0) }' || {
+	echo "units_test: FAIL: exposure $exposure > 2.0" >&2
+	exit 1
+}
 echo "units_test: OK"

@@ -33,6 +33,17 @@
 # built with the same compiler and flags is run; if it fails and passes
 # under `setarch $(uname -m) -R` (ASLR off), ctest runs under setarch too.
 #
+# Skips: a test that cannot run here says so and is reported skipped, never
+# passed: criterion binaries whose tests all skip exit 77 (tests/
+# fs_skip_report.c), scripts exit 77 (SKIP_RETURN_CODE), and partly skipped
+# tests print "SKIP: ..." lines.  After each ctest stage the skipped tests
+# and the skipped parts of tests that ran are listed by name
+# (tools/test-skips.py on the stage's JUnit report), and the summary counts
+# them per stage.  A GPU test skips only where no CUDA device or no driver
+# exists and fails on any other CUDA error (tests/fs_gpu_need.h);
+# FS_REQUIRE_GPU=N (the GPU machine's scripts) promises N devices and turns
+# a skip of a test needing <= N devices into a failure.
+#
 # Exits non-zero on any failure.  Works from any directory.
 # shellcheck disable=SC2317 # stage functions are called indirectly via stage()
 set -euo pipefail
@@ -51,7 +62,7 @@ for arg in "$@"; do
 	--no-deps) deps=0 ;;
 	--keep-going) keep_going=1 ;;
 	-h | --help)
-		sed -n '4,36p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+		sed -n '4,47p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -67,6 +78,8 @@ export FS_BUILD_DIR=$B # tools/lint.sh reads $FS_BUILD_DIR/compile_commands.json
 # shellcheck disable=SC2206 # word splitting of FS_CMAKE_ARGS is intended
 EXTRA_CMAKE=(${FS_CMAKE_ARGS:-})
 CTEST=(ctest --output-on-failure --no-tests=error)
+SKIPS=$(mktemp "${TMPDIR:-/tmp}/fs-test-skips.XXXXXX")
+trap 'rm -f "$SKIPS"' EXIT
 
 # ---- stage bookkeeping -------------------------------------------------
 
@@ -100,6 +113,10 @@ summary()
 	for i in "${!STAGE_NAMES[@]}"; do
 		printf '  %-6s %-5s %5ss\n' "${STAGE_NAMES[$i]}" "${STAGE_RESULTS[$i]}" "${STAGE_TIMES[$i]}"
 	done
+	if [[ -s $SKIPS ]]; then
+		echo "== not run (details under each stage's 'skipped' list above):"
+		sed 's/^== /  /' "$SKIPS"
+	fi
 	if [[ $failed -ne 0 ]]; then
 		echo "== RESULT: FAIL"
 	else
@@ -223,6 +240,30 @@ EOF
 	return 1
 }
 
+# run_ctest STAGE DIR [PREFIX...] -- [CTEST ARGS...]: ctest in DIR with a
+# JUnit report, then the tests it skipped and the skipped parts of tests
+# that ran, by name (tools/test-skips.py); the counts go to the summary.
+run_ctest()
+{
+	local stage=$1 dir=$2 rc=0 prefix=()
+	shift 2
+	while [[ $# -gt 0 && $1 != -- ]]; do
+		prefix+=("$1")
+		shift
+	done
+	shift
+	local junit="$ROOT/$dir/ctest-junit.xml"
+	rm -f "$junit"
+	"${prefix[@]}" "${CTEST[@]}" --test-dir "$dir" --output-junit "$junit" "$@" || rc=$?
+	if command -v python3 >/dev/null; then
+		python3 tools/test-skips.py "$stage" "$junit"
+		python3 tools/test-skips.py --summary "$stage" "$junit" >>"$SKIPS"
+	else
+		echo "test.sh: no python3: the skipped tests are listed by ctest above ('did not run')"
+	fi
+	return "$rc"
+}
+
 # ---- stages --------------------------------------------------------------
 
 do_deps()
@@ -237,7 +278,7 @@ do_build()
 
 do_test()
 {
-	"${CTEST[@]}" --test-dir "$B"
+	run_ctest test "$B" --
 }
 
 do_asan()
@@ -248,7 +289,7 @@ do_asan()
 	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 	wrap=$(sanitizer_wrapper "$B-asan" -fsanitize=address,undefined -fno-omit-frame-pointer)
 	# shellcheck disable=SC2086 # $wrap is a command prefix or empty
-	$wrap "${CTEST[@]}" --test-dir "$B-asan" -LE '^(gpu|bench-smoke)$'
+	run_ctest asan "$B-asan" $wrap -- -LE '^(gpu|bench-smoke)$'
 }
 
 do_tsan()
@@ -258,7 +299,7 @@ do_tsan()
 	export TSAN_OPTIONS=halt_on_error=1
 	wrap=$(sanitizer_wrapper "$B-tsan" -fsanitize=thread -fno-omit-frame-pointer)
 	# shellcheck disable=SC2086 # $wrap is a command prefix or empty
-	$wrap "${CTEST[@]}" --test-dir "$B-tsan" -L '^ring$'
+	run_ctest tsan "$B-tsan" $wrap -- -L '^ring$'
 }
 
 do_lint()

@@ -13,16 +13,13 @@
 
 #include <cuda_runtime_api.h>
 
+#define FS_GPU_NEED_CRITERION
+#include "fs_gpu_need.h"
 #include "fs_harness.h"
 
 Test(router_ahead_e2e, kernel_records_reach_the_daemon, .timeout = 180)
 {
-	int n = 0;
-	cudaError_t e = cudaGetDeviceCount(&n);
-	if (e != cudaSuccess || n == 0) {
-		fprintf(stderr, "SKIP: no CUDA device: router-ahead end-to-end test skipped\n");
-		cr_skip("no CUDA device: GPU test skipped");
-	}
+	FS_GPU_NEED(1); /* skips only where no device exists (fs_gpu_need.h) */
 	static const char *const args[] = {
 		"--backend",      "cuda",   "--slots",           "512", "--layers", "16", "--experts", "64",
 		"--expert-bytes", "262144", "--predicted-slots", "16",  NULL};

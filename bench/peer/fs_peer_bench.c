@@ -37,6 +37,7 @@
 #include <cuda_runtime_api.h>
 #include <foresight/foresight.h>
 
+#include "fs_gpu_need.h"
 #include "fs_peer_kernel.h"
 
 #define CK(x)                                                                                   \
@@ -140,14 +141,12 @@ static struct meas measure(struct rig *g, enum op op, uint64_t bytes, unsigned p
 
 static int raw(int quick)
 {
-	int n = 0;
-	cudaError_t e = cudaGetDeviceCount(&n);
-	if (e != cudaSuccess || n < 2) {
-		printf("SKIP: fs-peer-bench raw needs 2 CUDA devices (found %d%s%s)\n",
-		       e == cudaSuccess ? n : 0, e == cudaSuccess ? "" : ": ",
-		       e == cudaSuccess ? "" : cudaGetErrorString(e));
-		return 0;
-	}
+	/* 77: skipped (fewer than 2 devices; ctest SKIP_RETURN_CODE), 1: a
+	 * broken GPU machine or FS_REQUIRE_GPU >= 2 unmet (fs_gpu_need.h). */
+	int need = fs_gpu_need_print(2, "fs-peer-bench raw");
+	if (need)
+		return need;
+	cudaError_t e;
 	struct rig g = {.a = 0, .b = 1, .pool = quick ? 256ull << 20 : 1ull << 30};
 	CK(cudaDeviceCanAccessPeer(&g.can, g.a, g.b));
 	struct cudaDeviceProp pa, pb;

@@ -524,8 +524,15 @@ Test(fault, load_many_engines_no_record_lost, .timeout = 600)
 	cr_expect_eq(records, (double)posted, "records lost: %llu posted, %.0f consumed", posted, records);
 	cr_expect_eq(bad_records, 0.0);
 	cr_expect_eq(bad, 0);
-	cr_expect_lt(cpu / wall, 1.0, "the daemon used %.2f cores", cpu / wall);
-	cr_expect_lt(rss1 - rss0, 8192 + rss0 / 20, "daemon RSS grew from %ld to %ld KiB", rss0, rss1);
+	/* Performance bounds (printed above on every run): checked only with
+	 * FS_TEST_TIMING=1, on a quiet machine without sanitizers; leaks are
+	 * the ASan stage's to find. */
+	const char *timing = getenv("FS_TEST_TIMING");
+	if (timing && strcmp(timing, "1") == 0 && !SAN) {
+		cr_expect_lt(cpu / wall, 1.0, "the daemon used %.2f cores", cpu / wall);
+		cr_expect_lt(rss1 - rss0, 8192 + rss0 / 20, "daemon RSS grew from %ld to %ld KiB", rss0,
+			     rss1);
+	}
 	free(e);
 	free(out);
 	fd_stop(&d);

@@ -30,6 +30,7 @@ enum replay_policy_id {
 	RP_ALL,              /* all three tiers */
 	RP_COMPARE_N,
 	RP_LRU_WARM = RP_COMPARE_N, /* sensitivity: the LRU seeded with the profile */
+	RP_STATIC_LAYER,            /* oracle check: static, each layer its own share (replay_layer.c) */
 	RP_N
 };
 const char *replay_policy_name(enum replay_policy_id p);
@@ -110,6 +111,12 @@ struct replay_input {
  * `warmup` windows of T tokens.  Returns tokens counted, -errno on error. */
 int replay_profile_build(const struct fs_trace *t, uint32_t warmup, uint32_t tokens_per_window,
 			 uint32_t *counts);
+
+/* replay_layer.c: static-layer's profile: each layer's `per_layer` most
+ * used experts of `counts` (ties: first seen in the profile's rows), ranked
+ * per_layer..1, the rest 0.  Returns how many were chosen, -errno. */
+int replay_layer_profile(const struct fs_trace *t, const uint32_t *counts, uint32_t warmup,
+			 uint32_t tokens_per_window, uint32_t per_layer, uint32_t *out);
 
 /* replay_policy.c: the core configuration of a policy on this trace. */
 int replay_policy_config(enum replay_policy_id p, const struct replay_model *m, const struct fs_trace *t,

@@ -10,6 +10,9 @@
  *    the same slots), empty at the start; every miss is copied in and
  *    usable from the next window on, whatever the bus (the core is given
  *    no bus limit and no spare slots).
+ *  - static-layer (not in --compare): static with each layer's own share
+ *    of the slots, the definition of ../shared/tools/replay_ref.py
+ *    (replay_layer.c; tests/replay_oracle_test.sh compares the two).
  * Our policies take the tier sizes, decay and bus share from the model
  * (defaults: the core's, fsr_config_tiers()).
  */
@@ -19,8 +22,8 @@
 
 #include "replay.h"
 
-static const char *const names[RP_N] = {"static",           "lru", "static+recency",
-					"static+predicted", "all", "lru-warm"};
+static const char *const names[RP_N] = {"static", "lru",      "static+recency", "static+predicted",
+					"all",    "lru-warm", "static-layer"};
 
 const char *replay_policy_name(enum replay_policy_id p)
 {
@@ -67,6 +70,7 @@ int replay_policy_config(enum replay_policy_id p, const struct replay_model *m, 
 	cfg->layer_ns = (uint64_t)llround(m->intercept_ms * 1e6 / t->layers);
 	switch (p) {
 	case RP_STATIC:
+	case RP_STATIC_LAYER: /* replay_run.c sets its slots to the experts chosen */
 		cfg->recency_slots = cfg->predicted_slots = cfg->spare_slots = 0;
 		cfg->adapt = 0;
 		break;

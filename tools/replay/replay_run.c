@@ -48,6 +48,7 @@ struct run {
 	double miss_ms_l; /* miss_ms / layers: one distinct miss */
 	uint16_t *cand_e;
 	float *cand_s;
+	uint32_t *layer_profile; /* static-layer: replay_layer.c */
 	/* counters the core writes */
 	uint64_t c_daemon[FS_N_DAEMON];
 	uint64_t c_card[FS_N_CARD];
@@ -184,6 +185,17 @@ static int run_init(struct run *x, const struct replay_input *in, const struct r
 	if (replay_policy_config(p, m, t, &cfg) != 0)
 		return -EINVAL;
 	size_t le = (size_t)t->layers * t->experts;
+	const uint32_t *profile = in->profile;
+	if (p == RP_STATIC_LAYER) { /* replay_layer.c: as many slots as experts chosen */
+		if (!(x->layer_profile = malloc(le * sizeof(uint32_t))))
+			return -ENOMEM;
+		int n = replay_layer_profile(t, in->profile, m->warmup, m->tokens_per_window,
+					     replay_slots(m, t) / t->layers, x->layer_profile);
+		if (n < 0)
+			return n;
+		cfg.slots[0] = n > 0 ? (uint32_t)n : 1;
+		profile = x->layer_profile;
+	}
 	uint64_t *bytes = malloc(le * sizeof(*bytes));
 	x->c_layer = calloc((size_t)t->layers * FS_N_LAYER, sizeof(uint64_t));
 	x->held = malloc(le * sizeof(*x->held));
@@ -216,7 +228,7 @@ static int run_init(struct run *x, const struct replay_input *in, const struct r
 		return rc;
 	x->layer_ms = m->intercept_ms / t->layers;
 	x->miss_ms_l = m->miss_ms / t->layers;
-	if (replay_policy_uses_profile(p) && (rc = fsr_profile_load(x->r, in->profile)) != 0)
+	if (replay_policy_uses_profile(p) && (rc = fsr_profile_load(x->r, profile)) != 0)
 		return rc;
 	return 0;
 }
@@ -230,6 +242,7 @@ static void run_free(struct run *x)
 	free(x->held);
 	free(x->cand_e);
 	free(x->cand_s);
+	free(x->layer_profile);
 }
 
 int replay_run(const struct replay_input *in, const struct replay_model *m, enum replay_policy_id p,

@@ -209,7 +209,7 @@ class WithDaemon(unittest.TestCase):
 
     def test_numpy_from_dlpack(self):
         if numpy is None:
-            print("\nSKIP test_numpy_from_dlpack: numpy is not installed (DLPack checked without it)",
+            print("\nSKIP: test_numpy_from_dlpack: numpy is not installed (DLPack checked without it)",
                   file=sys.stderr)
             self.skipTest("numpy is not installed")
         c = self.c
