@@ -117,6 +117,15 @@ endif()
 if(NOT out5 MATCHES "mode=predict [^\n]* ra_launches=[1-9]")
   message(FATAL_ERROR "router-ahead predictor: no launch counted")
 endif()
-if(NOT out5 MATCHES "measured per-token recall within 10 candidates, 1/2/3 layers ahead: 0\\.[0-9]+")
+if(NOT out5 MATCHES "measured per-token recall within 10 candidates, 1/2/3 layers ahead: ([0-9.]+),([0-9.]+),([0-9.]+)")
   message(FATAL_ERROR "router-ahead predictor: no measured recall printed")
 endif()
+# A floor well above chance (10 candidates of 32 experts: 0.31) and below
+# what this shape measures (0.88, 0.78, 0.77): a predictor that ranks at
+# random, or not at all, fails here (a recall of 0.000 used to pass).
+foreach(i 1 2 3)
+  if(CMAKE_MATCH_${i} LESS 0.5)
+    message(FATAL_ERROR "router-ahead predictor: recall ${CMAKE_MATCH_${i}} at ${i} layer(s) ahead, below the floor 0.5")
+  endif()
+endforeach()
+message("router-ahead recall ${CMAKE_MATCH_1}, ${CMAKE_MATCH_2}, ${CMAKE_MATCH_3} (floor 0.5)")
