@@ -51,6 +51,8 @@ const char *fs_strerror(int err)
 		return "refused by foresightd";
 	case EBUSY:
 		return "all epoch holds in use";
+	case EAGAIN:
+		return "foresightd is loading the arena: retry";
 	default:
 		return strerror(-err);
 	}

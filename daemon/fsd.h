@@ -255,6 +255,7 @@ struct fsd {
 	uv_signal_t sig_term, sig_int, sig_hup;
 	uv_timer_t timer;
 	int stopping;
+	int loading; /* the arena is being filled: the control socket serves stats, refuses attach */
 };
 
 /* fsd_region.c */
@@ -266,11 +267,16 @@ uint32_t *fsd_ready(struct fsd *d, uint32_t card);
 uint64_t *fsd_issued_ns(struct fsd *d, uint32_t card);
 
 /* fsd_arena_gguf.c: the arena from a GGUF model file (--model).  open:
- * parse and plan (sets the model's layers, experts, top-k, slot_bytes);
- * load (after the daemon region exists, for the progress counters): fill
- * and lock the arena. */
+ * parse and plan (sets the model's layers, experts, top-k, slot_bytes). */
 int fsd_arena_gguf_open(struct fsd *d);
-int fsd_arena_gguf_load(struct fsd *d);
+/* begin: the arena memfd, its layout and lock (or a kept one: 1, nothing
+ * to load); fill_start: fill it on a thread, then done(d, 0 or -errno) on
+ * the loop thread; cancel: stop a fill and wait for its thread. */
+int fsd_arena_gguf_begin(struct fsd *d);
+int fsd_arena_gguf_fill_start(struct fsd *d, void (*done)(struct fsd *d, int r));
+void fsd_arena_gguf_cancel(struct fsd *d);
+/* EXTEND_TIMEOUT_USEC sent with each load status (about one a second). */
+#define FSD_LOAD_EXTEND_USEC 30000000ull
 void fsd_arena_gguf_close(struct fsd *d);
 /* --describe: the plan of `path` as JSON on stdout; 0, or 1 with the error
  * on stderr. */

@@ -8,6 +8,7 @@
  * stops the daemon unless --allow-unlocked says otherwise.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,15 @@ struct fsd_gguf {
 	struct fsg_file f;
 	struct fsg_plan p;
 	uint64_t last_log_ns;
+	uint64_t identity;
+	struct fsg_load_result res;
+	/* The fill, on its own thread while the loop serves the control
+	 * socket: done() runs on the loop thread through `async`. */
+	pthread_t th;
+	int th_running, cancel, r;
+	struct fsg_err err;
+	uv_async_t async;
+	void (*done)(struct fsd *d, int r);
 };
 
 static int plan(const char *path, struct fsd_gguf *g, struct fsg_layout *lo, struct fsg_err *err)
@@ -146,56 +156,88 @@ static void progress(void *arg, uint64_t done, uint64_t total, uint64_t ns)
 {
 	struct fsd *d = arg;
 	uint64_t *ctr = d->counters_daemon;
+	uint64_t bps = ns ? (uint64_t)((double)done * 1e9 / (double)ns) : 0;
+	uint64_t left = bps && total > done ? (uint64_t)((double)(total - done) * 1e9 / (double)bps) : 0;
 	__atomic_store_n(&ctr[FS_C_arena_loaded_bytes], done, __ATOMIC_RELAXED);
 	__atomic_store_n(&ctr[FS_C_arena_bytes], total, __ATOMIC_RELAXED);
 	__atomic_store_n(&ctr[FS_C_arena_load_ns], ns, __ATOMIC_RELAXED);
-	/* A log line a second is plenty for a load of minutes. */
+	__atomic_store_n(&ctr[FS_C_arena_load_bps], bps, __ATOMIC_RELAXED);
+	__atomic_store_n(&ctr[FS_C_arena_load_left_ns], left, __ATOMIC_RELAXED);
+	/* A log line and a systemd status a second are plenty for a load of
+	 * minutes. */
 	if (done < total && ns - d->gguf->last_log_ns < 1000000000ull)
 		return;
 	d->gguf->last_log_ns = ns;
-	fsd_log(FSD_INFO, "arena: loading %.0f %% at %.1f GB/s (%.2f of %.2f GB)",
-		total ? 100.0 * (double)done / (double)total : 100.0, ns ? (double)done / (double)ns : 0.0,
-		(double)done / 1e9, (double)total / 1e9);
+	double pct = total ? 100.0 * (double)done / (double)total : 100.0;
+	fsd_log(FSD_INFO, "arena: loading %.0f %% at %.1f GB/s (%.2f of %.2f GB, %.0f s left)", pct,
+		(double)bps / 1e9, (double)done / 1e9, (double)total / 1e9, (double)left / 1e9);
+	/* EXTEND_TIMEOUT_USEC: as long as the load moves, systemd's start
+	 * timeout never trips, however large the model. */
+	char st[256];
+	snprintf(st, sizeof(st),
+		 "STATUS=loading the arena: %.0f %% (%.2f of %.2f GB at %.1f GB/s, %.0f s left)\n"
+		 "EXTEND_TIMEOUT_USEC=%llu",
+		 pct, (double)done / 1e9, (double)total / 1e9, (double)bps / 1e9, (double)left / 1e9,
+		 (unsigned long long)FSD_LOAD_EXTEND_USEC);
+	fsd_notify(st);
 }
 
-int fsd_arena_gguf_load(struct fsd *d)
+/* A restart under systemd: this file's arena may be in the fd store
+ * (fsd_arena_keep.c); then no byte of the file is read again. */
+static int take_kept(struct fsd *d)
 {
 	struct fsd_gguf *g = d->gguf;
 	struct fsg_err err;
-	struct fsg_load_result res;
-	struct fsg_load_opts o = {
+	struct fsg_layout lo;
+	if (!g->identity || fsg_layout_build(&g->p, &lo, &err) < 0)
+		return 0;
+	struct fsd_arena_want want = {
+		.source = FS_ARENA_GGUF,
+		.layers = g->p.layers,
+		.experts = g->p.experts,
+		.experts_used = g->p.experts_used,
+		.arena_bytes = fs_page_round((size_t)lo.bytes),
+		.max_expert_bytes = g->p.max_blob,
+		.off_index = lo.off_index,
+		.off_data = lo.off_data,
+		.seed = g->identity,
+		.model = d->cfg.model,
+		.must_lock = !d->cfg.allow_unlocked,
+	};
+	fsg_layout_free(&lo);
+	return fsd_arena_keep_take(d, &want);
+}
+
+static struct fsg_load_opts load_opts(struct fsd *d)
+{
+	/* A test hook: a load slowed to this many MB/s takes seconds, so a
+	 * test can watch its progress (tools/gguf/gguf_e2e_test.c). */
+	const char *mbps = getenv("FORESIGHT_TEST_LOAD_MBPS");
+	return (struct fsg_load_opts){
+		.max_bps = mbps ? strtoull(mbps, NULL, 10) * 1000000ull : 0,
 		.model = d->cfg.model,
 		.lock = d->cfg.allow_unlocked ? FSG_LOCK_TRY : FSG_LOCK_MUST,
 		.progress = progress,
 		.arg = d,
+		.cancel = &d->gguf->cancel,
 	};
+}
+
+int fsd_arena_gguf_begin(struct fsd *d)
+{
+	struct fsd_gguf *g = d->gguf;
+	struct fsg_err err;
 	__atomic_store_n(&d->counters_daemon[FS_C_arena_bytes], g->p.member_bytes, __ATOMIC_RELAXED);
-	/* A restart under systemd: this file's arena may be in the fd store
-	 * (fsd_arena_keep.c); then no byte of the file is read again. */
-	uint64_t identity = fsd_arena_file_identity(d->cfg.model_path);
-	struct fsg_layout lo;
-	if (identity && fsg_layout_build(&g->p, &lo, &err) == 0) {
-		struct fsd_arena_want want = {
-			.source = FS_ARENA_GGUF,
-			.layers = g->p.layers,
-			.experts = g->p.experts,
-			.experts_used = g->p.experts_used,
-			.arena_bytes = fs_page_round((size_t)lo.bytes),
-			.max_expert_bytes = g->p.max_blob,
-			.off_index = lo.off_index,
-			.off_data = lo.off_data,
-			.seed = identity,
-			.model = d->cfg.model,
-			.must_lock = !d->cfg.allow_unlocked,
-		};
-		fsg_layout_free(&lo);
-		int k = fsd_arena_keep_take(d, &want);
-		if (k != 0)
-			return k < 0 ? k : 0;
-	}
-	int r = fsg_arena_build(&g->f, &g->p, &o, &d->arena_shm, &res, &err);
+	g->identity = fsd_arena_file_identity(d->cfg.model_path);
+	int k = take_kept(d);
+	if (k != 0)
+		return k;
+	struct fsg_load_opts o = load_opts(d);
+	/* The memfd, its layout and the lock (checked for the whole arena
+	 * now: a start that cannot lock fails in a second). */
+	int r = fsg_arena_create(&g->p, &o, &d->arena_shm, &g->res, &err);
 	if (r < 0) {
-		if (res.lock_failed)
+		if (g->res.lock_failed)
 			fsd_log(FSD_ERR,
 				"arena: %s; or start foresightd with --allow-unlocked to serve it unlocked",
 				err.msg);
@@ -203,20 +245,77 @@ int fsd_arena_gguf_load(struct fsd *d)
 			fsd_log(FSD_ERR, "arena: %s", err.msg);
 		return r;
 	}
-	if (!res.locked)
-		fsd_log(FSD_WARN, "arena: NOT locked in memory (--allow-unlocked): %s", res.lock_err.msg);
+	if (!g->res.locked)
+		fsd_log(FSD_WARN, "arena: NOT locked in memory (--allow-unlocked): %s", g->res.lock_err.msg);
 	d->arena = d->arena_shm.base;
 	/* The model file's identity: what a restart checks a kept arena against. */
-	d->arena->seed = identity;
+	d->arena->seed = g->identity;
 	d->arena_ro_fd = fs_shm_ro_fd(&d->arena_shm);
-	if (d->arena_ro_fd < 0)
-		return d->arena_ro_fd;
-	fsd_log(FSD_INFO,
-		"arena: loaded %.3f GB in %.2f s (%.2f GB/s, %llu reads, %u checksum threads), %.1f MiB, %s",
-		(double)res.bytes_read / 1e9, (double)res.ns / 1e9,
-		res.ns ? (double)res.bytes_read / (double)res.ns : 0.0, (unsigned long long)res.read_calls,
-		res.threads, (double)d->arena_shm.bytes / 1048576.0, res.locked ? "locked" : "unlocked");
+	return d->arena_ro_fd < 0 ? d->arena_ro_fd : 0;
+}
+
+static void *fill_thread(void *arg)
+{
+	struct fsd *d = arg;
+	struct fsd_gguf *g = d->gguf;
+	struct fsg_load_opts o = load_opts(d);
+	g->r = fsg_arena_fill(&g->f, &g->p, &o, &d->arena_shm, &g->res, &g->err);
+	uv_async_send(&g->async);
+	return NULL;
+}
+
+static void on_filled(uv_async_t *h)
+{
+	struct fsd *d = h->loop->data;
+	struct fsd_gguf *g = d->gguf;
+	if (!g->th_running)
+		return;
+	pthread_join(g->th, NULL);
+	g->th_running = 0;
+	int r = g->r;
+	const struct fsg_load_result *res = &g->res;
+	if (r == -ECANCELED)
+		fsd_log(FSD_INFO, "arena: load cancelled");
+	else if (r < 0)
+		fsd_log(FSD_ERR, "arena: %s", g->err.msg);
+	else
+		fsd_log(FSD_INFO,
+			"arena: loaded %.3f GB in %.2f s (%.2f GB/s, %llu reads%s, %u loader threads; %.0f %% of the "
+			"file was cached), %.1f MiB, %s",
+			(double)res->bytes_read / 1e9, (double)res->ns / 1e9,
+			res->ns ? (double)res->bytes_read / (double)res->ns : 0.0,
+			(unsigned long long)res->read_calls, res->direct ? " O_DIRECT" : "", res->threads,
+			res->cached >= 0 ? 100.0 * res->cached : 0.0, (double)d->arena_shm.bytes / 1048576.0,
+			res->locked ? "locked" : "unlocked");
+	__atomic_store_n(&d->counters_daemon[FS_C_arena_load_left_ns], 0, __ATOMIC_RELAXED);
+	g->done(d, r);
+}
+
+int fsd_arena_gguf_fill_start(struct fsd *d, void (*done)(struct fsd *d, int r))
+{
+	struct fsd_gguf *g = d->gguf;
+	g->done = done;
+	int r = uv_async_init(d->loop, &g->async, on_filled);
+	if (r < 0)
+		return r;
+	if ((r = pthread_create(&g->th, NULL, fill_thread, d)) != 0) {
+		uv_close((uv_handle_t *)&g->async, NULL);
+		return -r;
+	}
+	g->th_running = 1;
 	return 0;
+}
+
+void fsd_arena_gguf_cancel(struct fsd *d)
+{
+	struct fsd_gguf *g = d->gguf;
+	if (!g || !g->th_running)
+		return;
+	__atomic_store_n(&g->cancel, 1, __ATOMIC_RELAXED);
+	pthread_join(g->th, NULL);
+	g->th_running = 0;
+	fsd_log(FSD_INFO, "arena: load cancelled at %.0f %%",
+		g->p.member_bytes ? 100.0 * (double)g->res.bytes_read / (double)g->p.member_bytes : 0.0);
 }
 
 void fsd_arena_gguf_close(struct fsd *d)

@@ -54,6 +54,8 @@ static const char *errno_code(int e)
 		return "EMSGSIZE";
 	case EALREADY:
 		return "EALREADY";
+	case EAGAIN:
+		return "EAGAIN";
 	default:
 		return "EIO";
 	}
@@ -361,6 +363,16 @@ static cJSON *do_card(struct fsd *d, const cJSON *req, const struct fsd_peer *pe
 	return o;
 }
 
+/* EAGAIN while the arena loads (main.c: d->loading until it is whole). */
+static cJSON *loading_reply(struct fsd *d, const char *verb)
+{
+	uint64_t done = __atomic_load_n(&d->counters_daemon[FS_C_arena_loaded_bytes], __ATOMIC_RELAXED);
+	uint64_t total = __atomic_load_n(&d->counters_daemon[FS_C_arena_bytes], __ATOMIC_RELAXED);
+	uint64_t left = __atomic_load_n(&d->counters_daemon[FS_C_arena_load_left_ns], __ATOMIC_RELAXED);
+	return reply_err(EAGAIN, "%s: foresightd is loading the arena (%.0f %%, about %.0f s left): retry when it is done",
+			 verb, total ? 100.0 * (double)done / (double)total : 0.0, (double)left / 1e9);
+}
+
 static cJSON *handle(struct fsd *d, const char *body, size_t len, const struct fsd_peer *pe)
 {
 	cJSON *req = cJSON_ParseWithLength(body, len);
@@ -384,6 +396,12 @@ static cJSON *handle(struct fsd *d, const char *body, size_t len, const struct f
 			EPROTO,
 			"protocol mismatch: client speaks version %s, foresightd %s speaks version %u",
 			theirs, FSD_VERSION, FS_PROTO_VERSION);
+		goto out;
+	}
+	/* While the arena loads, ping says "not ready" (what scripts wait
+	 * on); stats, clients and hello answer. */
+	if (strcmp(v, "ping") == 0 && __atomic_load_n(&d->loading, __ATOMIC_ACQUIRE)) {
+		rep = loading_reply(d, v);
 		goto out;
 	}
 	if (strcmp(v, "hello") == 0 || strcmp(v, "ping") == 0) {
@@ -410,7 +428,10 @@ static cJSON *handle(struct fsd *d, const char *body, size_t len, const struct f
 		rep = reply_err(EACCES, "refused: %s", why);
 		goto out;
 	}
-	if (strcmp(v, "attach") == 0)
+	if (__atomic_load_n(&d->loading, __ATOMIC_ACQUIRE) &&
+	    (!strcmp(v, "attach") || !strcmp(v, "profile") || !strcmp(v, "card")))
+		rep = loading_reply(d, v); /* no residency core or hot thread yet */
+	else if (strcmp(v, "attach") == 0)
 		rep = do_attach(d, req, pe);
 	else if (strcmp(v, "detach") == 0)
 		rep = do_detach(d, req, pe);

@@ -63,31 +63,13 @@ static void close_walk(uv_handle_t *h, void *arg)
 		uv_close(h, NULL);
 }
 
-static int start(struct fsd *d)
+/* The second half of the start, once the arena is whole: the residency
+ * core, the backend (the CUDA backend pins the filled arena), the hot
+ * thread; then attach is open and systemd hears READY=1. */
+static uint64_t watchdog_usec;
+static int serve(struct fsd *d)
 {
 	int r;
-	if (d->cfg.model_path[0]) {
-		/* The model's dimensions first; its bytes once the daemon region
-		 * (and with it the arena_* counters) exists. */
-		if ((r = fsd_arena_gguf_open(d)) < 0)
-			return r;
-	} else if ((r = fsd_arena_synth_create(d)) < 0) {
-		fsd_log(FSD_ERR, "arena: %s", strerror(-r));
-		return r;
-	}
-#ifdef FSD_HAVE_CUDA
-	d->backend = strcmp(d->cfg.backend, "cuda") == 0 ? &fsd_backend_cuda : &fsd_backend_host;
-#else
-	d->backend = &fsd_backend_host;
-#endif
-	if (d->backend->probe && (r = d->backend->probe(d)) < 0)
-		return r;
-	if ((r = fsd_regions_create(d)) < 0) {
-		fsd_log(FSD_ERR, "daemon region: %s", strerror(-r));
-		return r;
-	}
-	if (d->gguf && (r = fsd_arena_gguf_load(d)) < 0)
-		return r;
 	fsd_arena_keep_store(d); /* systemd's fd store keeps it across a restart */
 	struct fsr_config rc = {0};
 	rc.cards = d->cfg.cards;
@@ -117,6 +99,69 @@ static int start(struct fsd *d)
 		return r;
 	if ((r = fsd_hot_start(d)) < 0)
 		return r;
+	__atomic_store_n(&d->loading, 0, __ATOMIC_RELEASE);
+	fs_store_release(&d->dh->heartbeat_ns, fs_now_ns());
+	fs_store_release(&d->dh->state, (uint32_t)FS_DAEMON_RUNNING);
+	fsd_log(FSD_INFO, "ready: pid %d, backend %s, model %s (%u layers x %u experts), %u cards x %u slots",
+		(int)getpid(), d->backend->name, d->cfg.model, d->cfg.layers, d->cfg.experts, d->cfg.cards,
+		d->cfg.slots);
+	char status[512];
+	int n = snprintf(status, sizeof(status), "READY=1\nSTATUS=serving %s on %s (backend %s, %u cards)",
+			 d->cfg.model, d->cfg.socket_path, d->backend->name, d->cfg.cards);
+	if (watchdog_usec && n > 0 && (size_t)n < sizeof(status))
+		snprintf(status + n, sizeof(status) - (size_t)n, "\nWATCHDOG_USEC=%llu\nWATCHDOG=1",
+			 (unsigned long long)watchdog_usec);
+	fsd_notify(status);
+	watchdog_ns = watchdog_usec * 1000 / 2;
+	watchdog_sent_ns = fs_now_ns();
+	return 0;
+}
+
+static int start_rc;
+
+static void on_loaded(struct fsd *d, int r)
+{
+	if (r == 0 && !d->stopping && (r = serve(d)) == 0)
+		return;
+	if (r != -ECANCELED) {
+		start_rc = 1;
+		fsd_notify("STATUS=failed to start (see the log)");
+	}
+	fsd_request_stop(d, "the start failed");
+}
+
+/* The first half: the model's plan, the daemon region, the arena memfd,
+ * then the sockets, so that `fsctl stats` and /metrics show the load's
+ * progress while a GGUF arena fills on its own thread. */
+static int start(struct fsd *d)
+{
+	int r, loaded = 1;
+	if (d->cfg.model_path[0]) {
+		/* The model's dimensions first; its bytes once the daemon region
+		 * (and with it the arena_load_* counters) exists. */
+		if ((r = fsd_arena_gguf_open(d)) < 0)
+			return r;
+	} else if ((r = fsd_arena_synth_create(d)) < 0) {
+		fsd_log(FSD_ERR, "arena: %s", strerror(-r));
+		return r;
+	}
+#ifdef FSD_HAVE_CUDA
+	d->backend = strcmp(d->cfg.backend, "cuda") == 0 ? &fsd_backend_cuda : &fsd_backend_host;
+#else
+	d->backend = &fsd_backend_host;
+#endif
+	if (d->backend->probe && (r = d->backend->probe(d)) < 0)
+		return r;
+	if ((r = fsd_regions_create(d)) < 0) {
+		fsd_log(FSD_ERR, "daemon region: %s", strerror(-r));
+		return r;
+	}
+	if (d->gguf) {
+		if ((r = fsd_arena_gguf_begin(d)) < 0)
+			return r;
+		loaded = r == 1; /* taken over from the fd store */
+	}
+	d->loading = 1;
 	if ((r = fsd_fdsock_start(d)) < 0) {
 		fsd_log(FSD_ERR, "fd socket %s: %s", d->cfg.fd_socket_path, strerror(-r));
 		return r;
@@ -125,7 +170,11 @@ static int start(struct fsd *d)
 		return r;
 	if ((r = fsd_metrics_start(d, d->cfg.metrics_listen, (int)d->cfg.metrics_allow_remote)) < 0)
 		return r;
-	return 0;
+	if (loaded)
+		return serve(d);
+	if ((r = fsd_arena_gguf_fill_start(d, on_loaded)) < 0)
+		fsd_log(FSD_ERR, "arena: the loader thread: %s", strerror(-r));
+	return r;
 }
 
 int main(int argc, char **argv)
@@ -171,15 +220,11 @@ int main(int argc, char **argv)
 
 	int rc = 0;
 	/* Loading a large arena may outlast WatchdogSec: the unit's watchdog is
-	 * stretched to its TimeoutStartSec (15 min) until READY. */
-	uint64_t watchdog_usec = fsd_notify_watchdog_usec();
+	 * stretched to its TimeoutStartSec (15 min) until READY; the start
+	 * timeout itself is extended with each load status. */
+	watchdog_usec = fsd_notify_watchdog_usec();
 	fsd_notify(watchdog_usec ? "STATUS=starting: loading the arena\nWATCHDOG=1\nWATCHDOG_USEC=900000000" :
 				   "STATUS=starting: loading the arena");
-	if (start(&d) < 0) {
-		fsd_notify("STATUS=failed to start (see the log)");
-		rc = 1;
-		goto out;
-	}
 	uv_signal_init(d.loop, &d.sig_term);
 	uv_signal_start(&d.sig_term, on_signal, SIGTERM);
 	uv_signal_init(d.loop, &d.sig_int);
@@ -188,25 +233,18 @@ int main(int argc, char **argv)
 	uv_signal_start(&d.sig_hup, on_signal, SIGHUP);
 	uv_timer_init(d.loop, &d.timer);
 	uv_timer_start(&d.timer, on_timer, 100, 100);
-
-	fs_store_release(&d.dh->heartbeat_ns, fs_now_ns());
-	fs_store_release(&d.dh->state, (uint32_t)FS_DAEMON_RUNNING);
-	fsd_log(FSD_INFO, "ready: pid %d, backend %s, model %s (%u layers x %u experts), %u cards x %u slots",
-		(int)getpid(), d.backend->name, d.cfg.model, d.cfg.layers, d.cfg.experts, d.cfg.cards,
-		d.cfg.slots);
-	char status[512];
-	int n = snprintf(status, sizeof(status), "READY=1\nSTATUS=serving %s on %s (backend %s, %u cards)",
-			 d.cfg.model, d.cfg.socket_path, d.backend->name, d.cfg.cards);
-	if (watchdog_usec && n > 0 && (size_t)n < sizeof(status))
-		snprintf(status + n, sizeof(status) - (size_t)n, "\nWATCHDOG_USEC=%llu\nWATCHDOG=1",
-			 (unsigned long long)watchdog_usec);
-	fsd_notify(status);
-	watchdog_ns = watchdog_usec * 1000 / 2;
-	watchdog_sent_ns = fs_now_ns();
+	if (start(&d) < 0) {
+		fsd_notify("STATUS=failed to start (see the log)");
+		rc = 1;
+		goto out;
+	}
 	uv_run(d.loop, UV_RUN_DEFAULT);
+	if (start_rc)
+		rc = start_rc;
 
 out:
 	fsd_metrics_stop(&d); /* before anything a scrape reads goes away */
+	fsd_arena_gguf_cancel(&d); /* a load in progress stops; its thread is joined */
 	if (d.dh)
 		fs_store_release(&d.dh->state, (uint32_t)FS_DAEMON_STOPPING);
 	fsd_control_stop(&d);

@@ -38,7 +38,9 @@
 	X(arena_reused, "1: arena taken over from the fd store, not loaded (gauge)")  \
 	X(oversized, "control requests over the size limit, refused")                 \
 	X(bad_heartbeats, "client heartbeats from the future (client dropped)")       \
-	X(bad_names, "attach names escaped or cut to printable ASCII (fs_name.h)")
+	X(bad_names, "attach names escaped or cut to printable ASCII (fs_name.h)")    \
+	X(arena_load_bps, "arena load rate so far, bytes per second (gauge)")         \
+	X(arena_load_left_ns, "arena load: nanoseconds left at that rate (gauge)")
 
 /* Per card. */
 #define FS_COUNTERS_CARD(X)                                                                \

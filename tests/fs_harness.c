@@ -140,7 +140,9 @@ static int daemon_launch(struct fsh_daemon *d, const char *const *extra, int app
 	uint64_t end = fsh_now_ms() + 10000;
 	char buf[512];
 	while (fsh_now_ms() < end) {
-		if (fsh_request(d->sock, "{\"verb\":\"ping\",\"proto\":1}", buf, sizeof(buf)) == 0)
+		/* Ready: ping answers ok (EAGAIN while the arena loads). */
+		if (fsh_request(d->sock, "{\"verb\":\"ping\",\"proto\":1}", buf, sizeof(buf)) == 0 &&
+		    !strstr(buf, "EAGAIN"))
 			return 0;
 		int st;
 		if (waitpid(d->pid, &st, WNOHANG) == d->pid) {

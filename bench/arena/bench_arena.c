@@ -5,16 +5,24 @@
  *
  * It writes a MoE GGUF file of about --bytes (Q4_K experts, qwen3moe
  * naming) unless --file names one, then measures, in this order:
- *   cat, cold    the file evicted from the page cache first (fadvise)
- *   arena, cold  the same, then parse + plan + fsg_arena_build (the
- *                daemon's code: preadv into the memfd, checksums)
- *   cat, warm    the file now cached
- *   arena, warm
- * and prints a table, the arena/cat throughput ratio and the peak RSS.
- * A measurement that fails prints FAILED (the smoke test looks for it).
+ *   cat, cold             the file evicted from the page cache first
+ *                         (POSIX_FADV_DONTNEED on the file; --drop-caches
+ *                         adds drop_caches as root; the line "cold:" says
+ *                         which and how much stayed cached)
+ *   arena, cold, O_DIRECT parse + plan + fsg_arena_build (the daemon's
+ *                         code), evicted again, reads forced O_DIRECT
+ *   arena, cold, buffered the same through the page cache
+ *   cat, warm             the file now cached
+ *   arena, warm           the daemon's default (auto: buffered when cached)
+ *   the bounds            fresh memory write on 1 and N threads, FNV-1a
+ *                         on N threads (N: the loader's threads)
+ * and prints a table, the ratios against cat and the bounds, the issue's
+ * goals (met or not), huge pages and the peak RSS.  A row that fails or
+ * is missing prints FAILED and the exit status is 1.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +47,9 @@ struct opts {
 	const char *dir;
 	int keep;
 	int lock;
+	int drop_caches;
 	unsigned threads;
+	uint64_t chunk;
 };
 
 struct row {
@@ -76,13 +86,15 @@ static int size_arg(const char *v, uint64_t *out)
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: fs-bench-arena [--bytes N[K|M|G]] [--file F.gguf] [--dir D] [--keep] [--lock]\n"
-		     "                      [--threads N] [--quick]\n\n"
+		     "                      [--threads N] [--chunk N[K|M]] [--drop-caches] [--quick]\n\n"
 		     "  --bytes N    size of the generated GGUF file (default 2G)\n"
 		     "  --file F     use this GGUF MoE file instead (not deleted)\n"
 		     "  --dir D      where to write the generated file (default /tmp)\n"
 		     "  --keep       keep the generated file\n"
-		     "  --lock       mlock the arena like foresightd (default: not locked)\n"
-		     "  --threads N  checksum threads (default: the daemon's choice)\n"
+		     "  --lock       lock the arena like foresightd (default: not locked)\n"
+		     "  --threads N  loader threads, 1..64 (default: the daemon's choice)\n"
+		     "  --chunk N    bytes of blobs per loader job (default: the daemon's, 8M)\n"
+		     "  --drop-caches  cold rows: also drop the machine's page cache (root only)\n"
 		     "  --quick      a 32 MiB file (the smoke test)\n");
 }
 
@@ -116,8 +128,38 @@ static int generate(const struct opts *o, char *path, size_t n)
 	return 0;
 }
 
-/* Drop the file's pages from the page cache (clean pages: no root needed). */
-static void evict(const char *path)
+/* The share of the file in the page cache (mincore), or -1. */
+static double cached(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	double share = -1;
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_size <= 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), pages = ((size_t)st.st_size + pg - 1) / pg;
+	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	unsigned char *v = malloc(pages);
+	if (m != MAP_FAILED && v && mincore(m, (size_t)st.st_size, v) == 0) {
+		size_t in = 0;
+		for (size_t i = 0; i < pages; i++)
+			in += v[i] & 1;
+		share = (double)in / (double)pages;
+	}
+	free(v);
+	if (m != MAP_FAILED)
+		munmap(m, (size_t)st.st_size);
+	close(fd);
+	return share;
+}
+
+/* Drop the file's pages from the page cache: POSIX_FADV_DONTNEED (clean
+ * pages, no root needed), and with --drop-caches also drop_caches as root
+ * (where /proc/sys is writable: it empties the whole machine's cache).
+ * *how says which. */
+static void evict(const char *path, int drop, const char **how)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -125,6 +167,16 @@ static void evict(const char *path)
 	fdatasync(fd);
 	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 	close(fd);
+	*how = "POSIX_FADV_DONTNEED on the file";
+	if (drop && geteuid() == 0) {
+		int dc = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
+		if (dc >= 0) {
+			sync();
+			if (write(dc, "1", 1) == 1)
+				*how = "drop_caches (1) + POSIX_FADV_DONTNEED";
+			close(dc);
+		}
+	}
 }
 
 static int run_cat(const char *path, double *secs)
@@ -146,11 +198,58 @@ static int run_cat(const char *path, double *secs)
 	return 0;
 }
 
-/* The two costs the arena load cannot avoid, measured on an arena-sized
- * memfd: writing fresh memory (pages populated as the loader does) and the
- * index checksum (FNV-1a 64, four streams on one thread, as the loader's
- * checksum threads run it). */
-static int run_bounds(uint64_t bytes, double *write_s, double *fnv_s)
+struct bound_job {
+	uint8_t *p;
+	uint64_t n;
+	int fnv;
+	uint64_t h;
+};
+
+static void *bound_thread(void *arg)
+{
+	struct bound_job *j = arg;
+	if (!j->fnv) {
+		memset(j->p, 0x5a, (size_t)j->n);
+		return NULL;
+	}
+	/* As the loader does: four streams at once. */
+	uint64_t q = j->n / 4, h[4] = {FS_FNV64_OFFSET, FS_FNV64_OFFSET, FS_FNV64_OFFSET, FS_FNV64_OFFSET};
+	const uint8_t *s[4] = {j->p, j->p + q, j->p + 2 * q, j->p + 3 * q};
+	fsg_fnv1a64_4(s, q, h);
+	j->h = h[0] ^ h[1] ^ h[2] ^ h[3];
+	return NULL;
+}
+
+/* One pass of memset (fnv 0) or FNV-1a x4 (fnv 1) over [p, p + bytes) on
+ * `threads` threads, each its own slice: seconds, or < 0. */
+static double parallel_pass(uint8_t *p, uint64_t bytes, unsigned threads, int fnv)
+{
+	pthread_t th[64];
+	struct bound_job j[64];
+	uint64_t per = bytes / threads / 4096 * 4096;
+	double t = now_s();
+	unsigned n = 0;
+	for (; n < threads; n++) {
+		j[n] = (struct bound_job){p + n * per, n + 1 == threads ? bytes - n * per : per, fnv, 0};
+		if (pthread_create(&th[n], NULL, bound_thread, &j[n]) != 0)
+			return -1;
+	}
+	uint64_t h = 0;
+	for (unsigned k = 0; k < n; k++) {
+		pthread_join(th[k], NULL);
+		h ^= j[k].h;
+	}
+	double s = now_s() - t;
+	if (h == 42)
+		printf("(unlikely)\n"); /* keep the hashes alive */
+	return s;
+}
+
+/* The costs the arena load cannot avoid, measured on an arena-sized memfd
+ * whose pages are populated first (as the loader's jobs do): writing every
+ * byte (1 thread, and the loader's N), and the index checksum (FNV-1a 64,
+ * four streams a thread, on N threads). */
+static int run_bounds(uint64_t bytes, unsigned threads, double *write1_s, double *writen_s, double *fnv_s)
 {
 	struct fs_shm shm;
 	int r = fs_shm_create(&shm, "fs-bench-arena", (size_t)bytes);
@@ -159,34 +258,53 @@ static int run_bounds(uint64_t bytes, double *write_s, double *fnv_s)
 			(unsigned long long)bytes, strerror(-r));
 		return r;
 	}
+	(void)madvise(shm.base, shm.bytes, MADV_HUGEPAGE); /* as the loader does */
 	(void)madvise(shm.base, shm.bytes, MADV_POPULATE_WRITE);
-	double t = now_s();
-	memset(shm.base, 0x5a, (size_t)bytes);
-	*write_s = now_s() - t;
-	/* As the checksum threads do: four blobs (here: quarters) at once. */
-	const uint8_t *q[4];
-	uint64_t h[4] = {FS_FNV64_OFFSET, FS_FNV64_OFFSET, FS_FNV64_OFFSET, FS_FNV64_OFFSET};
-	for (int i = 0; i < 4; i++)
-		q[i] = (const uint8_t *)shm.base + (size_t)i * (bytes / 4);
-	t = now_s();
-	fsg_fnv1a64_4(q, bytes / 4, h);
-	*fnv_s = now_s() - t;
-	if ((h[0] ^ h[1] ^ h[2] ^ h[3]) == 42)
-		printf("(unlikely)\n"); /* keep the hashes alive */
+	*write1_s = parallel_pass(shm.base, bytes, 1, 0);
+	*writen_s = parallel_pass(shm.base, bytes, threads, 0);
+	*fnv_s = parallel_pass(shm.base, bytes, threads, 1);
 	fs_shm_close(&shm);
+	if (*write1_s <= 0 || *writen_s <= 0 || *fnv_s <= 0) {
+		fprintf(stderr, "fs-bench-arena: FAILED: a bound's thread did not start\n");
+		return -EAGAIN;
+	}
 	return 0;
 }
 
-static int run_arena(const struct opts *o, const char *path, double *secs, uint64_t *bytes, int *locked,
-		     uint64_t *arena_bytes, unsigned *threads)
+/* KiB of shmem mapped with huge pages (PMD) in this process right now. */
+static long shmem_huge_kib(void)
+{
+	FILE *f = fopen("/proc/self/smaps_rollup", "r");
+	char line[256];
+	long kib = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "ShmemPmdMapped: %ld kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kib;
+}
+
+struct arena_run {
+	uint64_t bytes, arena_bytes, direct_bytes;
+	double s, cached;
+	int locked, direct;
+	unsigned threads;
+	long huge_kib;
+};
+
+static int run_arena(const struct opts *o, const char *path, int direct, struct arena_run *out)
 {
 	struct fsg_file f;
 	struct fsg_plan p;
 	struct fsg_err err;
 	struct fs_shm shm;
 	struct fsg_load_result res;
-	struct fsg_load_opts lo = {
-		.model = "bench", .lock = o->lock ? FSG_LOCK_TRY : FSG_LOCK_NO, .threads = o->threads};
+	struct fsg_load_opts lo = {.model = "bench",
+				   .lock = o->lock ? FSG_LOCK_TRY : FSG_LOCK_NO,
+				   .threads = o->threads,
+				   .chunk = o->chunk,
+				   .direct = direct};
 	double t = now_s();
 	int r = fsg_open(&f, path, &err);
 	if (r == 0 && (r = fsg_plan_build(&f, &p, &err)) < 0)
@@ -196,19 +314,44 @@ static int run_arena(const struct opts *o, const char *path, double *secs, uint6
 		return r;
 	}
 	r = fsg_arena_build(&f, &p, &lo, &shm, &res, &err);
-	*secs = now_s() - t;
+	out->s = now_s() - t;
 	if (r < 0)
 		fprintf(stderr, "fs-bench-arena: FAILED: arena: %s\n", err.msg);
 	else {
-		*bytes = res.bytes_read;
-		*locked = res.locked;
-		*arena_bytes = shm.bytes;
-		*threads = res.threads;
+		out->bytes = res.bytes_read;
+		out->locked = res.locked;
+		out->arena_bytes = shm.bytes;
+		out->threads = res.threads;
+		out->direct = res.direct;
+		out->direct_bytes = res.direct_bytes;
+		out->cached = res.cached;
+		out->huge_kib = shmem_huge_kib();
 		fs_shm_close(&shm);
 	}
 	fsg_plan_free(&p);
 	fsg_close(&f);
+	if (r == 0 && direct == FSG_DIRECT_ON && !res.direct) {
+		fprintf(stderr, "fs-bench-arena: FAILED: O_DIRECT asked for, not used (file system?)\n");
+		return -EINVAL;
+	}
 	return r;
+}
+
+static void read_line(const char *path, char *out, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	out[0] = 0;
+	if (f && fgets(out, (int)n, f))
+		out[strcspn(out, "\n")] = 0;
+	if (f)
+		fclose(f);
+	if (!out[0])
+		snprintf(out, n, "(absent)");
+}
+
+static double gbps(const struct row *r)
+{
+	return r->s > 0 ? (double)r->bytes / r->s / 1e9 : 0;
 }
 
 int main(int argc, char **argv)
@@ -225,7 +368,11 @@ int main(int argc, char **argv)
 			o.keep = 1;
 		} else if (!strcmp(a, "--lock")) {
 			o.lock = 1;
+		} else if (!strcmp(a, "--drop-caches")) {
+			o.drop_caches = 1;
 		} else if (!strcmp(a, "--bytes") && v && size_arg(v, &o.bytes) == 0) {
+			i++;
+		} else if (!strcmp(a, "--chunk") && v && size_arg(v, &o.chunk) == 0) {
 			i++;
 		} else if (!strcmp(a, "--file") && v) {
 			o.file = v;
@@ -233,7 +380,7 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--dir") && v) {
 			o.dir = v;
 			i++;
-		} else if (!strcmp(a, "--threads") && v && atoi(v) > 0 && atoi(v) <= 8) {
+		} else if (!strcmp(a, "--threads") && v && atoi(v) > 0 && atoi(v) <= 64) {
 			o.threads = (unsigned)atoi(v);
 			i++;
 		} else {
@@ -252,54 +399,107 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fs-bench-arena: FAILED: %s: %s\n", path, strerror(errno));
 		return 1;
 	}
-	uint64_t file_bytes = (uint64_t)st.st_size, arena_read = 0, arena_bytes = 0;
-	struct row rows[6];
-	int locked = 0, rc = 0;
-	unsigned threads = 0;
-	for (int warm = 0; warm < 2 && rc == 0; warm++) {
-		double s = 0;
-		if (!warm)
-			evict(path);
-		if ((rc = run_cat(path, &s)) < 0) {
-			fprintf(stderr, "fs-bench-arena: FAILED: cat %s: %s\n", path, strerror(-rc));
-			break;
-		}
-		rows[warm * 2] = (struct row){"cat FILE >/dev/null", warm ? "warm" : "cold", file_bytes, s};
-		if (!warm)
-			evict(path);
-		if ((rc = run_arena(&o, path, &s, &arena_read, &locked, &arena_bytes, &threads)) < 0)
-			break;
-		rows[warm * 2 + 1] = (struct row){"arena load", warm ? "warm" : "cold", arena_read, s};
+	enum { CAT_COLD, AR_COLD_D, AR_COLD_B, CAT_WARM, AR_WARM, W1, WN, FNVN, NROWS };
+	uint64_t file_bytes = (uint64_t)st.st_size;
+	struct row rows[NROWS] = {{0}};
+	struct arena_run ar[NROWS] = {{0}};
+	const char *how = "none";
+	double left_cold[NROWS] = {0};
+	int rc = 0;
+	double s = 0;
+	/* Cold: cat, the loader with O_DIRECT, the loader buffered. */
+	evict(path, o.drop_caches, &how);
+	left_cold[CAT_COLD] = cached(path);
+	if ((rc = run_cat(path, &s)) == 0)
+		rows[CAT_COLD] = (struct row){"cat FILE >/dev/null", "cold", file_bytes, s};
+	else
+		fprintf(stderr, "fs-bench-arena: FAILED: cat %s: %s\n", path, strerror(-rc));
+	static const struct {
+		int row, direct;
+		const char *what, *cache;
+	} loads[] = {
+		{AR_COLD_D, FSG_DIRECT_ON, "arena load, O_DIRECT", "cold"},
+		{AR_COLD_B, FSG_DIRECT_OFF, "arena load, buffered", "cold"},
+	};
+	for (unsigned k = 0; k < 2 && rc == 0; k++) {
+		evict(path, o.drop_caches, &how);
+		left_cold[loads[k].row] = cached(path);
+		if ((rc = run_arena(&o, path, loads[k].direct, &ar[loads[k].row])) == 0)
+			rows[loads[k].row] = (struct row){loads[k].what, loads[k].cache, ar[loads[k].row].bytes,
+							  ar[loads[k].row].s};
 	}
-	double ws = 0, fs = 0;
-	if (rc == 0 && (rc = run_bounds(arena_read, &ws, &fs)) == 0) {
-		rows[4] = (struct row){"fresh memory write", "-", arena_read, ws};
-		rows[5] = (struct row){"FNV-1a 64 x4, 1 thread", "-", arena_read, fs};
+	/* Warm: cat (which also brings the file in), then the daemon's default. */
+	if (rc == 0 && (rc = run_cat(path, &s)) == 0 && (rc = run_cat(path, &s)) == 0)
+		rows[CAT_WARM] = (struct row){"cat FILE >/dev/null", "warm", file_bytes, s};
+	if (rc == 0 && (rc = run_arena(&o, path, FSG_DIRECT_AUTO, &ar[AR_WARM])) == 0)
+		rows[AR_WARM] = (struct row){ar[AR_WARM].direct ? "arena load, auto=O_DIRECT" :
+								  "arena load, auto=buffered",
+					     "warm", ar[AR_WARM].bytes, ar[AR_WARM].s};
+	unsigned threads = ar[AR_WARM].threads ? ar[AR_WARM].threads : 1;
+	uint64_t arena_read = ar[AR_WARM].bytes;
+	double w1 = 0, wn = 0, fn = 0;
+	if (rc == 0 && (rc = run_bounds(arena_read, threads, &w1, &wn, &fn)) == 0) {
+		rows[W1] = (struct row){"fresh memory write, 1 thread", "-", arena_read, w1};
+		rows[WN] = (struct row){"fresh memory write, N threads", "-", arena_read, wn};
+		rows[FNVN] = (struct row){"FNV-1a 64 x4, N threads", "-", arena_read, fn};
 	}
 	if (!o.file && !o.keep)
 		unlink(path);
-	if (rc < 0)
-		return 1;
 
-	printf("\n| %-22s | %-5s | %14s | %8s | %7s |\n", "what", "cache", "bytes", "seconds", "GB/s");
-	printf("|%s|%s|%s|%s|%s|\n", "------------------------", "-------", "----------------", "----------",
-	       "---------");
-	for (int i = 0; i < 6; i++)
-		printf("| %-22s | %-5s | %14llu | %8.3f | %7.2f |\n", rows[i].what, rows[i].cache,
-		       (unsigned long long)rows[i].bytes, rows[i].s, (double)rows[i].bytes / rows[i].s / 1e9);
-	double cold = ((double)rows[1].bytes / rows[1].s) / ((double)rows[0].bytes / rows[0].s);
-	double warm = ((double)rows[3].bytes / rows[3].s) / ((double)rows[2].bytes / rows[2].s);
-	printf("\narena/cat throughput ratio: %.2f (cold), %.2f (warm)\n", cold, warm);
-	printf("the arena load writes every byte to fresh memory and checksums it on %u thread%s: "
-	       "bounds here %.2f GB/s and %.2f GB/s\n",
-	       threads, threads == 1 ? "" : "s", (double)arena_read / ws / 1e9,
-	       (double)arena_read / fs / 1e9 * (threads ? threads : 1));
+	printf("\n| %-30s | %-5s | %14s | %8s | %7s |\n", "what", "cache", "bytes", "seconds", "GB/s");
+	printf("|%s|%s|%s|%s|%s|\n", "--------------------------------", "-------", "----------------",
+	       "----------", "---------");
+	int missing = 0;
+	for (int i = 0; i < NROWS; i++) {
+		if (!rows[i].what || rows[i].s <= 0) {
+			printf("| %-30s | %-5s | %14s | %8s | %7s |\n", "(row missing)", "-", "-", "-", "FAILED");
+			missing++;
+			continue;
+		}
+		printf("| %-30s | %-5s | %14llu | %8.3f | %7.2f |\n", rows[i].what, rows[i].cache,
+		       (unsigned long long)rows[i].bytes, rows[i].s, gbps(&rows[i]));
+	}
+	if (missing || rc < 0) {
+		fprintf(stderr, "fs-bench-arena: FAILED: %d of %d rows missing\n", missing, NROWS);
+		return 1;
+	}
+	double cold_best = gbps(&rows[AR_COLD_D]) > gbps(&rows[AR_COLD_B]) ? gbps(&rows[AR_COLD_D]) :
+									       gbps(&rows[AR_COLD_B]);
+	double bound = gbps(&rows[W1]) < gbps(&rows[FNVN]) ? gbps(&rows[W1]) : gbps(&rows[FNVN]);
+	printf("\nN = %u loader threads (%s), jobs of %llu bytes; cold: %s (file cached after: %.1f %%, %.1f %%, "
+	       "%.1f %%)\n",
+	       threads, o.threads ? "--threads" : "the daemon's choice",
+	       (unsigned long long)(o.chunk ? o.chunk : 8ull << 20), how, 100.0 * left_cold[CAT_COLD],
+	       100.0 * left_cold[AR_COLD_D], 100.0 * left_cold[AR_COLD_B]);
+	printf("arena/cat throughput ratio: %.2f (cold, O_DIRECT), %.2f (cold, buffered), %.2f (warm)\n",
+	       gbps(&rows[AR_COLD_D]) / gbps(&rows[CAT_COLD]), gbps(&rows[AR_COLD_B]) / gbps(&rows[CAT_COLD]),
+	       gbps(&rows[AR_WARM]) / gbps(&rows[CAT_WARM]));
+	printf("arena warm / bounds: %.2f x fresh memory write (1 thread), %.2f x (N threads), %.2f x FNV-1a "
+	       "(N threads)\n",
+	       gbps(&rows[AR_WARM]) / gbps(&rows[W1]), gbps(&rows[AR_WARM]) / gbps(&rows[WN]),
+	       gbps(&rows[AR_WARM]) / gbps(&rows[FNVN]));
+	printf("auto's choice: %s when cold (%s was faster here), buffered when warm (%s)\n", "O_DIRECT",
+	       gbps(&rows[AR_COLD_D]) >= gbps(&rows[AR_COLD_B]) ? "O_DIRECT" : "buffered",
+	       ar[AR_WARM].direct ? "it read O_DIRECT: the file was not cached?" : "as chosen");
+	printf("goal (issue 23, at 16 GiB or more): cold >= 0.90 x cat cold: %.2f, %s; warm >= 0.70 x the lower "
+	       "bound (%.2f GB/s): %.2f, %s%s\n",
+	       cold_best / gbps(&rows[CAT_COLD]), cold_best >= 0.9 * gbps(&rows[CAT_COLD]) ? "met" : "NOT met",
+	       bound, gbps(&rows[AR_WARM]) / bound, gbps(&rows[AR_WARM]) >= 0.7 * bound ? "met" : "NOT met",
+	       file_bytes < (16ull << 30) ? " (this file is under 16 GiB)" : "");
+	char thp[160], thp_anon[160];
+	read_line("/sys/kernel/mm/transparent_hugepage/shmem_enabled", thp, sizeof(thp));
+	read_line("/sys/kernel/mm/transparent_hugepage/enabled", thp_anon, sizeof(thp_anon));
+	printf("huge pages: shmem_enabled %s (anon: %s); the warm arena had %.1f of %.1f MiB in 2 MiB pages "
+	       "(ShmemPmdMapped)\n",
+	       thp, thp_anon, ar[AR_WARM].huge_kib >= 0 ? (double)ar[AR_WARM].huge_kib / 1024.0 : -1.0,
+	       (double)ar[AR_WARM].arena_bytes / 1048576.0);
 	/* The arena's pages are mapped, so they count in the RSS; the rest is
-	 * the loader's own memory (no bounce buffer, no mapping of the file). */
+	 * the loader's own memory (no mapping of the file; O_DIRECT: one bounce
+	 * buffer per thread). */
 	struct rusage self;
 	getrusage(RUSAGE_SELF, &self);
-	double rss = (double)self.ru_maxrss / 1024.0, arena = (double)arena_bytes / 1048576.0;
+	double rss = (double)self.ru_maxrss / 1024.0, arena = (double)ar[AR_WARM].arena_bytes / 1048576.0;
 	printf("peak RSS: %.1f MiB = the %.1f MiB arena (%s) + %.1f MiB besides\n", rss, arena,
-	       locked ? "locked" : "not locked", rss - arena);
+	       ar[AR_WARM].locked ? "locked" : "not locked", rss - arena);
 	return 0;
 }

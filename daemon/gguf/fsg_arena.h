@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsg_arena.h: the expert arena built from a GGUF file (proto/fs_arena.h
- * is the layout): lay it out from a plan, then fill a sealed memfd by
- * streaming the file's expert bytes into their blobs, checksumming each
- * blob on worker threads as soon as its last part has landed.
+ * is the layout): lay it out from a plan, then fill a sealed memfd from
+ * the file on loader threads, each reading, copying and checksumming its
+ * own jobs of a few MiB (fsg_load.c says why).
  */
 #ifndef FSG_ARENA_H
 #define FSG_ARENA_H
@@ -41,31 +41,58 @@ enum fsg_lock {
 	FSG_LOCK_TRY = 2,  /* lock it; when that fails, say why in res->lock_err and go on */
 };
 
+enum fsg_direct {
+	FSG_DIRECT_AUTO = 0, /* O_DIRECT when less than half the file is in the page cache */
+	FSG_DIRECT_OFF = 1,  /* through the page cache */
+	FSG_DIRECT_ON = 2,   /* O_DIRECT where the file system allows it */
+};
+
 struct fsg_load_opts {
 	const char *model; /* the arena header's model name */
-	int lock;          /* enum fsg_lock: mlock the arena before filling it? */
-	unsigned threads;  /* checksum threads; 0: one per CPU but one, 1..8 */
+	int lock;          /* enum fsg_lock: lock the arena (on fault, as it fills)? */
+	unsigned threads;  /* loader threads (read, copy, checksum); 0: one per CPU but one, <= 16; <= 64 */
 	uint64_t max_read; /* bytes per read call; 0: 64 MiB */
-	/* Called from the loading thread about every 100 ms and once at the
-	 * end (done == total), with the bytes read so far. */
+	uint64_t chunk;    /* bytes of blobs per job (one thread's unit); 0: 8 MiB */
+	int direct;        /* enum fsg_direct */
+	uint64_t max_bps;  /* 0, or a rate not to exceed (bytes/s: tests make a load last seconds) */
+	/* Called from the calling thread about every 100 ms and once at the
+	 * end (done == total), with the bytes landed and checksummed so far. */
 	void (*progress)(void *arg, uint64_t done, uint64_t total, uint64_t elapsed_ns);
+	/* Called once per layer when every blob of it is in the arena with its
+	 * checksum (layers without experts: at the start), from any loader
+	 * thread (so it must be thread-safe); may be NULL. */
+	void (*layer_done)(void *arg, uint32_t layer);
 	void *arg;
+	/* When not NULL and set (any thread, atomically), the loader threads
+	 * stop after their current job and the fill returns -ECANCELED. */
+	const int *cancel;
 };
 
 struct fsg_load_result {
 	uint64_t bytes_read;
 	uint64_t read_calls;
-	uint64_t ns;             /* the whole build: lock, read, checksums */
+	uint64_t ns;             /* fill: reads and checksums; build: the whole build */
 	int locked;              /* mlock succeeded */
 	int lock_failed;         /* FSG_LOCK_MUST: the build failed because mlock did */
 	struct fsg_err lock_err; /* FSG_LOCK_TRY: why it did not */
-	unsigned threads;
+	unsigned threads;        /* loader threads that ran */
+	int direct;              /* read with O_DIRECT */
+	uint64_t direct_bytes;   /* bytes read with O_DIRECT (aligned supersets) */
+	double cached;           /* share of the file in the page cache at the start (mincore), -1: unknown */
 };
 
 /* Create the arena memfd (sealed against resizing, mapped read-write in
  * *shm) and fill it from f (opened with fsg_open).  On failure nothing is
  * left behind: 0, or -errno with err filled (an mlock failure is -EPERM or
- * -ENOMEM and its message names RLIMIT_MEMLOCK and CAP_IPC_LOCK). */
+ * -ENOMEM and its message names RLIMIT_MEMLOCK and CAP_IPC_LOCK).
+ * = fsg_arena_create + fsg_arena_fill, for a caller that serves while it
+ * fills (the daemon: the control socket is up during the load). */
+int fsg_arena_create(const struct fsg_plan *p, const struct fsg_load_opts *o, struct fs_shm *shm,
+		     struct fsg_load_result *res, struct fsg_err *err);
+/* Fill an arena that fsg_arena_create made for the same plan: 0, or -errno
+ * with err filled; the arena stays (the caller closes it). */
+int fsg_arena_fill(const struct fsg_file *f, const struct fsg_plan *p, const struct fsg_load_opts *o,
+		   struct fs_shm *shm, struct fsg_load_result *res, struct fsg_err *err);
 int fsg_arena_build(const struct fsg_file *f, const struct fsg_plan *p, const struct fsg_load_opts *o,
 		    struct fs_shm *shm, struct fsg_load_result *res, struct fsg_err *err);
 

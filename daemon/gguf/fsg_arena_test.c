@@ -33,7 +33,18 @@ TestSuite(arena, .init = setup, .fini = teardown);
 struct prog {
 	unsigned calls;
 	uint64_t done, total;
+	unsigned layer_calls[64]; /* atomic: layer_done per layer (from loader threads) */
+	unsigned layer_late;      /* atomic: layer_done for a layer >= 64 */
 };
+
+static void on_layer(void *arg, uint32_t layer)
+{
+	struct prog *p = arg;
+	if (layer < 64)
+		__atomic_add_fetch(&p->layer_calls[layer], 1, __ATOMIC_RELAXED);
+	else
+		__atomic_add_fetch(&p->layer_late, 1, __ATOMIC_RELAXED);
+}
 
 static void on_progress(void *arg, uint64_t done, uint64_t total, uint64_t ns)
 {
@@ -120,13 +131,17 @@ Test(arena, every_fixture, .timeout = 120)
 		tu_model(g_dir, fx[k].file, &fx[k].m, path, sizeof(path));
 		cr_assert_eq(fsg_open(&f, path, &err), 0, "%s", err.msg);
 		cr_assert_eq(fsg_plan_build(&f, &p, &err), 0, "%s", err.msg);
-		/* Vary threads and read size: tiny reads split runs mid-part. */
+		/* Vary threads, read size (tiny reads split parts), job size
+		 * (one expert a job) and O_DIRECT (bounce buffer, aligned reads). */
 		struct prog pr = {0};
 		struct fsg_load_opts o = {.model = "m",
 					  .lock = FSG_LOCK_NO,
-					  .threads = k % 3,
+					  .threads = k % 4,
 					  .max_read = k % 2 ? 4096 : 0,
+					  .chunk = k % 3 == 0 ? 4096 : 0,
+					  .direct = (k / 2) % 2 ? FSG_DIRECT_ON : FSG_DIRECT_OFF,
 					  .progress = on_progress,
+					  .layer_done = on_layer,
 					  .arg = &pr};
 		struct fs_shm shm;
 		struct fsg_load_result res;
@@ -138,6 +153,13 @@ Test(arena, every_fixture, .timeout = 120)
 		cr_expect_eq(pr.total, p.member_bytes);
 		if (o.max_read == 4096)
 			cr_expect_geq(res.read_calls, p.member_bytes / 4096);
+		cr_assert_leq(p.layers, 64u);
+		cr_expect_eq(pr.layer_late, 0u);
+		for (uint32_t l = 0; l < p.layers; l++)
+			cr_expect_eq(pr.layer_calls[l], 1u, "%s: layer %u reported done %u times", fx[k].file, l,
+				     pr.layer_calls[l]);
+		if (res.direct)
+			cr_expect_geq(res.direct_bytes, p.member_bytes, "%s: O_DIRECT read it all", fx[k].file);
 		check_arena(&f, &p, &shm, fx[k].m.seed, fx[k].file);
 		fs_shm_close(&shm);
 		fsg_plan_free(&p);
@@ -157,13 +179,15 @@ Test(arena, a_file_that_shrinks_is_an_error)
 	cr_assert_eq(fsg_open(&f, path, &err), 0);
 	cr_assert_eq(fsg_plan_build(&f, &p, &err), 0);
 	cr_assert_eq(truncate(path, (off_t)(f.data_off + 4096)), 0);
-	struct fsg_load_opts o = {.lock = FSG_LOCK_NO};
-	struct fs_shm shm;
-	struct fsg_load_result res;
-	cr_expect_eq(fsg_arena_build(&f, &p, &o, &shm, &res, &err), -EIO);
-	cr_expect(strstr(err.msg, "the file ended early") != NULL, "%s", err.msg);
-	cr_expect_eq(shm.fd, -1, "nothing left behind");
-	cr_expect_null(shm.base);
+	for (int direct = FSG_DIRECT_OFF; direct <= FSG_DIRECT_ON; direct++) {
+		struct fsg_load_opts o = {.lock = FSG_LOCK_NO, .direct = direct};
+		struct fs_shm shm;
+		struct fsg_load_result res;
+		cr_expect_eq(fsg_arena_build(&f, &p, &o, &shm, &res, &err), -EIO, "direct %d", direct);
+		cr_expect(strstr(err.msg, "the file ended early") != NULL, "%s", err.msg);
+		cr_expect_eq(shm.fd, -1, "nothing left behind");
+		cr_expect_null(shm.base);
+	}
 	fsg_plan_free(&p);
 	fsg_close(&f);
 }

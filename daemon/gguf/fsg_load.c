@@ -2,17 +2,28 @@
 /*
  * fsg_load.c: fill an arena memfd from the GGUF file.
  *
- * The copy plan is one run per (layer, part, expert): file range -> arena
- * range.  Sorted by file offset, the runs are read in file order with
- * preadv(), many runs per call (a file range that is contiguous in the file
- * scatters straight into its blobs: no bounce buffer, no second copy), at
- * most max_read bytes per call so progress stays fine-grained.  A blob is
- * complete when its last part has landed; it is then queued for its FNV-1a
- * checksum, which worker threads compute, four blobs at a time, while the
- * file is still being read (one FNV-1a stream runs at ~1 GB/s per core,
- * slower than a fast disk: a single one would be the bottleneck).
+ * The work is cut into jobs of consecutive experts of one layer (about
+ * opts->chunk bytes of blobs each, a multiple of four experts where the
+ * layer allows).  Loader threads take jobs in file order from one atomic
+ * counter and do the whole pipeline per job, on their own core, while the
+ * other threads do the same for the next jobs:
+ *   1. populate the job's arena pages (MADV_POPULATE_WRITE; with the arena
+ *      locked MLOCK_ONFAULT up front, this also locks them): the page
+ *      allocation and its zeroing, spread over the threads instead of one
+ *      mlock pass before the first read;
+ *   2. read each part's slices (for stacked tensors, the job's experts are
+ *      one contiguous file range: one preadv scattering into the blobs, or
+ *      with O_DIRECT one aligned read into a bounce buffer and a copy);
+ *   3. checksum the job's blobs (FNV-1a 64, four streams at once) while
+ *      they are still in the core's cache.
+ * So the disk has one request in flight per thread, and the memory write,
+ * the checksum and the lock overlap per job instead of running as passes.
+ * A layer is complete when its last job is; opts->layer_done says so (the
+ * daemon serves a layer from then on).  The calling thread reports progress
+ * every 100 ms while it waits.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -20,10 +31,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
-#include <fcntl.h>
 
 #include "fs_arena.h"
 #include "fsg_arena.h"
@@ -31,24 +42,43 @@
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux >= 5.14 */
 #endif
+#ifndef MLOCK_ONFAULT
+#define MLOCK_ONFAULT 0x01 /* Linux >= 4.4 */
+#endif
 
-#define IOV_BATCH 1024 /* IOV_MAX on Linux */
+#define IOV_BATCH 1024          /* IOV_MAX on Linux */
+#define DIRECT_ALIGN 4096u      /* O_DIRECT: offset, length and buffer */
+#define MAX_THREADS 64u
+#define CK_WAYS 4
 
-struct run {
-	uint64_t src; /* file offset */
-	uint64_t len;
-	uint64_t dst; /* arena offset */
-	uint32_t blob;
+struct job {
+	uint32_t layer, x0, n; /* experts x0 .. x0 + n - 1 of the layer */
 };
 
-struct cksum {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	uint32_t *q; /* blobs ready to checksum (each appears once) */
-	uint32_t head, tail;
-	int closing;
+struct loader {
+	const struct fsg_plan *p;
+	const struct fsg_layout *lo;
+	const struct fsg_load_opts *o;
+	int fd, dfd; /* dfd: an O_DIRECT open of the same file, or -1 */
 	uint8_t *base;
 	struct fs_arena_entry *idx;
+	struct job *jobs;
+	uint64_t njobs;
+	uint64_t max_read;
+	uint64_t bounce_bytes;
+	uint64_t next;        /* atomic: the next job to take */
+	uint64_t done;        /* atomic: expert bytes landed and checksummed */
+	uint64_t read_calls;  /* atomic */
+	uint64_t direct_bytes; /* atomic: bytes read with O_DIRECT */
+	uint32_t *layer_left; /* atomic: jobs of the layer not finished */
+	int failed;           /* atomic: a job failed; the others stop */
+	int populate;         /* MADV_POPULATE_WRITE each job's pages */
+	uint64_t t0;          /* when the fill began */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned running;
+	int err_r;
+	struct fsg_err err;
 };
 
 static uint64_t now_ns(void)
@@ -56,12 +86,6 @@ static uint64_t now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int run_cmp(const void *a, const void *b)
-{
-	const struct run *x = a, *y = b;
-	return x->src < y->src ? -1 : x->src > y->src ? 1 : 0;
 }
 
 static uint64_t fnv_more(uint64_t h, const uint8_t *p, uint64_t n)
@@ -89,75 +113,41 @@ void fsg_fnv1a64_4(const uint8_t *const p[4], uint64_t n, uint64_t h[4])
 	h[0] = h0, h[1] = h1, h[2] = h2, h[3] = h3;
 }
 
-/* Checksum up to four blobs (of a layer, usually: the same size). */
-#define CK_WAYS 4
-static void checksum_blobs(struct cksum *ck, const uint32_t *blob, unsigned n)
+/* Checksum the job's blobs (one layer: all the same size), four at once. */
+static void checksum_job(struct loader *L, const struct job *j)
 {
-	const uint8_t *p[CK_WAYS];
-	uint64_t len[CK_WAYS], h[CK_WAYS], common = UINT64_MAX;
-	for (unsigned k = 0; k < n; k++) {
-		const struct fs_arena_entry *e = &ck->idx[blob[k]];
-		p[k] = ck->base + e->offset;
-		len[k] = e->bytes;
-		h[k] = FS_FNV64_OFFSET;
-		if (len[k] < common)
-			common = len[k];
+	uint64_t bytes = L->p->layer[j->layer].blob_bytes;
+	uint32_t x = 0;
+	for (; x + CK_WAYS <= j->n; x += CK_WAYS) {
+		const uint8_t *q[CK_WAYS];
+		uint64_t h[CK_WAYS];
+		for (unsigned k = 0; k < CK_WAYS; k++) {
+			q[k] = L->base + fsg_layout_blob(L->lo, j->layer, j->x0 + x + k);
+			h[k] = FS_FNV64_OFFSET;
+		}
+		fsg_fnv1a64_4(q, bytes, h);
+		for (unsigned k = 0; k < CK_WAYS; k++)
+			L->idx[(uint64_t)j->layer * L->p->experts + j->x0 + x + k].checksum = h[k];
 	}
-	if (n == CK_WAYS)
-		fsg_fnv1a64_4(p, common, h);
-	else
-		common = 0;
-	for (unsigned k = 0; k < n; k++)
-		ck->idx[blob[k]].checksum = fnv_more(h[k], p[k] + common, len[k] - common);
-}
-
-static void *cksum_worker(void *arg)
-{
-	struct cksum *ck = arg;
-	uint32_t batch[CK_WAYS];
-	pthread_mutex_lock(&ck->mu);
-	for (;;) {
-		while (ck->tail - ck->head < CK_WAYS && !ck->closing)
-			pthread_cond_wait(&ck->cv, &ck->mu);
-		if (ck->head == ck->tail)
-			break;
-		unsigned n = 0;
-		while (n < CK_WAYS && ck->head != ck->tail)
-			batch[n++] = ck->q[ck->head++];
-		pthread_mutex_unlock(&ck->mu);
-		checksum_blobs(ck, batch, n);
-		pthread_mutex_lock(&ck->mu);
+	for (; x < j->n; x++) {
+		const uint8_t *q = L->base + fsg_layout_blob(L->lo, j->layer, j->x0 + x);
+		L->idx[(uint64_t)j->layer * L->p->experts + j->x0 + x].checksum =
+			fnv_more(FS_FNV64_OFFSET, q, bytes);
 	}
-	pthread_mutex_unlock(&ck->mu);
-	return NULL;
-}
-
-static void blob_ready(struct cksum *ck, unsigned workers, uint32_t blob)
-{
-	if (!workers) {
-		checksum_blobs(ck, &blob, 1);
-		return;
-	}
-	pthread_mutex_lock(&ck->mu);
-	ck->q[ck->tail++] = blob;
-	if (ck->tail - ck->head >= CK_WAYS) /* workers take blobs four at a time */
-		pthread_cond_signal(&ck->cv);
-	pthread_mutex_unlock(&ck->mu);
 }
 
 /* Read exactly the iovecs' bytes from off: 0, or -errno (-EIO: the file
  * ended early, i.e. it shrank since it was parsed). */
-static int read_all(int fd, struct iovec *iov, int n, uint64_t off, uint64_t *calls)
+static int read_all(struct loader *L, int fd, struct iovec *iov, int n, uint64_t off)
 {
 	while (n > 0) {
 		ssize_t got = preadv(fd, iov, n, (off_t)off);
-		(*calls)++;
+		__atomic_add_fetch(&L->read_calls, 1, __ATOMIC_RELAXED);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0)
 			return -errno;
 		if (got == 0) {
-			/* Zero-length iovecs at the end of a batch read nothing. */
 			while (n > 0 && iov->iov_len == 0) {
 				iov++;
 				n--;
@@ -179,33 +169,221 @@ static int read_all(int fd, struct iovec *iov, int n, uint64_t off, uint64_t *ca
 	return 0;
 }
 
-static struct run *make_runs(const struct fsg_plan *p, const struct fsg_layout *lo, uint64_t *nruns)
+/* Buffered: file range [src, src + len) scattered into the blobs of
+ * experts x0.. of one part, at most max_read bytes (and IOV_BATCH pieces)
+ * per call.  piece = one expert's slice. */
+static int read_scatter(struct loader *L, const struct fsg_part *pt, uint32_t layer, uint32_t x0, uint32_t n)
 {
-	uint64_t n = 0;
-	for (uint32_t l = 0; l < p->layers; l++)
-		n += (uint64_t)p->layer[l].nparts * p->experts;
-	struct run *r = malloc((n ? n : 1) * sizeof(*r));
-	if (!r)
+	struct iovec iov[IOV_BATCH];
+	uint64_t src = fsg_part_src(pt, x0), want = 0;
+	int k = 0;
+	for (uint32_t x = 0; x < n; x++) {
+		uint8_t *dst = L->base + fsg_layout_blob(L->lo, layer, x0 + x) + pt->blob_off;
+		for (uint64_t o = 0; o < pt->bytes;) {
+			uint64_t take = pt->bytes - o;
+			if (take > L->max_read - want)
+				take = L->max_read - want;
+			iov[k++] = (struct iovec){dst + o, (size_t)take};
+			want += take;
+			o += take;
+			if (want == L->max_read || k == IOV_BATCH) {
+				int r = read_all(L, L->fd, iov, k, src);
+				if (r < 0)
+					return r;
+				src += want;
+				want = 0;
+				k = 0;
+			}
+		}
+	}
+	return k ? read_all(L, L->fd, iov, k, src) : 0;
+}
+
+/* O_DIRECT: the aligned superset of [src, src + len) into the bounce
+ * buffer, then each expert's slice copied to its blob. */
+static int read_direct(struct loader *L, uint8_t *bounce, const struct fsg_part *pt, uint32_t layer,
+		       uint32_t x0, uint32_t n)
+{
+	uint64_t src = fsg_part_src(pt, x0), len = (uint64_t)n * pt->bytes;
+	uint64_t a = src / DIRECT_ALIGN * DIRECT_ALIGN;
+	uint64_t end = (src + len + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN;
+	if (end - a > L->bounce_bytes)
+		return -ENOBUFS; /* cannot happen: sized from the jobs */
+	uint64_t got = 0;
+	while (a + got < src + len) {
+		uint64_t ask = end - a - got;
+		if (ask > L->max_read)
+			ask = (L->max_read + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN;
+		ssize_t r = pread(L->dfd, bounce + got, (size_t)ask, (off_t)(a + got));
+		__atomic_add_fetch(&L->read_calls, 1, __ATOMIC_RELAXED);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -EIO; /* the file ended early */
+		got += (uint64_t)r;
+		if ((uint64_t)r < ask && a + got < src + len && (uint64_t)r % DIRECT_ALIGN)
+			return -EIO;
+	}
+	__atomic_add_fetch(&L->direct_bytes, got, __ATOMIC_RELAXED);
+	for (uint32_t x = 0; x < n; x++)
+		memcpy(L->base + fsg_layout_blob(L->lo, layer, x0 + x) + pt->blob_off,
+		       bounce + (src - a) + (uint64_t)x * pt->bytes, (size_t)pt->bytes);
+	return 0;
+}
+
+static int do_job(struct loader *L, const struct job *j, uint8_t *bounce)
+{
+	const struct fsg_layer *ly = &L->p->layer[j->layer];
+	uint64_t stride = L->lo->stride[j->layer];
+	uint8_t *first = L->base + fsg_layout_blob(L->lo, j->layer, j->x0);
+	if (L->populate)
+		(void)madvise(first, (size_t)(stride * j->n), MADV_POPULATE_WRITE);
+	for (uint32_t i = 0; i < ly->nparts; i++) {
+		const struct fsg_part *pt = &ly->part[i];
+		int r;
+		if (pt->split) { /* one tensor per expert: a read each */
+			r = 0;
+			for (uint32_t x = 0; x < j->n && r == 0; x++)
+				r = bounce ? read_direct(L, bounce, pt, j->layer, j->x0 + x, 1) :
+					     read_scatter(L, pt, j->layer, j->x0 + x, 1);
+		} else if (bounce) {
+			r = read_direct(L, bounce, pt, j->layer, j->x0, j->n);
+		} else {
+			r = read_scatter(L, pt, j->layer, j->x0, j->n);
+		}
+		if (r < 0) {
+			uint64_t src = fsg_part_src(pt, j->x0);
+			pthread_mutex_lock(&L->mu);
+			if (!L->err_r)
+				L->err_r = fsg_fail_errno(
+					&L->err, r, "reading %llu bytes at byte %llu of the model file: %s",
+					(unsigned long long)((uint64_t)j->n * pt->bytes), (unsigned long long)src,
+					r == -EIO ? "the file ended early (did it change since it was parsed?)" :
+						    strerror(-r));
+			pthread_mutex_unlock(&L->mu);
+			return r;
+		}
+	}
+	checksum_job(L, j);
+	uint64_t bytes = 0;
+	for (uint32_t i = 0; i < ly->nparts; i++)
+		bytes += ly->part[i].bytes * j->n;
+	__atomic_add_fetch(&L->done, bytes, __ATOMIC_RELAXED);
+	if (__atomic_sub_fetch(&L->layer_left[j->layer], 1, __ATOMIC_ACQ_REL) == 0 && L->o->layer_done)
+		L->o->layer_done(L->o->arg, j->layer);
+	return 0;
+}
+
+/* opts->max_bps (tests: a load that takes seconds): sleep until the bytes
+ * done so far are due at that rate, in steps that notice a cancel. */
+static void throttle(struct loader *L)
+{
+	if (!L->o->max_bps)
+		return;
+	uint64_t done = __atomic_load_n(&L->done, __ATOMIC_RELAXED);
+	uint64_t due = L->t0 + (uint64_t)((double)done * 1e9 / (double)L->o->max_bps);
+	for (uint64_t t = now_ns(); t < due; t = now_ns()) {
+		if (L->o->cancel && __atomic_load_n(L->o->cancel, __ATOMIC_RELAXED))
+			return;
+		uint64_t ns = due - t < 50000000ull ? due - t : 50000000ull;
+		struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+		nanosleep(&ts, NULL);
+	}
+}
+
+static void *worker(void *arg)
+{
+	struct loader *L = arg;
+	uint8_t *bounce = NULL;
+	if (L->dfd >= 0 && posix_memalign((void **)&bounce, DIRECT_ALIGN, (size_t)L->bounce_bytes) != 0) {
+		pthread_mutex_lock(&L->mu);
+		if (!L->err_r)
+			L->err_r = fsg_fail_errno(&L->err, -ENOMEM, "out of memory for a %llu-byte read buffer",
+						  (unsigned long long)L->bounce_bytes);
+		pthread_mutex_unlock(&L->mu);
+		__atomic_store_n(&L->failed, 1, __ATOMIC_RELAXED);
+	}
+	while (!__atomic_load_n(&L->failed, __ATOMIC_RELAXED) &&
+	       !(L->o->cancel && __atomic_load_n(L->o->cancel, __ATOMIC_RELAXED))) {
+		uint64_t k = __atomic_fetch_add(&L->next, 1, __ATOMIC_RELAXED);
+		if (k >= L->njobs)
+			break;
+		if (do_job(L, &L->jobs[k], bounce) < 0)
+			__atomic_store_n(&L->failed, 1, __ATOMIC_RELAXED);
+		throttle(L);
+	}
+	free(bounce);
+	pthread_mutex_lock(&L->mu);
+	L->running--;
+	pthread_cond_signal(&L->cv);
+	pthread_mutex_unlock(&L->mu);
+	return NULL;
+}
+
+/* Jobs of about `chunk` bytes of blobs, in file order (layer by layer: the
+ * writer and llama.cpp store blk.N's tensors in block order), a multiple of
+ * four experts where the layer has that many (the checksum's four streams).
+ * *bounce: the largest aligned read a job makes (O_DIRECT). */
+static struct job *make_jobs(const struct fsg_plan *p, uint64_t chunk, uint64_t *njobs, uint64_t *bounce)
+{
+	uint64_t n = 0, k = 0;
+	uint32_t *per = calloc(p->layers ? p->layers : 1, sizeof(*per));
+	if (!per)
 		return NULL;
-	uint64_t k = 0;
 	for (uint32_t l = 0; l < p->layers; l++) {
 		const struct fsg_layer *ly = &p->layer[l];
-		for (uint32_t i = 0; i < ly->nparts; i++)
-			for (uint32_t x = 0; x < p->experts; x++)
-				r[k++] = (struct run){fsg_part_src(&ly->part[i], x), ly->part[i].bytes,
-						      fsg_layout_blob(lo, l, x) + ly->part[i].blob_off,
-						      l * p->experts + x};
+		per[l] = 0;
+		if (!ly->nparts || !p->experts)
+			continue;
+		uint64_t e = ly->blob_bytes ? chunk / ly->blob_bytes : p->experts;
+		if (e >= CK_WAYS)
+			e = e / CK_WAYS * CK_WAYS;
+		if (e < 1)
+			e = 1;
+		if (e > p->experts)
+			e = p->experts;
+		per[l] = (uint32_t)e;
+		n += (p->experts + e - 1) / e;
 	}
-	qsort(r, (size_t)n, sizeof(*r), run_cmp);
-	*nruns = n;
-	return r;
+	struct job *j = malloc((n ? n : 1) * sizeof(*j));
+	if (!j) {
+		free(per);
+		return NULL;
+	}
+	*bounce = DIRECT_ALIGN;
+	for (uint32_t l = 0; l < p->layers; l++) {
+		if (!per[l])
+			continue;
+		for (uint32_t x = 0; x < p->experts; x += per[l]) {
+			uint32_t c = p->experts - x < per[l] ? p->experts - x : per[l];
+			j[k++] = (struct job){l, x, c};
+		}
+		for (uint32_t i = 0; i < p->layer[l].nparts; i++) {
+			uint64_t span = (uint64_t)per[l] * p->layer[l].part[i].bytes + 2 * DIRECT_ALIGN;
+			if (span > *bounce)
+				*bounce = span;
+		}
+	}
+	*njobs = n;
+	free(per);
+	return j;
 }
 
 static int lock_arena(struct fs_shm *shm, struct fsg_err *err)
 {
-	if (mlock(shm->base, shm->bytes) == 0)
+	/* Lock on fault: the limit is checked now, for the whole arena (fail
+	 * in a second, not after reading the file), and each page is locked
+	 * as the loader threads populate it. */
+	if (syscall(SYS_mlock2, shm->base, shm->bytes, MLOCK_ONFAULT) == 0)
 		return 0;
 	int e = errno;
+	if (e == ENOSYS || e == EINVAL) {
+		if (mlock(shm->base, shm->bytes) == 0)
+			return 0;
+		e = errno;
+	}
 	struct rlimit rl = {0};
 	getrlimit(RLIMIT_MEMLOCK, &rl);
 	char lim[32];
@@ -220,72 +398,54 @@ static int lock_arena(struct fs_shm *shm, struct fsg_err *err)
 		(unsigned long long)shm->bytes, strerror(e), lim);
 }
 
-/* Stream every run into the arena, handing completed blobs to ck. */
-static int stream(int fd, const struct run *runs, uint64_t nruns, uint16_t *left, struct cksum *ck,
-		  unsigned workers, const struct fsg_load_opts *o, uint64_t total, uint64_t t0,
-		  struct fsg_load_result *res, struct fsg_err *err)
+/* The share of the file's pages in the page cache (0..1), or -1. */
+static double cached_share(int fd, uint64_t bytes)
 {
-	uint64_t max_read = o->max_read ? o->max_read : 64ull << 20;
-	uint64_t i = 0, in_run = 0, last_report = t0;
-	struct iovec iov[IOV_BATCH];
-	while (i < nruns) {
-		uint64_t start = runs[i].src + in_run, want = 0, j = i, jo = in_run;
-		int n = 0;
-		while (j < nruns && n < IOV_BATCH && want < max_read) {
-			if (n > 0 && runs[j].src != start + want)
-				break; /* a gap in the file: next call */
-			uint64_t take = runs[j].len - jo;
-			if (take > max_read - want)
-				take = max_read - want;
-			iov[n++] = (struct iovec){ck->base + runs[j].dst + jo, (size_t)take};
-			want += take;
-			if (jo + take < runs[j].len) {
-				jo += take;
-				break;
-			}
-			j++;
-			jo = 0;
-		}
-		int r = read_all(fd, iov, n, start, &res->read_calls);
-		if (r < 0)
-			return fsg_fail_errno(
-				err, r, "reading %llu bytes at byte %llu of the model file: %s",
-				(unsigned long long)want, (unsigned long long)start,
-				r == -EIO ? "the file ended early (did it change since it was parsed?)" :
-					    strerror(-r));
-		for (uint64_t k = i; k < j; k++)
-			if (--left[runs[k].blob] == 0)
-				blob_ready(ck, workers, runs[k].blob);
-		i = j;
-		in_run = jo;
-		res->bytes_read += want;
-		uint64_t t = now_ns();
-		if (o->progress && t - last_report >= 100000000ull && res->bytes_read < total) {
-			o->progress(o->arg, res->bytes_read, total, t - t0);
-			last_report = t;
-		}
+	long pg = sysconf(_SC_PAGESIZE);
+	if (!bytes || bytes > SIZE_MAX / 2)
+		return -1;
+	void *m = mmap(NULL, (size_t)bytes, PROT_READ, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		return -1;
+	size_t pages = ((size_t)bytes + (size_t)pg - 1) / (size_t)pg;
+	unsigned char *v = malloc(pages);
+	double share = -1;
+	if (v && mincore(m, (size_t)bytes, v) == 0) {
+		size_t in = 0;
+		for (size_t i = 0; i < pages; i++)
+			in += v[i] & 1;
+		share = (double)in / (double)pages;
 	}
-	return 0;
+	free(v);
+	munmap(m, (size_t)bytes);
+	return share;
 }
 
-int fsg_arena_build(const struct fsg_file *f, const struct fsg_plan *p, const struct fsg_load_opts *o,
-		    struct fs_shm *shm, struct fsg_load_result *res, struct fsg_err *err)
+/* O_DIRECT pays when the file is not cached: then it skips the page
+ * cache's allocation and copy bookkeeping (and leaves the cache to others);
+ * a cached file is read faster through the cache.  -1: buffered. */
+static int open_direct(const struct fsg_file *f, const struct fsg_plan *p, const struct fsg_load_opts *o,
+		       struct fsg_load_result *res)
+{
+	res->cached = cached_share(f->fd, f->file_size);
+	if (o->direct == FSG_DIRECT_OFF || p->member_bytes == 0)
+		return -1;
+	if (o->direct == FSG_DIRECT_AUTO && (res->cached < 0 || res->cached >= 0.5))
+		return -1;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", f->fd);
+	int fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	return fd; /* -1 (EINVAL: a file system without O_DIRECT): buffered */
+}
+
+int fsg_arena_create(const struct fsg_plan *p, const struct fsg_load_opts *o, struct fs_shm *shm,
+		     struct fsg_load_result *res, struct fsg_err *err)
 {
 	struct fsg_layout lo;
-	struct run *runs = NULL;
-	uint16_t *left = NULL;
-	pthread_t th[8];
-	unsigned workers = 0;
-	uint64_t nruns = 0, nblobs = (uint64_t)p->layers * p->experts;
-	uint64_t t0 = now_ns();
-	struct cksum ck = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 	int r;
-
 	memset(res, 0, sizeof(*res));
 	shm->fd = -1;
 	shm->base = NULL;
-	if (f->fd < 0)
-		return fsg_fail_errno(err, -EBADF, "the model file is not open");
 	if ((r = fsg_layout_build(p, &lo, err)) < 0)
 		return r;
 	if (lo.bytes > SIZE_MAX / 2) {
@@ -299,64 +459,145 @@ int fsg_arena_build(const struct fsg_file *f, const struct fsg_plan *p, const st
 		return fsg_fail_errno(err, r, "creating a %llu-byte arena memfd: %s",
 				      (unsigned long long)lo.bytes, strerror(-r));
 	}
-	/* Lock before reading: fail in a second, not after reading the whole
-	 * file; locking also allocates every page at once. */
+	/* Huge pages where the kernel gives them to shmem (shmem_enabled
+	 * "advise", or "always"/"within_size"): fewer faults while loading,
+	 * fewer TLB misses for every reader.  Elsewhere a no-op. */
+	(void)madvise(shm->base, shm->bytes, MADV_HUGEPAGE);
 	if (o->lock == FSG_LOCK_MUST && (r = lock_arena(shm, err)) < 0) {
 		res->lock_failed = 1;
-		goto out;
+		fsg_layout_free(&lo);
+		fs_shm_close(shm);
+		return r;
 	}
 	if (o->lock == FSG_LOCK_TRY)
 		(void)lock_arena(shm, &res->lock_err);
 	res->locked = o->lock != FSG_LOCK_NO && res->lock_err.msg[0] == 0;
-	if (!res->locked) {
-		(void)madvise(shm->base, shm->bytes, MADV_HUGEPAGE);       /* where shmem THP allows it */
-		(void)madvise(shm->base, shm->bytes, MADV_POPULATE_WRITE); /* one fault per page is slow */
-	}
 	fsg_layout_write(p, &lo, shm->base, shm->bytes, o->model);
-	ck.base = shm->base;
-	ck.idx = (struct fs_arena_entry *)((char *)shm->base + lo.off_index);
+	fsg_layout_free(&lo);
+	return 0;
+}
 
-	runs = make_runs(p, &lo, &nruns);
-	left = malloc((nblobs ? nblobs : 1) * sizeof(*left));
-	ck.q = malloc((nblobs ? nblobs : 1) * sizeof(*ck.q));
-	if (!runs || !left || !ck.q) {
-		r = fsg_fail_errno(err, -ENOMEM, "out of memory for the copy plan (%llu runs)",
-				   (unsigned long long)nruns);
+int fsg_arena_fill(const struct fsg_file *f, const struct fsg_plan *p, const struct fsg_load_opts *o,
+		   struct fs_shm *shm, struct fsg_load_result *res, struct fsg_err *err)
+{
+	struct fsg_layout lo;
+	pthread_t th[MAX_THREADS];
+	unsigned workers = 0;
+	uint64_t t0 = now_ns();
+	struct loader L = {.p = p, .lo = &lo, .o = o, .fd = f->fd, .dfd = -1,
+			   .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	int r;
+
+	if (f->fd < 0)
+		return fsg_fail_errno(err, -EBADF, "the model file is not open");
+	if ((r = fsg_layout_build(p, &lo, err)) < 0)
+		return r;
+	if (lo.bytes > shm->bytes) {
+		fsg_layout_free(&lo);
+		return fsg_fail_errno(err, -EINVAL, "the arena (%zu bytes) is smaller than its layout", shm->bytes);
+	}
+	L.t0 = t0;
+	L.base = shm->base;
+	L.idx = (struct fs_arena_entry *)((char *)shm->base + lo.off_index);
+	L.max_read = o->max_read ? o->max_read : 64ull << 20;
+	L.populate = 1;
+	L.jobs = make_jobs(p, o->chunk ? o->chunk : 8ull << 20, &L.njobs, &L.bounce_bytes);
+	L.layer_left = calloc(p->layers ? p->layers : 1, sizeof(*L.layer_left));
+	if (!L.jobs || !L.layer_left) {
+		r = fsg_fail_errno(err, -ENOMEM, "out of memory for the copy plan (%u layers)", p->layers);
 		goto out;
 	}
-	for (uint64_t b = 0; b < nblobs; b++)
-		left[b] = (uint16_t)p->layer[b / p->experts].nparts;
+	for (uint64_t k = 0; k < L.njobs; k++)
+		L.layer_left[L.jobs[k].layer]++;
+	/* Layers without experts are complete from the start. */
+	for (uint32_t l = 0; l < p->layers && o->layer_done; l++)
+		if (!L.layer_left[l])
+			o->layer_done(o->arg, l);
 
 	unsigned want = o->threads;
 	if (!want) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-		want = cpus > 2 ? (unsigned)(cpus - 1) : 1;
+		/* One core for the rest of the daemon; at least two threads, so
+		 * that one reads while the other copies and checksums. */
+		want = cpus > 2 ? (unsigned)(cpus - 1) : 2;
+		if (want > 16)
+			want = 16;
 	}
-	if (want > 8)
-		want = 8;
+	if (want > MAX_THREADS)
+		want = MAX_THREADS;
+	if ((uint64_t)want > L.njobs)
+		want = L.njobs ? (unsigned)L.njobs : 1;
+	L.dfd = open_direct(f, p, o, res);
+	res->direct = L.dfd >= 0;
+	if (L.dfd < 0)
+		(void)posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	L.running = want;
 	for (; workers < want; workers++)
-		if (pthread_create(&th[workers], NULL, cksum_worker, &ck) != 0)
-			break; /* fewer workers (none: checksums inline) */
-	res->threads = workers;
-
-	(void)posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	r = stream(f->fd, runs, nruns, left, &ck, workers, o, p->member_bytes, t0, res, err);
-
-	pthread_mutex_lock(&ck.mu);
-	ck.closing = 1;
-	pthread_cond_broadcast(&ck.cv);
-	pthread_mutex_unlock(&ck.mu);
-	for (unsigned w = 0; w < workers; w++)
-		pthread_join(th[w], NULL);
+		if (pthread_create(&th[workers], NULL, worker, &L) != 0)
+			break;
+	if (!workers) { /* no thread: do it all here */
+		L.running = 1;
+		worker(&L);
+	} else {
+		pthread_mutex_lock(&L.mu);
+		L.running -= want - workers;
+		uint64_t last = t0;
+		while (L.running) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 100000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&L.cv, &L.mu, &ts);
+			uint64_t t = now_ns(), done = __atomic_load_n(&L.done, __ATOMIC_RELAXED);
+			if (o->progress && L.running && t - last >= 100000000ull && done < p->member_bytes) {
+				pthread_mutex_unlock(&L.mu);
+				o->progress(o->arg, done, p->member_bytes, t - t0);
+				pthread_mutex_lock(&L.mu);
+				last = t;
+			}
+		}
+		pthread_mutex_unlock(&L.mu);
+		for (unsigned w = 0; w < workers; w++)
+			pthread_join(th[w], NULL);
+	}
+	res->threads = workers ? workers : 1;
+	res->bytes_read = L.done;
+	res->read_calls = L.read_calls;
+	res->direct_bytes = L.direct_bytes;
 	res->ns = now_ns() - t0;
-	if (r == 0 && o->progress)
+	if (L.err_r) {
+		r = L.err_r;
+		*err = L.err;
+		goto out;
+	}
+	if (o->cancel && __atomic_load_n(o->cancel, __ATOMIC_RELAXED)) {
+		r = fsg_fail_errno(err, -ECANCELED, "the load was cancelled");
+		goto out;
+	}
+	r = 0;
+	if (o->progress)
 		o->progress(o->arg, res->bytes_read, p->member_bytes, res->ns);
 out:
-	free(runs);
-	free(left);
-	free(ck.q);
+	if (L.dfd >= 0)
+		close(L.dfd);
+	free(L.jobs);
+	free(L.layer_left);
 	fsg_layout_free(&lo);
+	return r;
+}
+
+int fsg_arena_build(const struct fsg_file *f, const struct fsg_plan *p, const struct fsg_load_opts *o,
+		    struct fs_shm *shm, struct fsg_load_result *res, struct fsg_err *err)
+{
+	uint64_t t0 = now_ns();
+	int r = fsg_arena_create(p, o, shm, res, err);
 	if (r < 0)
+		return r;
+	if ((r = fsg_arena_fill(f, p, o, shm, res, err)) < 0)
 		fs_shm_close(shm);
+	res->ns = now_ns() - t0; /* the whole build: create, lock, read, checksums */
 	return r;
 }

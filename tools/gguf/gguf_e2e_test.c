@@ -4,7 +4,7 @@
  * foresightd --model FILE serving fs-demo-engine (every expert it reads,
  * from a slot or the arena, checked against the arena's checksum), the
  * model's dimensions in `fsctl stats`, the load counters, the refusal of an
- * arena that cannot be locked.
+ * arena that cannot be locked, the load's progress while it runs.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +25,7 @@
 
 #include "fs_harness.h"
 #include "fsg_moe.h"
+#include "fsg_types.h"
 #include "fsgw.h"
 
 static char g_dir[64];
@@ -248,4 +251,159 @@ Test(gguf_e2e, refuses_an_unlockable_arena)
 			  strstr(g_out, "--allow-unlocked"),
 		  "log: %s", g_out);
 	cr_expect_eq(access(sock, F_OK), -1, "no socket was created");
+}
+
+/* A load slowed to take seconds (FORESIGHT_TEST_LOAD_MBPS): the control
+ * socket is up from the start, `fsctl stats` shows the bytes loaded, the
+ * rate and the time left growing and shrinking, ping and attach answer
+ * EAGAIN ("loading") until the arena is whole, systemd hears STATUS= lines
+ * with the percentage and EXTEND_TIMEOUT_USEC, then READY=1; afterwards the
+ * demo engine reads every expert right. */
+Test(gguf_e2e, stats_show_the_load_while_it_runs)
+{
+	char path[160], sock[200], log[200], nsock[100];
+	struct fsgw_model m;
+	char err[256];
+	fsgw_model_defaults(&m, "qwen3moe");
+	m.type = fsg_type_by_name("Q4_K");
+	m.layers = 8, m.experts = 32, m.embd = 256, m.ff = 256; /* 8 x 3.5 MB */
+	snprintf(path, sizeof(path), "%s/slow.gguf", g_dir);
+	cr_assert_eq(fsgw_model_write(&m, path, err, sizeof(err)), 0, "%s", err);
+	struct fsg_file f;
+	struct fsg_plan p;
+	plan_of(path, &f, &p);
+	snprintf(sock, sizeof(sock), "%s/s.sock", g_dir);
+	snprintf(log, sizeof(log), "%s/d.log", g_dir);
+	snprintf(nsock, sizeof(nsock), "%s/notify.sock", g_dir);
+	int nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", nsock);
+	cr_assert_eq(bind(nfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+
+	pid_t pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setenv("NOTIFY_SOCKET", nsock, 1);
+		setenv("FORESIGHT_TEST_LOAD_MBPS", "8", 1); /* about 3.5 s */
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 2);
+		execl(FS_DAEMON_BIN, FS_DAEMON_BIN, "--socket", sock, "--model", path, "--allow-unlocked", "--slots",
+		      "16", (char *)NULL);
+		_exit(127);
+	}
+	unsigned partial = 0, attach_refused = 0, ping_refused = 0;
+	double first_done = -1, last_done = -1, total = 0;
+	int ready = 0;
+	for (uint64_t end = fsh_now_ms() + 60000; fsh_now_ms() < end && !ready;) {
+		usleep(50000);
+		if (sh(0, "%s --socket %s stats --json 2>/dev/null", FSCTL_BIN, sock) != 0)
+			continue; /* not up yet */
+		cJSON *j = cJSON_Parse(g_out);
+		cr_assert_not_null(j, "%s", g_out);
+		const cJSON *dm = cJSON_GetObjectItem(j, "daemon");
+		double done = jnum(dm, "arena_loaded_bytes"), bps = jnum(dm, "arena_load_bps"),
+		       left = jnum(dm, "arena_load_left_ns");
+		total = jnum(dm, "arena_bytes");
+		cJSON_Delete(j);
+		cr_expect_eq(total, (double)p.member_bytes);
+		if (done > 0 && done < total) {
+			partial++;
+			cr_expect_geq(done, last_done, "progress only grows");
+			if (first_done < 0)
+				first_done = done;
+			last_done = done;
+			cr_expect_gt(bps, 0, "a rate while loading");
+			cr_expect_gt(left, 0, "time left while loading");
+			if (sh(1, "%s --socket %s ping", FSCTL_BIN, sock) != 0 && strstr(g_out, "loading the arena"))
+				ping_refused++;
+			char rep[512];
+			if (fsh_request(sock, "{\"verb\":\"attach\",\"proto\":1}", rep, sizeof(rep)) == 0 &&
+			    strstr(rep, "EAGAIN") && strstr(rep, "loading the arena"))
+				attach_refused++;
+		}
+		ready = sh(0, "%s --socket %s ping 2>/dev/null", FSCTL_BIN, sock) == 0;
+	}
+	cr_assert(ready, "the daemon never became ready");
+	cr_expect_geq(partial, 3u, "stats showed the load in progress %u times", partial);
+	cr_expect_gt(last_done, first_done, "stats showed the load moving");
+	cr_expect_gt(ping_refused, 0u, "ping said 'loading' while it loaded");
+	cr_expect_gt(attach_refused, 0u, "attach answered EAGAIN while it loaded");
+
+	cr_assert_eq(sh(0, "%s --socket %s stats --json", FSCTL_BIN, sock), 0, "%s", g_out);
+	cJSON *j = cJSON_Parse(g_out);
+	const cJSON *dm = cJSON_GetObjectItem(j, "daemon");
+	cr_expect_eq(jnum(dm, "arena_loaded_bytes"), (double)p.member_bytes);
+	cr_expect_eq(jnum(dm, "arena_load_left_ns"), 0);
+	cJSON_Delete(j);
+	cr_expect_eq(sh(0, "%s --socket %s stats", FSCTL_BIN, sock), 0);
+	cr_expect(strstr(g_out, "arena_load_bps") && strstr(g_out, "arena_load_left_ns"), "%s", g_out);
+	int rc = sh(1, "%s --socket %s --windows 40 --quiet", DEMO_BIN, sock);
+	cr_expect_eq(rc, 0, "%s", g_out);
+	const char *v = strstr(g_out, "verified reads: ");
+	unsigned long long verified = 0, mismatches = 1;
+	cr_assert_not_null(v, "%s", g_out);
+	cr_assert_eq(sscanf(v, "verified reads: %llu mismatches: %llu", &verified, &mismatches), 2);
+	cr_expect_gt(verified, 0u);
+	cr_expect_eq(mismatches, 0u, "%s", g_out);
+
+	/* systemd's side: loading statuses with the percentage and the start
+	 * timeout extended, then READY=1. */
+	char msg[1024];
+	unsigned loading = 0, extend = 0, ready_at = 0, n = 0;
+	ssize_t got;
+	while ((got = recv(nfd, msg, sizeof(msg) - 1, 0)) > 0) {
+		msg[got] = 0;
+		n++;
+		if (strstr(msg, "STATUS=loading the arena: ") && strstr(msg, " %"))
+			loading++;
+		if (strstr(msg, "EXTEND_TIMEOUT_USEC="))
+			extend++;
+		if (strstr(msg, "READY=1") && !ready_at)
+			ready_at = n;
+	}
+	cr_expect_geq(loading, 2u, "STATUS lines while loading: %u", loading);
+	cr_expect_geq(extend, 2u, "EXTEND_TIMEOUT_USEC while loading: %u", extend);
+	cr_expect_gt(ready_at, loading, "READY=1 after the loading statuses");
+	close(nfd);
+	kill(pid, SIGTERM);
+	cr_expect_eq(fsh_wait(pid, 10000), 0);
+	fsg_plan_free(&p);
+	fsg_close(&f);
+}
+
+/* SIGTERM during a (slowed) load: the loader threads stop after their job,
+ * the daemon exits 0 at once, not after the load. */
+Test(gguf_e2e, stops_during_the_load)
+{
+	char path[160], sock[200], log[200], err[256];
+	struct fsgw_model m;
+	fsgw_model_defaults(&m, "qwen3moe");
+	m.type = fsg_type_by_name("Q4_K");
+	m.layers = 8, m.experts = 32, m.embd = 256, m.ff = 256;
+	snprintf(path, sizeof(path), "%s/slow.gguf", g_dir);
+	cr_assert_eq(fsgw_model_write(&m, path, err, sizeof(err)), 0, "%s", err);
+	snprintf(sock, sizeof(sock), "%s/s.sock", g_dir);
+	snprintf(log, sizeof(log), "%s/d.log", g_dir);
+	pid_t pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setenv("FORESIGHT_TEST_LOAD_MBPS", "1", 1); /* about 28 s */
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 2);
+		execl(FS_DAEMON_BIN, FS_DAEMON_BIN, "--socket", sock, "--model", path, "--allow-unlocked",
+		      (char *)NULL);
+		_exit(127);
+	}
+	int up = 0;
+	for (uint64_t end = fsh_now_ms() + 20000; fsh_now_ms() < end && !up;) {
+		usleep(50000);
+		up = sh(0, "%s --socket %s stats --json 2>/dev/null", FSCTL_BIN, sock) == 0;
+	}
+	cr_assert(up, "the control socket never came up");
+	uint64_t t = fsh_now_ms();
+	kill(pid, SIGTERM);
+	cr_expect_eq(fsh_wait(pid, 10000), 0);
+	cr_expect_lt(fsh_now_ms() - t, 5000, "it stopped without finishing the load");
+	cr_assert_gt(fsh_read_file(log, g_out, sizeof(g_out)), 0);
+	cr_expect(strstr(g_out, "load cancelled") != NULL, "log: %s", g_out);
 }

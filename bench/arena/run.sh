@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# bench/arena/run.sh: the arena load against cat and the bounds on a GPU
+# machine (no package registry there), at 2 GiB and at 16 GiB, in one go.
+#
+#   bash bench/arena/run.sh [OUTDIR]     (OUTDIR default $OUT or /tmp/fs-arena)
+#
+# 1. unpacks .debs/ with tools/device-setup.sh, builds fs-bench-arena
+#    (Release, build-arena/);
+# 2. fs-bench-arena --lock --drop-caches at ${ARENA_SMALL:-2G} and ${ARENA_BIG:-16G}
+#    (files in ${ARENA_DIR:-the repository}/, on the machine's disk, not
+#    /tmp, which may be RAM), then the big file again with 8 threads and
+#    with 32 MiB jobs (the choice of threads and job size);
+# 3. writes every table to OUTDIR/arena-results.md and fails when a run
+#    fails or a row is missing (fs-bench-arena exits 1 then).
+# About 4-6 minutes on 16 cores / 128 GiB / NVMe.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+OUTDIR=${1:-${OUT:-/tmp/fs-arena}}
+DIR=${ARENA_DIR:-$ROOT/.arena-bench}
+BIG=${ARENA_BIG:-16G}
+SMALL=${ARENA_SMALL:-2G}
+mkdir -p "$OUTDIR" "$DIR"
+RES=$OUTDIR/arena-results.md
+exec > >(tee "$OUTDIR/arena-run.log") 2>&1
+
+echo "== machine"
+date -u +%Y-%m-%dT%H:%MZ
+nproc
+free -g | head -2
+df -hT "$DIR" | tail -1
+cat /sys/kernel/mm/transparent_hugepage/shmem_enabled || true
+grep -E "HugePages_(Total|Free)" /proc/meminfo || true
+ulimit -l || true
+
+echo "== build"
+if [ -d .debs ]; then
+	# shellcheck disable=SC1091
+	source tools/device-setup.sh /tmp/fsdeps >/dev/null
+fi
+cmake -S . -B build-arena -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build-arena -j"$(nproc)" --target fs-bench-arena 2>&1 | grep -E "error|warning" || true
+B=build-arena/bench/arena/fs-bench-arena
+test -x "$B"
+
+rc=0
+run() # title, args...
+{
+	local title=$1
+	shift
+	echo "== $title: fs-bench-arena $*"
+	{
+		echo
+		echo "### $title"
+		echo
+		echo '```'
+		echo "fs-bench-arena $*"
+		"$B" "$@" || { echo "FAILED: exit $?"; rc=1; }
+		echo '```'
+	} | tee -a "$RES"
+}
+: >"$RES"
+run "$SMALL" --bytes "$SMALL" --lock --drop-caches --dir "$DIR"
+run "$BIG" --bytes "$BIG" --lock --drop-caches --dir "$DIR" --keep
+KEPT=("$DIR"/fs-bench-arena-*.gguf) # the 2 GiB file was deleted after its run
+BIGF=${KEPT[0]}
+if [ -f "$BIGF" ]; then
+	run "$BIG, 8 threads" --file "$BIGF" --lock --drop-caches --threads 8
+	run "$BIG, 32 MiB jobs" --file "$BIGF" --lock --drop-caches --chunk 32M
+	rm -f "$BIGF"
+else
+	echo "FAILED: the $BIG file was not kept"
+	rc=1
+fi
+echo "== done (rc $rc): $RES"
+exit $rc
