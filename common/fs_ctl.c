@@ -16,9 +16,9 @@ static int code_errno(const char *code)
 	static const struct {
 		const char *name;
 		int e;
-	} map[] = {{"EACCES", EACCES}, {"EPROTO", EPROTO}, {"EINVAL", EINVAL},     {"ENOENT", ENOENT},
-		   {"EBUSY", EBUSY},   {"ENOSYS", ENOSYS}, {"EALREADY", EALREADY}, {"EMSGSIZE", EMSGSIZE},
-		   {"EAGAIN", EAGAIN}};
+	} map[] = {{"EACCES", EACCES},     {"EPROTO", EPROTO},     {"EINVAL", EINVAL},
+		   {"ENOENT", ENOENT},     {"EBUSY", EBUSY},       {"ENOSYS", ENOSYS},
+		   {"EALREADY", EALREADY}, {"EMSGSIZE", EMSGSIZE}, {"EAGAIN", EAGAIN}};
 	for (size_t i = 0; code && i < sizeof(map) / sizeof(map[0]); i++)
 		if (strcmp(code, map[i].name) == 0)
 			return map[i].e;

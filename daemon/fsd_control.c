@@ -369,8 +369,10 @@ static cJSON *loading_reply(struct fsd *d, const char *verb)
 	uint64_t done = __atomic_load_n(&d->counters_daemon[FS_C_arena_loaded_bytes], __ATOMIC_RELAXED);
 	uint64_t total = __atomic_load_n(&d->counters_daemon[FS_C_arena_bytes], __ATOMIC_RELAXED);
 	uint64_t left = __atomic_load_n(&d->counters_daemon[FS_C_arena_load_left_ns], __ATOMIC_RELAXED);
-	return reply_err(EAGAIN, "%s: foresightd is loading the arena (%.0f %%, about %.0f s left): retry when it is done",
-			 verb, total ? 100.0 * (double)done / (double)total : 0.0, (double)left / 1e9);
+	return reply_err(
+		EAGAIN,
+		"%s: foresightd is loading the arena (%.0f %%, about %.0f s left): retry when it is done",
+		verb, total ? 100.0 * (double)done / (double)total : 0.0, (double)left / 1e9);
 }
 
 static cJSON *handle(struct fsd *d, const char *body, size_t len, const struct fsd_peer *pe)

@@ -243,7 +243,7 @@ int main(int argc, char **argv)
 		rc = start_rc;
 
 out:
-	fsd_metrics_stop(&d); /* before anything a scrape reads goes away */
+	fsd_metrics_stop(&d);      /* before anything a scrape reads goes away */
 	fsd_arena_gguf_cancel(&d); /* a load in progress stops; its thread is joined */
 	if (d.dh)
 		fs_store_release(&d.dh->state, (uint32_t)FS_DAEMON_STOPPING);

@@ -425,8 +425,8 @@ int main(int argc, char **argv)
 		evict(path, o.drop_caches, &how);
 		left_cold[loads[k].row] = cached(path);
 		if ((rc = run_arena(&o, path, loads[k].direct, &ar[loads[k].row])) == 0)
-			rows[loads[k].row] = (struct row){loads[k].what, loads[k].cache, ar[loads[k].row].bytes,
-							  ar[loads[k].row].s};
+			rows[loads[k].row] = (struct row){loads[k].what, loads[k].cache,
+							  ar[loads[k].row].bytes, ar[loads[k].row].s};
 	}
 	/* Warm: cat (which also brings the file in), then the daemon's default. */
 	if (rc == 0 && (rc = run_cat(path, &s)) == 0 && (rc = run_cat(path, &s)) == 0)
@@ -452,7 +452,8 @@ int main(int argc, char **argv)
 	int missing = 0;
 	for (int i = 0; i < NROWS; i++) {
 		if (!rows[i].what || rows[i].s <= 0) {
-			printf("| %-30s | %-5s | %14s | %8s | %7s |\n", "(row missing)", "-", "-", "-", "FAILED");
+			printf("| %-30s | %-5s | %14s | %8s | %7s |\n", "(row missing)", "-", "-", "-",
+			       "FAILED");
 			missing++;
 			continue;
 		}
@@ -464,7 +465,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	double cold_best = gbps(&rows[AR_COLD_D]) > gbps(&rows[AR_COLD_B]) ? gbps(&rows[AR_COLD_D]) :
-									       gbps(&rows[AR_COLD_B]);
+									     gbps(&rows[AR_COLD_B]);
 	double bound = gbps(&rows[W1]) < gbps(&rows[FNVN]) ? gbps(&rows[W1]) : gbps(&rows[FNVN]);
 	printf("\nN = %u loader threads (%s), jobs of %llu bytes; cold: %s (file cached after: %.1f %%, %.1f %%, "
 	       "%.1f %%)\n",
@@ -483,8 +484,9 @@ int main(int argc, char **argv)
 	       ar[AR_WARM].direct ? "it read O_DIRECT: the file was not cached?" : "as chosen");
 	printf("goal (issue 23, at 16 GiB or more): cold >= 0.90 x cat cold: %.2f, %s; warm >= 0.70 x the lower "
 	       "bound (%.2f GB/s): %.2f, %s%s\n",
-	       cold_best / gbps(&rows[CAT_COLD]), cold_best >= 0.9 * gbps(&rows[CAT_COLD]) ? "met" : "NOT met",
-	       bound, gbps(&rows[AR_WARM]) / bound, gbps(&rows[AR_WARM]) >= 0.7 * bound ? "met" : "NOT met",
+	       cold_best / gbps(&rows[CAT_COLD]),
+	       cold_best >= 0.9 * gbps(&rows[CAT_COLD]) ? "met" : "NOT met", bound,
+	       gbps(&rows[AR_WARM]) / bound, gbps(&rows[AR_WARM]) >= 0.7 * bound ? "met" : "NOT met",
 	       file_bytes < (16ull << 30) ? " (this file is under 16 GiB)" : "");
 	char thp[160], thp_anon[160];
 	read_line("/sys/kernel/mm/transparent_hugepage/shmem_enabled", thp, sizeof(thp));

@@ -156,10 +156,11 @@ Test(arena, every_fixture, .timeout = 120)
 		cr_assert_leq(p.layers, 64u);
 		cr_expect_eq(pr.layer_late, 0u);
 		for (uint32_t l = 0; l < p.layers; l++)
-			cr_expect_eq(pr.layer_calls[l], 1u, "%s: layer %u reported done %u times", fx[k].file, l,
-				     pr.layer_calls[l]);
+			cr_expect_eq(pr.layer_calls[l], 1u, "%s: layer %u reported done %u times", fx[k].file,
+				     l, pr.layer_calls[l]);
 		if (res.direct)
-			cr_expect_geq(res.direct_bytes, p.member_bytes, "%s: O_DIRECT read it all", fx[k].file);
+			cr_expect_geq(res.direct_bytes, p.member_bytes, "%s: O_DIRECT read it all",
+				      fx[k].file);
 		check_arena(&f, &p, &shm, fx[k].m.seed, fx[k].file);
 		fs_shm_close(&shm);
 		fsg_plan_free(&p);

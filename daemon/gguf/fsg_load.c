@@ -46,8 +46,8 @@
 #define MLOCK_ONFAULT 0x01 /* Linux >= 4.4 */
 #endif
 
-#define IOV_BATCH 1024          /* IOV_MAX on Linux */
-#define DIRECT_ALIGN 4096u      /* O_DIRECT: offset, length and buffer */
+#define IOV_BATCH 1024     /* IOV_MAX on Linux */
+#define DIRECT_ALIGN 4096u /* O_DIRECT: offset, length and buffer */
 #define MAX_THREADS 64u
 #define CK_WAYS 4
 
@@ -66,14 +66,14 @@ struct loader {
 	uint64_t njobs;
 	uint64_t max_read;
 	uint64_t bounce_bytes;
-	uint64_t next;        /* atomic: the next job to take */
-	uint64_t done;        /* atomic: expert bytes landed and checksummed */
-	uint64_t read_calls;  /* atomic */
+	uint64_t next;         /* atomic: the next job to take */
+	uint64_t done;         /* atomic: expert bytes landed and checksummed */
+	uint64_t read_calls;   /* atomic */
 	uint64_t direct_bytes; /* atomic: bytes read with O_DIRECT */
-	uint32_t *layer_left; /* atomic: jobs of the layer not finished */
-	int failed;           /* atomic: a job failed; the others stop */
-	int populate;         /* MADV_POPULATE_WRITE each job's pages */
-	uint64_t t0;          /* when the fill began */
+	uint32_t *layer_left;  /* atomic: jobs of the layer not finished */
+	int failed;            /* atomic: a job failed; the others stop */
+	int populate;          /* MADV_POPULATE_WRITE each job's pages */
+	uint64_t t0;           /* when the fill began */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	unsigned running;
@@ -131,8 +131,8 @@ static void checksum_job(struct loader *L, const struct job *j)
 	}
 	for (; x < j->n; x++) {
 		const uint8_t *q = L->base + fsg_layout_blob(L->lo, j->layer, j->x0 + x);
-		L->idx[(uint64_t)j->layer * L->p->experts + j->x0 + x].checksum =
-			fnv_more(FS_FNV64_OFFSET, q, bytes);
+		L->idx[(uint64_t)j->layer * L->p->experts + j->x0 + x].checksum = fnv_more(FS_FNV64_OFFSET, q,
+											   bytes);
 	}
 }
 
@@ -259,9 +259,11 @@ static int do_job(struct loader *L, const struct job *j, uint8_t *bounce)
 			if (!L->err_r)
 				L->err_r = fsg_fail_errno(
 					&L->err, r, "reading %llu bytes at byte %llu of the model file: %s",
-					(unsigned long long)((uint64_t)j->n * pt->bytes), (unsigned long long)src,
-					r == -EIO ? "the file ended early (did it change since it was parsed?)" :
-						    strerror(-r));
+					(unsigned long long)((uint64_t)j->n * pt->bytes),
+					(unsigned long long)src,
+					r == -EIO ?
+						"the file ended early (did it change since it was parsed?)" :
+						strerror(-r));
 			pthread_mutex_unlock(&L->mu);
 			return r;
 		}
@@ -300,7 +302,8 @@ static void *worker(void *arg)
 	if (L->dfd >= 0 && posix_memalign((void **)&bounce, DIRECT_ALIGN, (size_t)L->bounce_bytes) != 0) {
 		pthread_mutex_lock(&L->mu);
 		if (!L->err_r)
-			L->err_r = fsg_fail_errno(&L->err, -ENOMEM, "out of memory for a %llu-byte read buffer",
+			L->err_r = fsg_fail_errno(&L->err, -ENOMEM,
+						  "out of memory for a %llu-byte read buffer",
 						  (unsigned long long)L->bounce_bytes);
 		pthread_mutex_unlock(&L->mu);
 		__atomic_store_n(&L->failed, 1, __ATOMIC_RELAXED);
@@ -484,8 +487,13 @@ int fsg_arena_fill(const struct fsg_file *f, const struct fsg_plan *p, const str
 	pthread_t th[MAX_THREADS];
 	unsigned workers = 0;
 	uint64_t t0 = now_ns();
-	struct loader L = {.p = p, .lo = &lo, .o = o, .fd = f->fd, .dfd = -1,
-			   .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	struct loader L = {.p = p,
+			   .lo = &lo,
+			   .o = o,
+			   .fd = f->fd,
+			   .dfd = -1,
+			   .mu = PTHREAD_MUTEX_INITIALIZER,
+			   .cv = PTHREAD_COND_INITIALIZER};
 	int r;
 
 	if (f->fd < 0)
@@ -494,7 +502,8 @@ int fsg_arena_fill(const struct fsg_file *f, const struct fsg_plan *p, const str
 		return r;
 	if (lo.bytes > shm->bytes) {
 		fsg_layout_free(&lo);
-		return fsg_fail_errno(err, -EINVAL, "the arena (%zu bytes) is smaller than its layout", shm->bytes);
+		return fsg_fail_errno(err, -EINVAL, "the arena (%zu bytes) is smaller than its layout",
+				      shm->bytes);
 	}
 	L.t0 = t0;
 	L.base = shm->base;

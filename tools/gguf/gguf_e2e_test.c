@@ -287,8 +287,8 @@ Test(gguf_e2e, stats_show_the_load_while_it_runs)
 		setenv("FORESIGHT_TEST_LOAD_MBPS", "8", 1); /* about 3.5 s */
 		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		dup2(fd, 2);
-		execl(FS_DAEMON_BIN, FS_DAEMON_BIN, "--socket", sock, "--model", path, "--allow-unlocked", "--slots",
-		      "16", (char *)NULL);
+		execl(FS_DAEMON_BIN, FS_DAEMON_BIN, "--socket", sock, "--model", path, "--allow-unlocked",
+		      "--slots", "16", (char *)NULL);
 		_exit(127);
 	}
 	unsigned partial = 0, attach_refused = 0, ping_refused = 0;
@@ -314,7 +314,8 @@ Test(gguf_e2e, stats_show_the_load_while_it_runs)
 			last_done = done;
 			cr_expect_gt(bps, 0, "a rate while loading");
 			cr_expect_gt(left, 0, "time left while loading");
-			if (sh(1, "%s --socket %s ping", FSCTL_BIN, sock) != 0 && strstr(g_out, "loading the arena"))
+			if (sh(1, "%s --socket %s ping", FSCTL_BIN, sock) != 0 &&
+			    strstr(g_out, "loading the arena"))
 				ping_refused++;
 			char rep[512];
 			if (fsh_request(sock, "{\"verb\":\"attach\",\"proto\":1}", rep, sizeof(rep)) == 0 &&
