@@ -153,6 +153,10 @@ static void cell(char *out, size_t len, double med, double lo, double hi, int n,
 		snprintf(out, len, effect ? "%+.1f%s (one run)" : "%.1f (one run)", med * k, unit);
 		return;
 	}
+	if (n == 2 && effect) { /* a bootstrap of two is their range: no verdict either */
+		snprintf(out, len, "%+.1f%s (two runs: %+.1f..%+.1f)", med * k, unit, lo * k, hi * k);
+		return;
+	}
 	if (effect && lo <= 0 && hi >= 0)
 		snprintf(out, len, "no effect (%+.1f%s, %+.1f..%+.1f)", med * k, unit, lo * k, hi * k);
 	else if (effect)
@@ -220,7 +224,7 @@ static int report_one(FILE *out, const struct eb_rec *r, size_t n)
 	for (int m = 0; m < EB_NMODES; m++) {
 		if (!(h->promised_modes >> m & 1u))
 			continue;
-		char tps[96], vs[96] = "n/a", sh[96] = "n/a", cv[96] = "n/a";
+		char tps[96], vs[96] = "n/a", sh[160] = "", cv[96] = "n/a";
 		if (!have[m]) {
 			fprintf(out, "| %s | MISSING or FAILED (0 of %d repetitions) | | | | | |%s\n",
 				eb_mode_name(m), reps, has_bound ? " |" : "");
@@ -250,6 +254,8 @@ static int report_one(FILE *out, const struct eb_rec *r, size_t n)
 				cvs[kc++] = (p->mplw - x->mplw) / (p->mplw - x->bound_mplw);
 		}
 		double a, b, c;
+		if (m == best || m == EB_ZERO || !kr)
+			snprintf(sh, sizeof(sh), "n/a");
 		if (m == best) {
 			snprintf(vs, sizeof(vs), "best peer");
 			snprintf(sh, sizeof(sh), "0 (reference)");
@@ -268,6 +274,9 @@ static int report_one(FILE *out, const struct eb_rec *r, size_t n)
 				boot_median(share, ks, &a, &b, &c);
 				cell(sh, sizeof(sh), a, b, c, ks, " %", 100, 1);
 			}
+			if (ks < kr) /* zero-miss was not faster than the peer in the others */
+				snprintf(sh + strlen(sh), sizeof(sh) - strlen(sh),
+					 "%sheadroom in %d of %d repetitions", ks ? "; " : "", ks, kr);
 		}
 		if (kc && m != EB_ZERO && m != best) {
 			boot_median(cvs, kc, &a, &b, &c);
