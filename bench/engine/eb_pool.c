@@ -155,13 +155,16 @@ static void *copier(void *arg)
 	return NULL;
 }
 
-/* Queue slot's copy of (layer, x): the slot leaves the map until it lands. */
+/* Queue slot's copy of (layer, x): the slot leaves the map until it lands.
+ * 0, 1 when there is nothing to copy, -1 on an arena error. */
 static int upload(struct eb_pool *p, uint32_t card, uint32_t slot, uint32_t layer, uint32_t x, int measured)
 {
 	struct pcard *c = &p->c[card];
 	struct fs_expert_blob b;
-	if (fs_arena_expert(p->o.client, layer, x, &b) != 0 || b.bytes == 0 || b.bytes > p->sb)
+	if (fs_arena_expert(p->o.client, layer, x, &b) != 0 || b.bytes > p->sb)
 		return -1;
+	if (b.bytes == 0)
+		return 1; /* a GGUF's dense layer: no routed expert to hold */
 	uint32_t old = c->key[slot];
 	if (old != NONE)
 		p->slot_of[old] = NONE;
@@ -403,8 +406,11 @@ int eb_pool_layer_done(struct eb_pool *p, uint32_t w, uint32_t layer, const stru
 		uint32_t v = lru_victim(c, layer, now);
 		if (v == NONE)
 			break;
-		if (upload(p, card, v, layer, u[i].expert, measured) != 0)
+		int r = upload(p, card, v, layer, u[i].expert, measured);
+		if (r < 0)
 			return -1;
+		if (r > 0)
+			continue;
 		c->stamp[v] = now;
 		ins++;
 	}
@@ -452,9 +458,10 @@ static int adapt_card(struct eb_pool *p, uint32_t card, struct ranked *cand, str
 		if (cand[i].count <= v->count)
 			break;
 		uint32_t slot = p->slot_of[v->key];
-		if (upload(p, card, slot, cand[i].key / p->E, cand[i].key % p->E, measured) != 0)
+		int r = upload(p, card, slot, cand[i].key / p->E, cand[i].key % p->E, measured);
+		if (r < 0)
 			return -1;
-		swaps++;
+		swaps += r == 0;
 	}
 	if (measured)
 		p->swaps += swaps;
