@@ -378,6 +378,9 @@ uint64_t fsd_notify_watchdog_usec(void);
 int fsd_metrics_url(const char *listen, int allow_remote, char *url, size_t len, char *err, size_t errlen);
 int fsd_metrics_start(struct fsd *d, const char *listen, int allow_remote);
 void fsd_metrics_stop(struct fsd *d);
+/* Loop thread, as a client row comes into use (on) or leaves it: the labels
+ * (name, pid, uid) the metrics give its series. */
+void fsd_metrics_client(struct fsd *d, uint32_t row, int on);
 
 /* fsd_stats.c: the stats reply, built from the counter X-macros */
 struct cJSON;

@@ -60,6 +60,7 @@ static void set_active_bit(struct fsd *d, uint32_t row, int on)
 {
 	struct fs_counters_hdr *ch = (struct fs_counters_hdr *)((char *)d->dh + d->dh->off_counters);
 	uint64_t bit = 1ull << row;
+	fsd_metrics_client(d, row, on); /* the labels first: a scrape sees the bit, then reads them */
 	if (on)
 		__atomic_fetch_or(&ch->client_active, bit, __ATOMIC_RELEASE);
 	else

@@ -7,19 +7,26 @@
  * lists the stats reply and `fsctl stats` are generated from, so a counter
  * added there shows up here by itself.  Names: foresight_<counter> (daemon),
  * foresight_card_<counter>{card}, foresight_layer_<counter>{layer},
- * foresight_client_<counter>{client} (client = its row, as `id` in
- * `fsctl clients`).  A counter whose help says "(gauge" is a gauge, every
- * other one a counter with the `_total` suffix; a counter named *_ns is
- * exposed in seconds (*_seconds[_total]), Prometheus' base unit.  Totals and
- * hit rates are not exposed: they are sums and ratios of these samples
- * (sum(), rate()).
+ * foresight_client_<counter>{client,name} (client = its row, as `id` in
+ * `fsctl clients`, reused after a detach, so every client series also
+ * carries the engine's name).  A counter whose help says "(gauge" is a
+ * gauge, every other one a counter with the `_total` suffix; a counter named
+ * *_ns is exposed in seconds (*_seconds[_total]), Prometheus' base unit, and
+ * one named *_bytes keeps its unit in the name (*_bytes_total).  Not
+ * counters: a client's pid and uid are labels of foresight_client_info
+ * {client,name,pid,uid} 1, and its dev_seen_ns (a CLOCK_MONOTONIC instant)
+ * is foresight_client_dev_seen_age_seconds, the time since.  Capacity:
+ * foresight_card_slots{card} and foresight_card_slot_bytes{card}.  Totals
+ * and hit rates are not exposed: they are sums and ratios of these samples
+ * (sum(), rate()); docs/grafana/foresight.json is a dashboard of them.
  *
  * Threads: nng's HTTP server calls the handler on nng's own threads, so the
  * handler reads only what any thread may read: the counters (relaxed atomic
  * loads, as fsd_stats.c does), the client-active bitmap and the current
  * epoch (acquire loads), and settings fixed at start (cards, layers,
  * max_clients, the model's name, the backend).  Never the client table: the
- * loop thread owns it (so no client names here).  nng does not wait for a
+ * loop thread owns it; it hands each row's name, pid and uid over at attach
+ * and detach (fsd_metrics_client), under `mlock`.  nng does not wait for a
  * running handler when a server stops, so a scrape renders under `mlock`
  * and checks its endpoint's `stopped` flag: once fsd_metrics_stop returns,
  * no scrape reads the daemon region, which main() then unmaps.
@@ -58,6 +65,29 @@ struct metrics_ep {
 
 static pthread_mutex_t mlock = PTHREAD_MUTEX_INITIALIZER;
 static struct metrics_ep *cur; /* loop thread only */
+
+/* The clients' labels, copied by the loop thread (under mlock). */
+static struct {
+	int on;
+	char name[sizeof(((struct fsd_client *)0)->name)];
+	long pid, uid;
+} client_label[64];
+
+void fsd_metrics_client(struct fsd *d, uint32_t row, int on)
+{
+	if (row >= 64)
+		return;
+	pthread_mutex_lock(&mlock);
+	client_label[row].on = on;
+	if (on) {
+		const struct fsd_client *c = &d->clients[row];
+		memcpy(client_label[row].name, c->name, sizeof(client_label[row].name));
+		client_label[row].name[sizeof(client_label[row].name) - 1] = 0;
+		client_label[row].pid = (long)c->pid;
+		client_label[row].uid = (long)c->uid;
+	}
+	pthread_mutex_unlock(&mlock);
+}
 
 /* ---- the address ------------------------------------------------------- */
 
@@ -210,15 +240,51 @@ static void sample(struct buf *b, const char *metric, const char *label, uint32_
 		   const uint64_t *p)
 {
 	uint64_t v = fs_load_relaxed(p);
-	if (label)
+	if (label && strcmp(label, "client") == 0 && id < 64) {
+		put(b, "%s{client=\"%u\",name=\"", metric, id);
+		put_escaped(b, client_label[id].name, 1);
+		put(b, "\"} ");
+	} else if (label) {
 		put(b, "%s{%s=\"%u\"} ", metric, label, id);
-	else
+	} else {
 		put(b, "%s ", metric);
+	}
 	if (ends_ns(name))
 		put(b, "%llu.%09llu\n", (unsigned long long)(v / 1000000000u),
 		    (unsigned long long)(v % 1000000000u));
 	else
 		put(b, "%llu\n", (unsigned long long)v);
+}
+
+/* One client counter's family: label-only figures (pid, uid) are left to
+ * foresight_client_info; dev_seen_ns, an instant, becomes an age. */
+static void client_family(struct buf *b, struct fsd *d, uint64_t active, uint64_t now, unsigned idx,
+			  const char *cname, const char *help)
+{
+	const struct fsd_config *cfg = &d->cfg;
+	char m[128];
+	if (idx == FS_CCL_pid || idx == FS_CCL_uid)
+		return;
+	if (idx == FS_CCL_dev_seen_ns) {
+		put(b,
+		    "# HELP foresight_client_dev_seen_age_seconds seconds since a device-ring record was last "
+		    "consumed (absent: none yet)\n"
+		    "# TYPE foresight_client_dev_seen_age_seconds gauge\n");
+		for (uint32_t r = 0; r < cfg->max_clients && r < 64; r++) {
+			uint64_t t = fs_load_relaxed(&d->counters_client[(uint64_t)r * FS_N_CLIENT + idx]);
+			if ((active & (1ull << r)) && client_label[r].on && t && t <= now) {
+				put(b, "foresight_client_dev_seen_age_seconds{client=\"%u\",name=\"", r);
+				put_escaped(b, client_label[r].name, 1);
+				put(b, "\"} %.6f\n", (double)(now - t) / 1e9);
+			}
+		}
+		return;
+	}
+	family(b, "client", cname, help, m, sizeof(m));
+	for (uint32_t r = 0; r < cfg->max_clients && r < 64; r++)
+		if (active & (1ull << r))
+			sample(b, m, "client", r, cname,
+			       &d->counters_client[(uint64_t)r * FS_N_CLIENT + idx]);
 }
 
 static void render(struct fsd *d, struct buf *b)
@@ -256,6 +322,15 @@ static void render(struct fsd *d, struct buf *b)
 	FS_COUNTERS_CARD(X)
 #undef X
 
+	put(b, "# HELP foresight_card_slots slots of the card's pool: its capacity in experts\n"
+	       "# TYPE foresight_card_slots gauge\n");
+	for (uint32_t i = 0; i < cfg->cards; i++)
+		put(b, "foresight_card_slots{card=\"%u\"} %u\n", i, cfg->slots);
+	put(b, "# HELP foresight_card_slot_bytes bytes of one slot (the largest expert, page-aligned)\n"
+	       "# TYPE foresight_card_slot_bytes gauge\n");
+	for (uint32_t i = 0; i < cfg->cards; i++)
+		put(b, "foresight_card_slot_bytes{card=\"%u\"} %llu\n", i, (unsigned long long)d->slot_bytes);
+
 #define X(name, help)                                  \
 	family(b, "layer", #name, help, m, sizeof(m)); \
 	for (uint32_t l = 0; l < cfg->layers; l++)     \
@@ -268,12 +343,16 @@ static void render(struct fsd *d, struct buf *b)
 	const struct fs_counters_hdr *ch = (const struct fs_counters_hdr *)((const char *)d->dh +
 									    d->dh->off_counters);
 	uint64_t active = fs_load_acquire(&ch->client_active);
-#define X(name, help)                                             \
-	family(b, "client", #name, help, m, sizeof(m));           \
-	for (uint32_t r = 0; r < cfg->max_clients && r < 64; r++) \
-		if (active & (1ull << r))                         \
-			sample(b, m, "client", r, #name,          \
-			       &d->counters_client[(uint64_t)r * FS_N_CLIENT + FS_CCL_##name]);
+	put(b, "# HELP foresight_client_info an attached engine: its row, name, pid and uid (always 1)\n"
+	       "# TYPE foresight_client_info gauge\n");
+	for (uint32_t r = 0; r < cfg->max_clients && r < 64; r++)
+		if ((active & (1ull << r)) && client_label[r].on) {
+			put(b, "foresight_client_info{client=\"%u\",name=\"", r);
+			put_escaped(b, client_label[r].name, 1);
+			put(b, "\",pid=\"%ld\",uid=\"%ld\"} 1\n", client_label[r].pid, client_label[r].uid);
+		}
+	uint64_t now = fs_now_ns();
+#define X(name, help) client_family(b, d, active, now, FS_CCL_##name, #name, help);
 	FS_COUNTERS_CLIENT(X)
 #undef X
 }

@@ -11,8 +11,9 @@
 # (incrementally on later runs).  Then:
 #   - dpkg-deb --info: package foresight, the version, Depends naming
 #     libuv1, libnng1 and libcjson1, the example config as a conffile, and
-#     no maintainer scripts but CPack's ldconfig calls for the shared
-#     library (postinst, postrm);
+#     the maintainer scripts postinst and postrm (packaging/deb/) only;
+#   - with CUDA in BUILD_DIR (libforesight-kernels built): its CPack
+#     Depends names the CUDA runtime the kernels library links;
 #   - dpkg-deb --contents: foresightd, fsctl, the library with its soname
 #     links, the header, .pc, CMake package, unit, sysusers/tmpfiles
 #     snippets, the example config and the four man pages; nothing under
@@ -20,7 +21,9 @@
 #   - dpkg -x into a scratch root (no root privileges needed), then the
 #     unpacked foresightd --version and --check-config of the unpacked
 #     example config, and fsctl --help, with LD_LIBRARY_PATH on the unpacked
-#     library directory (ldd must find every library).
+#     library directory (ldd must find every library);
+#   - the postinst run into that root (DPKG_ROOT) creates the user, group,
+#     /run/foresight and /var/lib/foresight; the postrm's purge removes them.
 set -euo pipefail
 src=$1 build=$2 cmake=$3 cpack=$4 cc=$5
 work=$(mktemp -d "${TMPDIR:-/tmp}/fs-deb-test.XXXXXX")
@@ -90,13 +93,15 @@ for s in preinst prerm config; do
 	[[ ! -e "$work/control/$s" ]] || fail "unexpected maintainer script $s"
 done
 for s in postinst postrm; do
-	[[ ! -e "$work/control/$s" ]] && continue
-	# CPack adds `ldconfig` for a shared library under /usr/lib; nothing else.
-	# shellcheck disable=SC2016 # "$1" is the script's text, matched literally
-	other=$(grep -vE '^(#!/bin/sh|set -e|if \[ "\$1" = "(configure|remove)" \]; then|[[:space:]]*ldconfig|fi|)$' \
-		"$work/control/$s" || true)
-	[[ -z $other ]] || fail "maintainer script $s does more than ldconfig: $other"
+	cmp -s "$work/control/$s" "$src/packaging/deb/$s" || fail "maintainer script $s is not packaging/deb/$s"
 done
+if compgen -G "$build/kernels/libforesight-kernels.so*" >/dev/null; then
+	grep -q 'CPACK_DEBIAN_PACKAGE_DEPENDS ".*cuda-cudart-[0-9]*-[0-9]* | libcudart[0-9]*' "$build/CPackConfig.cmake" ||
+		fail "libforesight-kernels is built but Depends does not name the CUDA runtime: $(grep DEPENDS "$build/CPackConfig.cmake")"
+	echo "deb_test: with CUDA, Depends names the CUDA runtime: $(sed -n 's/.*PACKAGE_DEPENDS "\(.*\)")/\1/p' "$build/CPackConfig.cmake")"
+else
+	echo "deb_test: no CUDA in $build: the CUDA runtime's Depends is not checked here"
+fi
 
 echo "deb_test: dpkg-deb --contents"
 dpkg-deb --contents "$deb" | awk '{print $6 ($7 ? " " $7 " " $8 : "")}' | sed 's#^\./#/#' >"$work/contents.txt"
@@ -151,6 +156,15 @@ echo "  $out"
 "$root/usr/sbin/foresightd" --check-config "$root/etc/foresight/foresightd.json" --group "$(id -gn)" \
 	--socket "$root/check.sock"
 "$root/usr/bin/fsctl" --help >/dev/null
+
+echo "deb_test: the maintainer scripts into the scratch root"
+DPKG_ROOT=$root sh "$work/control/postinst" configure || fail "postinst configure"
+grep -q '^foresight:' "$root/etc/passwd" && grep -q '^foresight:' "$root/etc/group" ||
+	fail "postinst did not create the user and group foresight"
+[[ -d $root/run/foresight && -d $root/var/lib/foresight ]] || fail "postinst did not create the directories"
+DPKG_ROOT=$root sh "$work/control/postrm" purge || fail "postrm purge"
+grep -q '^foresight:' "$root/etc/passwd" "$root/etc/group" && fail "purge left the user or group foresight"
+[[ -e $root/run/foresight || -e $root/var/lib/foresight ]] && fail "purge left the directories"
 page=$(zcat "$root/usr/share/man/man8/foresightd.8.gz")
 grep -q '^\.TH' <<<"$page" || fail "foresightd.8.gz is not a man page"
 echo "deb_test: OK"

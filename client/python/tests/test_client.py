@@ -251,6 +251,11 @@ class WithDaemon(unittest.TestCase):
         self.assertIn("post_predict", str(cm.exception))
         with self.assertRaises(foresight.InvalidArgument):
             c.post_predict(1, 0, 0, score=-1.0)
+        # Issue 21: a score that is not a finite number >= 0 is refused (the
+        # record validator of proto/fs_rec.h, surfaced as InvalidArgument).
+        for bad in (float("inf"), float("-inf"), float("nan")):
+            with self.assertRaises(foresight.InvalidArgument, msg="score=%r" % bad):
+                c.post_predict(1, 0, 0, score=bad)
         with self.assertRaises(foresight.InvalidArgument):
             c.post_predict(1, 0, 0, horizon=foresight.HORIZON_MAX + 1)
         self.assertEqual(c.arena_parts(0, 0), [], "a synthetic arena has no part table")
