@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# tools/fsctl/top_test.sh FORESIGHTD FSCTL TEST_ENGINE [SCREEN_OUT]: `fsctl top`
+# tools/fsctl/top_test.sh FORESIGHTD FSCTL TEST_ENGINE DEMO [SCREEN_OUT]: `fsctl top`
 # on real terminals (tmux) against a real daemon with an engine running
 # (issue 21, problem 5):
 #   - 80x24: every line of the screen within 80 columns, the screen 24 lines,
@@ -9,12 +9,16 @@
 #   - 200x50: more columns (tlate/s, dev/s) and more layer rows than 80x24;
 #   - `?` shows a line of help per column, `?` again the rates, `q` quits
 #     and leaves the terminal as it was (the alternate screen);
-#   - into a pipe: no escape byte at all.
+#   - into a pipe: no escape byte at all;
+#   - an engine named "py<ESC>[31mRED" (fs-demo-engine --name, problem 4):
+#     `fsctl clients`, `fsctl stats` and `fsctl top` into a pipe show it
+#     escaped (py\x1b[31mRED), the tmux screen carries no red, and the
+#     daemon's log line has no escape byte.
 # SCREEN_OUT: where the captured 80x24 screen is written (README shows it).
 # tmux is installed by tools/install-deps.sh; without it the test is
 # skipped (exit 77), visibly.
 set -euo pipefail
-daemon=$1 fsctl=$2 engine=$3 screen_out=${4:-}
+daemon=$1 fsctl=$2 engine=$3 demo=$4 screen_out=${5:-}
 # shellcheck source=tests/fs_daemon_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../tests/fs_daemon_lib.sh"
 fs_test_init top_test
@@ -105,4 +109,22 @@ large=$(grep -cE "^ +[0-9]+ +[0-9.-]+ " "$work/screen-200x50" || true)
 # into a pipe: no escape byte
 "$fsctl" --socket "$sock" top --count 2 --interval 0.2 >"$work/pipe"
 if LC_ALL=C grep -q $'\033' "$work/pipe"; then fail "an escape in piped output"; fi
+# 4: a hostile engine name
+"$demo" --socket "$sock" --windows 1000000 --name $'py\e[31mRED' >"$work/demo.out" 2>&1 &
+dpid=$!
+for _ in $(seq 50); do
+	"$fsctl" --socket "$sock" clients >"$work/clients" 2>&1 || true
+	grep -q 'RED' "$work/clients" && break
+	sleep 0.1
+done
+"$fsctl" --socket "$sock" stats >"$work/stats" 2>&1
+"$fsctl" --socket "$sock" top --count 1 >"$work/top1" 2>&1
+kill "$dpid" 2>/dev/null || true
+for f in clients stats top1 log; do
+	if LC_ALL=C grep -q $'\033' "$work/$f"; then fail "an escape byte in $f: $(grep -a RED "$work/$f")"; fi
+done
+grep -qF 'py\x1b[31mRED' "$work/clients" || fail "fsctl clients does not show the name escaped: $(cat "$work/clients")"
+grep -qF 'py\x1b[31mRED' "$work/stats" || fail "fsctl stats does not show the name escaped"
+tmux -S "$tsock" capture-pane -e -p -t top200 >"$work/colour"
+if grep -q $'\033\[31m' "$work/colour"; then fail "the name painted the terminal red"; fi
 echo "top_test: PASS"
