@@ -37,8 +37,7 @@
 #define ADAPT_EVERY 4u
 #define ADAPT_DECAY 0.7
 #define ADAPT_SWAPS 96u
-#define TRACE_SESSION 128u /* the real traces' decode tokens */
-#define TRACE_SESSIONS 32u
+#define TRACE_MODEL_TOKENS 4096u /* at least, over sessions as long as the trace's decode */
 
 /* The discussion's slot counts (52 / 39.5 / 25.9 % of 24,576). */
 static const uint32_t box_slots[3] = {12779, 9712, 6363};
@@ -54,8 +53,8 @@ static const double ring_target[4] = {-27.0, -18.0, -12.0, -3.5};
 static const uint32_t reuse_lag[3] = {1, 2, 10};
 static const uint32_t distinct_span[2] = {16, 64};
 const struct replay_trace_target replay_trace_targets[2] = {
-	{"qwen", 48, 128, 6, {0.380, 0.289, 0.230}, {33.16, 53.25}},
-	{"gemma", 30, 128, 6, {0.357, 0.293, 0.252}, {34.53, 57.57}},
+	{"qwen", 48, 128, 6, {0.380, 0.289, 0.230}, {33.16, 53.25}, 128},
+	{"gemma", 30, 128, 6, {0.357, 0.293, 0.252}, {34.53, 57.57}, 128},
 };
 
 struct row {
@@ -184,8 +183,9 @@ static int trace_rows(struct rows *rs, const struct fs_trace_model *box, const s
 	m.layers = tt->layers;
 	m.experts = tt->experts;
 	m.topk = tt->topk;
-	m.session_tokens = TRACE_SESSION;
-	m.tokens = TRACE_SESSION * TRACE_SESSIONS;
+	uint32_t session = tt->session ? tt->session : 128;
+	m.session_tokens = session;
+	m.tokens = session * ((TRACE_MODEL_TOKENS + session - 1) / session);
 	struct fs_trace t;
 	char err[FS_TRACE_ERRLEN];
 	int rc = fs_trace_model_generate(&t, &m, err, sizeof(err));
@@ -196,42 +196,21 @@ static int trace_rows(struct rows *rs, const struct fs_trace_model *box, const s
 	char name[40];
 	for (int i = 0; i < 3; i++) {
 		snprintf(name, sizeof(name), "%s_reuse_lag%u", tt->name, reuse_lag[i]);
-		add(rs, name, tt->reuse[i], calib_reuse(&t, TRACE_SESSION, reuse_lag[i]), 0.04);
+		add(rs, name, tt->reuse[i], calib_reuse(&t, session, reuse_lag[i]), 0.04);
 	}
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 2 && distinct_span[i] <= session; i++) {
 		snprintf(name, sizeof(name), "%s_distinct_%u", tt->name, distinct_span[i]);
 		/* tolerance: 0.04 of the span's uses, the reuse rows' (both are shares of uses) */
-		add(rs, name, tt->distinct[i], calib_distinct(&t, TRACE_SESSION, distinct_span[i]),
+		add(rs, name, tt->distinct[i], calib_distinct(&t, session, distinct_span[i]),
 		    0.04 * distinct_span[i] * tt->topk);
 	}
 	fs_trace_free(&t);
 	return 0;
 }
 
-int replay_calibrate(FILE *out, const struct fs_trace_model *box, enum calib_format format)
+static int print_rows(FILE *out, const struct rows *rsp, enum calib_format format)
 {
-	struct fs_trace_model m = *box;
-	m.session_tokens = BOX_SESSION;
-	m.tokens = BOX_SESSION * (BOX_PROFILE_SESSIONS + BOX_SCORED_SESSIONS);
-	struct fs_trace t;
-	char err[FS_TRACE_ERRLEN];
-	int rc = fs_trace_model_generate(&t, &m, err, sizeof(err));
-	if (rc) {
-		fprintf(stderr, "fs-replay: %s\n", err);
-		return -1;
-	}
-	static struct rows rs;
-	rs.n = 0;
-	rc = box_rows(&rs, &t);
-	if (rc == 0)
-		rc = recall_rows(&rs, &t);
-	fs_trace_free(&t);
-	for (int i = 0; i < 2 && rc == 0; i++)
-		rc = trace_rows(&rs, box, &replay_trace_targets[i]);
-	if (rc) {
-		fprintf(stderr, "fs-replay: calibrate: %s\n", strerror(-rc));
-		return -1;
-	}
+	const struct rows rs = *rsp;
 	int bad = 0;
 	if (format == CALIB_JSON)
 		fprintf(out, "[\n");
@@ -262,6 +241,65 @@ int replay_calibrate(FILE *out, const struct fs_trace_model *box, enum calib_for
 	else if (format == CALIB_TABLE)
 		fprintf(out, "%d of %d statistics within tolerance\n", rs.n - bad, rs.n);
 	return bad;
+}
+
+int replay_calibrate(FILE *out, const struct fs_trace_model *box, enum calib_format format)
+{
+	struct fs_trace_model m = *box;
+	m.session_tokens = BOX_SESSION;
+	m.tokens = BOX_SESSION * (BOX_PROFILE_SESSIONS + BOX_SCORED_SESSIONS);
+	struct fs_trace t;
+	char err[FS_TRACE_ERRLEN];
+	int rc = fs_trace_model_generate(&t, &m, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "fs-replay: %s\n", err);
+		return -1;
+	}
+	static struct rows rs;
+	rs.n = 0;
+	rc = box_rows(&rs, &t);
+	if (rc == 0)
+		rc = recall_rows(&rs, &t);
+	fs_trace_free(&t);
+	for (int i = 0; i < 2 && rc == 0; i++)
+		rc = trace_rows(&rs, box, &replay_trace_targets[i]);
+	if (rc) {
+		fprintf(stderr, "fs-replay: calibrate: %s\n", strerror(-rc));
+		return -1;
+	}
+	return print_rows(out, &rs, format);
+}
+
+int replay_calibrate_trace(FILE *out, const struct fs_trace_model *box, enum calib_format format,
+			   const struct fs_trace *t, const char *name)
+{
+	static struct rows rs;
+	rs.n = 0;
+	/* rows are named by the file's base name up to its first dot */
+	char shortname[24];
+	const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+	int n = (int)strcspn(base, ".");
+	snprintf(shortname, sizeof(shortname), "%.*s", n < 23 ? n : 23, base);
+	struct replay_trace_target tt = {.name = shortname,
+					 .layers = t->layers,
+					 .experts = t->experts,
+					 .topk = t->topk,
+					 .session = t->tokens};
+	if (t->tokens < 16 || t->topk > 16) {
+		fprintf(stderr, "fs-replay: calibrate: %s: needs 16 decode tokens or more and top-k <= 16\n",
+			name);
+		return -1;
+	}
+	for (int i = 0; i < 3; i++)
+		tt.reuse[i] = calib_reuse(t, 0, reuse_lag[i]);
+	for (int i = 0; i < 2; i++)
+		tt.distinct[i] = distinct_span[i] <= t->tokens ? calib_distinct(t, 0, distinct_span[i]) : 0.0;
+	int rc = trace_rows(&rs, box, &tt);
+	if (rc) {
+		fprintf(stderr, "fs-replay: calibrate: %s\n", strerror(-rc));
+		return -1;
+	}
+	return print_rows(out, &rs, format);
 }
 
 int calib_model_set(struct fs_trace_model *m, const char *spec)

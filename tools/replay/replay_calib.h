@@ -63,6 +63,7 @@ struct replay_trace_target {
 	uint32_t layers, experts, topk;
 	double reuse[3];    /* at lags 1, 2, 10 tokens */
 	double distinct[2]; /* distinct experts per layer over 16 and 64 tokens */
+	uint32_t session;   /* its decode tokens: the model's sessions are as long */
 };
 extern const struct replay_trace_target replay_trace_targets[2]; /* qwen, gemma */
 
@@ -71,6 +72,11 @@ extern const struct replay_trace_target replay_trace_targets[2]; /* qwen, gemma 
  * rows out of tolerance, or -1 on error. */
 enum calib_format { CALIB_TABLE = 0, CALIB_JSON, CALIB_MARKDOWN };
 int replay_calibrate(FILE *out, const struct fs_trace_model *box, enum calib_format format);
+/* `fs-replay TRACE --calibrate`: only the reuse and distinct rows, with a
+ * trace the model was not fitted to (a held-out check): its statistics are
+ * the targets, the model is generated at its shape. */
+int replay_calibrate_trace(FILE *out, const struct fs_trace_model *box, enum calib_format format,
+			   const struct fs_trace *t, const char *name);
 
 /* "name=value" for one behaviour field of the model (--model-set). */
 int calib_model_set(struct fs_trace_model *m, const char *spec);

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "replay_calib.h"
@@ -157,4 +158,46 @@ Test(calib, trace_targets_match_the_files)
 					   "%s span %u", tt->name, span[j]);
 		fs_trace_free(&t);
 	}
+}
+
+/* fs-replay TRACE --calibrate: a trace the model was not fitted to.  A
+ * trace drawn from the model itself (same fields) must pass; one drawn
+ * from a uniform router (no popularity, no reuse) must not. */
+Test(calib, held_out_trace)
+{
+	struct fs_trace_model m;
+	fs_trace_model_defaults(&m);
+	m.layers = 48;
+	m.experts = 128;
+	m.topk = 6;
+	m.tokens = 128;
+	m.session_tokens = 128;
+	m.seed = 77;
+	struct fs_trace t;
+	char err[FS_TRACE_ERRLEN];
+	cr_assert_eq(fs_trace_model_generate(&t, &m, err, sizeof(err)), 0, "%s", err);
+	FILE *devnull = fopen("/dev/null", "w");
+	cr_assert_not_null(devnull);
+	struct fs_trace_model box;
+	fs_trace_model_defaults(&box);
+	cr_assert_eq(replay_calibrate_trace(getenv("CALIB_SHOW") ? stdout : devnull, &box, CALIB_TABLE, &t,
+					    "dir/self.route.csv"),
+		     0);
+	fs_trace_free(&t);
+
+	struct fs_trace_gen g;
+	fs_trace_gen_defaults(&g);
+	g.layers = 16;
+	g.experts = 128;
+	g.topk = 6;
+	g.windows = 128;
+	g.skew = 0.0;
+	g.locality = 0.0;
+	cr_assert_eq(fs_trace_generate(&t, &g, err, sizeof(err)), 0, "%s", err);
+	cr_assert_gt(replay_calibrate_trace(devnull, &box, CALIB_JSON, &t, "uniform"), 0);
+	t.tokens = 8; /* too short to say anything */
+	cr_assert_eq(replay_calibrate_trace(devnull, &box, CALIB_JSON, &t, "short"), -1);
+	t.tokens = 128;
+	fs_trace_free(&t);
+	fclose(devnull);
 }

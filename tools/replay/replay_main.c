@@ -45,16 +45,19 @@ int main(int argc, char **argv)
 	int rc = replay_opts_parse(&o, argc, argv);
 	if (rc)
 		return rc > 0 ? 0 : 2;
-	if (o.calibrate) {
-		int bad = replay_calibrate(stdout, &o.tmodel,
-					   o.json     ? CALIB_JSON :
-					   o.markdown ? CALIB_MARKDOWN :
-							CALIB_TABLE);
+	enum calib_format cf = o.json ? CALIB_JSON : o.markdown ? CALIB_MARKDOWN : CALIB_TABLE;
+	if (o.calibrate && !o.path) {
+		int bad = replay_calibrate(stdout, &o.tmodel, cf);
 		return bad == 0 ? 0 : 1;
 	}
 	struct fs_trace t;
 	if (load(&o, &t))
 		return 1;
+	if (o.calibrate) {
+		int bad = replay_calibrate_trace(stdout, &o.tmodel, cf, &t, o.path);
+		fs_trace_free(&t);
+		return bad == 0 ? 0 : 1;
+	}
 	if (o.model.warmup >= fs_trace_windows(&t, o.model.tokens_per_window)) {
 		fprintf(stderr, "fs-replay: --warmup %u leaves no window to score\n", o.model.warmup);
 		fs_trace_free(&t);
