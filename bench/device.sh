@@ -5,7 +5,7 @@
 # cards the machine has, with one summary table (goal / measured / met /
 # status per row) and an exit status that cannot pass broken.
 #
-#   bash bench/device.sh [--broken] [--only gpu,kernels,ring,engine,peer] OUTDIR
+#   bash bench/device.sh [--broken] [--only gpu,kernels,ring,latency,engine,peer] OUTDIR
 #
 # 1. unpacks .debs/ (tools/device-setup.sh) and builds Release once, in
 #    build-gpu (every target: the scripts below and the GPU tests);
@@ -13,7 +13,8 @@
 #    latency and the hot thread's idle CPU), bench/kernels/run.sh (the
 #    router-ahead kernel), bench/ring/run.sh (the record ring against a
 #    mutex+condvar queue: CPU only, measured here because this host is
-#    quiet), bench/engine/run.sh (the headline benchmark: the
+#    quiet), bench/latency/run.sh (post -> copy issued on the host
+#    backend under each idle policy), bench/engine/run.sh (the headline benchmark: the
 #    configs in DEVICE_ENGINE_CONFIGS, default "1c1e-26 2c2e-26-dp": one
 #    card, and two cards data parallel) and bench/peer/run.sh, each with FS_BENCH_PREBUILT=1; rows
 #    that need two cards are skipped with a line that says so;
@@ -32,8 +33,8 @@
 # after the others, and a script not started in time fails its row.
 #
 # OUTDIR gets 8 files at most (the device call's limit): device-summary.md,
-# device-run.log, device-rows.tsv and each script's results table
-# (gpu, kernels, ring, engine, peer); each script's own files stay under
+# device-run.log and each script's results table (gpu, kernels, ring,
+# latency, engine, peer); each script's own files (and the rows) stay under
 # ${DEVICE_WORK:-/tmp/fs-device}.
 # DEVICE_BUILD (default build-gpu): the build folder; DEVICE_SKIP_BUILD=1
 # uses it as it is (its row says "skipped"), for trying the script.
@@ -54,14 +55,14 @@ while [ $# -gt 1 ]; do
 	shift
 done
 if [ $# != 1 ] || [[ $1 == -* ]]; then
-	echo "usage: bash bench/device.sh [--broken] [--only gpu,kernels,ring,engine,peer] OUTDIR" >&2
+	echo "usage: bash bench/device.sh [--broken] [--only gpu,kernels,ring,latency,engine,peer] OUTDIR" >&2
 	exit 2
 fi
 OUTDIR=$1
 mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
 [ $BROKEN = 1 ] && [ -z "$ONLY" ] && ONLY=gpu
-SCRIPTS=(gpu kernels ring engine peer)
+SCRIPTS=(gpu kernels ring latency engine peer)
 if [ -n "$ONLY" ]; then IFS=',' read -r -a SCRIPTS <<<"$ONLY"; fi
 WORK=${DEVICE_WORK:-/tmp/fs-device}
 rm -rf "$WORK"
@@ -73,13 +74,13 @@ elapsed() { echo $(($(date +%s) - T0)); }
 
 # shellcheck source=bench/rows.sh
 source bench/rows.sh
-rows_init "$OUTDIR/device-rows.tsv"
+rows_init "$WORK/device-rows.tsv"
 row_promise build pass "Release build of every target (build-gpu)"
 for s in "${SCRIPTS[@]}"; do
 	case $s in
-	gpu | kernels | ring | engine | peer) row_promise "script-$s" "== 0" "bench/$s/run.sh exit status" ;;
+	gpu | kernels | ring | latency | engine | peer) row_promise "script-$s" "== 0" "bench/$s/run.sh exit status" ;;
 	*)
-		echo "unknown script '$s' (gpu, kernels, ring, engine, peer)"
+		echo "unknown script '$s' (gpu, kernels, ring, latency, engine, peer)"
 		exit 2
 		;;
 	esac
@@ -114,7 +115,7 @@ fi
 echo "built in $(elapsed) s"
 
 [ $BROKEN = 1 ] && export FS_BENCH_BREAK=pool
-ROWFILES=("$OUTDIR/device-rows.tsv")
+ROWFILES=("$WORK/device-rows.tsv")
 for s in "${SCRIPTS[@]}"; do
 	out=$WORK/$s
 	mkdir -p "$out"

@@ -60,6 +60,7 @@ struct fsd_config {
 	uint32_t hold_timeout_ms; /* one epoch held longer than this: revoked */
 	uint32_t publish_us;      /* at most one publish per this interval */
 	uint32_t spin_us;         /* hot thread: spin this long idle before sleeping */
+	uint32_t spin_adapt_us;   /* ... or through the engines' gaps up to this long */
 	uint32_t dev_poll_us;     /* hot thread: longest sleep while a device ring is armed */
 	uint32_t max_inflight;    /* copies in flight per card */
 	int log_level;            /* 3 err .. 7 debug */

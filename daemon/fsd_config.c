@@ -88,6 +88,10 @@ static const struct opt opts[] = {
 	R("spin_us", OPT_U32, spin_us, 0, 10000000,
 	  "hot thread: spin this long with nothing to do before sleeping (default 50; more: lower latency, "
 	  "a busy core)"),
+	R("spin_adapt_us", OPT_U32, spin_adapt_us, 0, 10000000,
+	  "hot thread: while work arrives after idle gaps no longer than this, spin through twice their "
+	  "mean instead of sleeping (past spin_us it yields the core each pass): the engines' rhythm, no "
+	  "wake-up on their path, a busy core while they post (default 0: off; e.g. 1000)"),
 	O("dev_poll_us", OPT_U32, dev_poll_us, 1, 1000000,
 	  "hot thread: longest sleep while an engine's kernels may post to its device ring, which a GPU "
 	  "cannot wake (default 50)"),
@@ -155,6 +159,7 @@ void fsd_config_defaults(struct fsd_config *c)
 	c->publish_us = 200;
 	c->max_inflight = 32;
 	c->spin_us = 50;
+	c->spin_adapt_us = 0;
 	c->dev_poll_us = 50;
 	c->streams = 2;
 	c->log_level = FSD_INFO;

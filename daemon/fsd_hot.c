@@ -13,6 +13,7 @@
  * The control loop never runs any of this, and this never waits on it.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -503,10 +504,28 @@ int fsd_hot_pass(struct fsd *d, struct fsd_hot_state *s, uint64_t now)
 	return work || published;
 }
 
+/* The idle policy: how long to spin with nothing to do before sleeping.
+ * At least spin_us; while work keeps arriving after idle gaps no longer
+ * than spin_adapt_us (an engine's layers and windows), twice the running
+ * mean of those gaps, so the next arrival usually finds the thread awake:
+ * no futex wake-up on its path, no system call on the engine's.  A gap
+ * longer than spin_adapt_us (a pause) leaves the mean alone; the spin
+ * never exceeds spin_adapt_us, so an idle daemon costs what it did. */
+static uint64_t hot_spin_ns(struct fsd *d, uint64_t gap_mean)
+{
+	uint64_t spin = (uint64_t)fs_load_relaxed(&d->cfg.spin_us) * 1000u;
+	uint64_t adapt = (uint64_t)fs_load_relaxed(&d->cfg.spin_adapt_us) * 1000u;
+	if (adapt > spin && gap_mean > 0) {
+		uint64_t want = 2 * gap_mean;
+		spin = want < spin ? spin : want > adapt ? adapt : want;
+	}
+	return spin;
+}
+
 static void *hot_main(void *arg)
 {
 	struct fsd *d = arg;
-	uint64_t idle_since = 0;
+	uint64_t idle_since = 0, gap_mean = 0;
 	struct fsd_hot_state st;
 
 	fsd_hot_first(d, &st);
@@ -514,16 +533,26 @@ static void *hot_main(void *arg)
 		/* Read each pass: a reload (SIGHUP) may have changed them.  Spin:
 		 * idle this long, then sleep. */
 		uint64_t publish_ns = (uint64_t)fs_load_relaxed(&d->cfg.publish_us) * 1000u;
-		uint64_t spin_ns = (uint64_t)fs_load_relaxed(&d->cfg.spin_us) * 1000u;
 		uint64_t now = fs_now_ns();
 		if (fsd_hot_pass(d, &st, now)) {
+			if (idle_since) { /* work after an idle gap: learn the rhythm */
+				uint64_t gap = now - idle_since;
+				if (gap <= (uint64_t)fs_load_relaxed(&d->cfg.spin_adapt_us) * 1000u)
+					gap_mean = gap_mean ? (3 * gap_mean + gap) / 4 : gap;
+			}
 			idle_since = 0;
 			continue;
 		}
 		if (idle_since == 0)
 			idle_since = now;
-		if (now - idle_since < spin_ns)
+		if (now - idle_since < hot_spin_ns(d, gap_mean)) {
+			/* Past spin_us the spin is the adaptive part: give the core
+			 * to anyone who wants it (an engine on a busy machine); on an
+			 * idle one sched_yield returns at once. */
+			if (now - idle_since >= (uint64_t)fs_load_relaxed(&d->cfg.spin_us) * 1000u)
+				sched_yield();
 			continue;
+		}
 		uint64_t timeout = HOT_CHECK_NS;
 		if (d->backend->poll && hot_inflight(d))
 			timeout = HOT_POLL_NS; /* completions are seen by looking */
@@ -535,7 +564,8 @@ static void *hot_main(void *arg)
 		}
 		if (timeout > 0)
 			hot_sleep(d, timeout);
-		idle_since = 0;
+		/* Still idle since idle_since: a wake-up that finds nothing (a
+		 * timeout) sleeps again at once instead of spinning again. */
 	}
 	/* Leaving: every client learns it is on its own. */
 	for (uint32_t row = 0; row < d->cfg.max_clients; row++)

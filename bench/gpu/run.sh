@@ -51,6 +51,10 @@ row_promise lat-issue-spin "<= 5 us" "post -> copy issued p99, hot thread spinni
 row_promise lat-issue-idle "<= 20 us" "post -> copy issued p99, default idle policy (--tiers 0)"
 row_promise lat-ready-spin "<= 10 us" "post -> ready seen p99 over the transfer, spinning"
 row_promise lat-ready-idle info "post -> ready seen p99 over the transfer, default idle policy"
+row_promise lat-issue-adapt "<= 20 us" "post -> copy issued p99, adaptive spin (--spin-adapt-us 1000, opt-in)"
+row_promise cpu-busy-idle info "daemon CPU during the latency run, default idle policy"
+row_promise cpu-busy-spin info "daemon CPU during the latency run, spinning"
+row_promise cpu-busy-adapt info "daemon CPU during the latency run, --spin-adapt-us 1000"
 row_promise cpu-idle-default info "hot thread CPU with an idle engine attached, default idle policy"
 row_promise cpu-idle-spin info "hot thread CPU with an idle engine attached, spinning"
 
@@ -151,23 +155,29 @@ idle_cpu() # row id
 
 echo "== latency"
 declare -A LAT
-for pol in idle spin; do
+ticks() { awk '{ print $14 + $15 }' "/proc/$DPID/stat"; }
+for pol in idle spin adapt; do
 	extra=()
 	[ $pol = spin ] && extra=(--spin-us 10000000)
+	[ $pol = adapt ] && extra=(--spin-adapt-us 1000)
 	LAT[$pol]="latency run FAILED (daemon did not start)"
 	if start_daemon --layers 8 --experts 128 --expert-bytes 1887436 --slots 256 --publish-us 0 --tiers 0 "${extra[@]}"; then
+		t0=$(ticks) n0=$(date +%s%N)
 		LAT[$pol]=$(timeout 60 "$C" latency "$RUN/s.sock" 2000 200 2>&1) || LAT[$pol]="${LAT[$pol]} latency run FAILED"
-		if [ $pol = idle ]; then idle_cpu cpu-idle-default; else idle_cpu cpu-idle-spin; fi
+		t1=$(ticks) n1=$(date +%s%N)
+		row_ok "cpu-busy-$pol" "$(awk -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v ns=$((n1 - n0)) \
+			'BEGIN { printf "%.0f %% of a core", 100 * d / hz / (ns / 1e9) }')"
+		if [ $pol = idle ]; then idle_cpu cpu-idle-default; elif [ $pol = spin ]; then idle_cpu cpu-idle-spin; fi
 	fi
 	echo "hot thread $pol: ${LAT[$pol]}"
 	stop_daemon
 	r=${LAT[$pol]}
 	if grep -q FAILED <<<"$r" || [ -z "$(p99 post_to_issue_us "$r")" ]; then
 		row_fail "lat-issue-$pol" "$(tr '\n' ' ' <<<"$r" | cut -c1-160)"
-		row_fail "lat-ready-$pol" "latency run failed"
+		[ $pol = adapt ] || row_fail "lat-ready-$pol" "latency run failed"
 	else
 		row_ok "lat-issue-$pol" "$(p99 post_to_issue_us "$r") us" "p50 $(sed -n 's/.*post_to_issue_us p50 \([0-9.]*\).*/\1/p' <<<"$r")"
-		row_ok "lat-ready-$pol" "$(p99 ready_over_transfer_us "$r") us" \
+		[ $pol = adapt ] || row_ok "lat-ready-$pol" "$(p99 ready_over_transfer_us "$r") us" \
 			"post -> ready p99 $(p99 post_to_ready_us "$r") us, transfer $(field transfer_us "$r") us"
 	fi
 done
@@ -182,11 +192,11 @@ done
 	echo
 	echo "| latency (1.8 MiB expert, --tiers 0) | post -> copy issued p50 / p99 (us) | post -> ready seen p50 / p99 (us) | transfer (us) |"
 	echo "|---|---|---|---|"
-	for pol in idle spin; do
+	for pol in idle spin adapt; do
 		r=${LAT[$pol]}
 		i50=$(sed -n 's/.*post_to_issue_us p50 \([0-9.]*\) p99 \([0-9.]*\).*/\1 \/ \2/p' <<<"$r")
 		s50=$(sed -n 's/.*post_to_ready_us p50 \([0-9.]*\) p99 \([0-9.]*\).*/\1 \/ \2/p' <<<"$r")
-		echo "| hot thread $([ $pol = idle ] && echo "default idle policy" || echo spinning) | $i50 | $s50 | $(field transfer_us "$r") |"
+		echo "| hot thread $pol (idle: the default policy; adapt: --spin-adapt-us 1000) | $i50 | $s50 | $(field transfer_us "$r") |"
 	done
 	echo
 	rows_summary "$ROWS_FILE" || true
