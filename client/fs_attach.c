@@ -112,7 +112,7 @@ static int map_daemon(struct fs_client *c, struct fs_att *a)
 		a->card_info[i].id = cd[i].id;
 		a->card_info[i].slots = cd[i].slots;
 		a->card_info[i].slot_bytes = cd[i].slot_bytes;
-		a->card_info[i].is_cuda = cd[i].kind == 1;
+		a->card_info[i].is_cuda = cd[i].kind == FS_BACKEND_CUDA;
 		memcpy(a->card_info[i].name, cd[i].name, sizeof(cd[i].name));
 		a->card_info[i].name[sizeof(a->card_info[i].name) - 1] = 0;
 	}

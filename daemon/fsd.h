@@ -160,6 +160,7 @@ struct fsd_done {
 struct fsd;
 struct fsd_backend {
 	const char *name;
+	enum fs_backend_kind kind; /* its row of FS_BACKENDS (proto/fs_regions.h) */
 	/* Before the regions exist: discover cards, size pools (may be NULL). */
 	int (*probe)(struct fsd *d);
 	int (*start)(struct fsd *d);
@@ -173,8 +174,13 @@ struct fsd_backend {
 	 * forget those in flight; none is submitted to it again (may be NULL). */
 	void (*card_down)(struct fsd *d, uint32_t card);
 	void (*stop)(struct fsd *d);
-	void *priv;
 };
+/* fsd_backends.c: the backend named `name`, or NULL: *known (may be NULL)
+ * says whether the name is a backend at all (1: it is, but this build does
+ * not have it).  fsd_backends_list: the names, comma-separated (built: only
+ * those this build has). */
+const struct fsd_backend *fsd_backend_find(const char *name, int *known);
+void fsd_backends_list(char *buf, size_t len, int built);
 extern const struct fsd_backend fsd_backend_host;
 #ifdef FSD_HAVE_CUDA
 extern const struct fsd_backend fsd_backend_cuda;

@@ -224,7 +224,7 @@ static int cuda_start(struct fsd *d)
 		if (cerr(cudaHostGetDevicePointer(&dptr, fsd_ready(d, i), 0), "cudaHostGetDevicePointer"))
 			return -EIO;
 		c->ready_dev = (CUdeviceptr)(uintptr_t)dptr;
-		cd[i].kind = 1;
+		cd[i].kind = FS_BACKEND_CUDA;
 		cd[i].fd_index = UINT32_MAX;
 		cd[i].pool_bytes = bytes;
 		snprintf(cd[i].name, sizeof(cd[i].name), "%.20s %.18s", prop.name, c->pci); /* 40 bytes */
@@ -490,6 +490,7 @@ static void cuda_stop(struct fsd *d)
 
 const struct fsd_backend fsd_backend_cuda = {
 	.name = "cuda",
+	.kind = FS_BACKEND_CUDA,
 	.probe = cuda_probe,
 	.start = cuda_start,
 	.submit = cuda_submit,

@@ -185,6 +185,7 @@ static void host_stop(struct fsd *d)
 
 const struct fsd_backend fsd_backend_host = {
 	.name = "host",
+	.kind = FS_BACKEND_HOST,
 	.start = host_start,
 	.submit = host_submit,
 	.poll = NULL,

@@ -992,18 +992,19 @@ static int parse(struct fsd_config *c, int argc, char **argv)
 		cfg_err("unexpected argument '%s'\n", argv[optind]);
 		return -1;
 	}
-#ifdef FSD_HAVE_CUDA
-	if (strcmp(c->backend, "host") != 0 && strcmp(c->backend, "cuda") != 0) {
-		cfg_err("%s: '%s' is not a backend (backends: host, cuda)\n", src("backend"), c->backend);
+	int known;
+	if (!fsd_backend_find(c->backend, &known)) {
+		char all[64], built[64];
+		fsd_backends_list(all, sizeof(all), 0);
+		fsd_backends_list(built, sizeof(built), 1);
+		if (!known)
+			cfg_err("%s: '%s' is not a backend (backends: %s)\n", src("backend"), c->backend,
+				all);
+		else
+			cfg_err("%s: '%s': not built here (this build has: %s; cuda needs nvcc at build time)\n",
+				src("backend"), c->backend, built);
 		return -1;
 	}
-#else
-	if (strcmp(c->backend, "host") != 0) {
-		cfg_err("%s: '%s': not built here (this build has: host; cuda needs nvcc at build time)\n",
-			src("backend"), c->backend);
-		return -1;
-	}
-#endif
 	if ((c->ring_entries & (c->ring_entries - 1)) != 0) {
 		cfg_err("%s: %u is not a power of two\n", src("ring_entries"), c->ring_entries);
 		return -1;

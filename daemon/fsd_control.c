@@ -164,14 +164,14 @@ static cJSON *layout_json(struct fsd *d, const struct fsd_client *c)
 		cJSON_AddNumberToObject(cd, "slots", d->cfg.slots);
 		cJSON_AddNumberToObject(cd, "slot_bytes", (double)d->slot_bytes);
 		cJSON_AddNumberToObject(cd, "pool_bytes", (double)desc[i].pool_bytes);
-		cJSON_AddStringToObject(cd, "backend", desc[i].kind == 1 ? "cuda" : "host");
-		if (desc[i].kind == 0) {
+		cJSON_AddStringToObject(cd, "backend", fs_backend_name(desc[i].kind));
+		if (desc[i].kind == FS_BACKEND_HOST) {
 			char nm[16];
 			snprintf(nm, sizeof(nm), "pool%u", i);
 			cJSON_AddItemToArray(fds, cJSON_CreateString(nm));
 		}
 #ifdef FSD_HAVE_CUDA
-		if (desc[i].kind == 1) {
+		if (desc[i].kind == FS_BACKEND_CUDA) {
 			char hex[160];
 			if (fsd_cuda_card_ipc(d, i, hex, sizeof(hex)) == 0)
 				cJSON_AddStringToObject(cd, "ipc_handle", hex);

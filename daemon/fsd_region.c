@@ -114,9 +114,9 @@ int fsd_regions_create(struct fsd *d)
 		cd[i].slots = c->slots;
 		cd[i].slot_bytes = d->slot_bytes;
 		cd[i].pool_bytes = fs_page_round((size_t)(c->slots * d->slot_bytes));
-		cd[i].fd_index = 3 + i; /* daemon, client, arena, then pools (the
+		cd[i].fd_index = 3 + i;       /* daemon, client, arena, then pools (the
 					   CUDA backend overwrites this) */
-		cd[i].kind = 0;
+		cd[i].kind = FS_BACKEND_HOST; /* the CUDA backend overwrites it */
 		snprintf(cd[i].name, sizeof(cd[i].name), "host%u", i);
 	}
 

@@ -145,11 +145,9 @@ static int start(struct fsd *d)
 		fsd_log(FSD_ERR, "arena: %s", strerror(-r));
 		return r;
 	}
-#ifdef FSD_HAVE_CUDA
-	d->backend = strcmp(d->cfg.backend, "cuda") == 0 ? &fsd_backend_cuda : &fsd_backend_host;
-#else
-	d->backend = &fsd_backend_host;
-#endif
+	d->backend = fsd_backend_find(d->cfg.backend, NULL); /* the settings named a built one */
+	if (!d->backend)
+		return -EINVAL;
 	if (d->backend->probe && (r = d->backend->probe(d)) < 0)
 		return r;
 	if ((r = fsd_regions_create(d)) < 0) {

@@ -76,6 +76,27 @@ enum fs_daemon_state {
  * the latest copy into that slot (telemetry: post-to-issue latency). */
 #define FS_ISSUED_OFFSET(slots) (((uint64_t)(slots)*4u + FS_CACHELINE - 1u) / FS_CACHELINE * FS_CACHELINE)
 
+/* The backends, one row each: X(A, NAME, name).  A card's kind
+ * (fs_card_desc.kind) is its backend's enum fs_backend_kind value; the
+ * daemon's table of their code is daemon/fsd_backends.c.  The values are on
+ * the wire: a new backend goes at the end. */
+#define FS_BACKENDS(X, A)                                                         \
+	X(A, HOST, host) /* stand-in cards: slot pools in memfds, copy threads */ \
+	X(A, CUDA, cuda) /* GPUs: pools in device memory, copy streams */
+#define FS_BACKEND_ENUM_ROW(A, NAME, name) FS_BACKEND_##NAME,
+enum fs_backend_kind { FS_BACKENDS(FS_BACKEND_ENUM_ROW, ~) FS_N_BACKENDS };
+#undef FS_BACKEND_ENUM_ROW
+_Static_assert(FS_BACKEND_HOST == 0 && FS_BACKEND_CUDA == 1, "backend kinds are on the wire");
+
+/* "host", "cuda"; "?" for a kind this build does not know. */
+static inline const char *fs_backend_name(uint32_t kind)
+{
+#define FS_BACKEND_NAME_ROW(A, NAME, name) #name,
+	static const char *const names[FS_N_BACKENDS] = {FS_BACKENDS(FS_BACKEND_NAME_ROW, ~)};
+#undef FS_BACKEND_NAME_ROW
+	return kind < FS_N_BACKENDS ? names[kind] : "?";
+}
+
 struct fs_card_desc {
 	uint32_t id;         /* daemon's card id (not assumed a local index) */
 	uint32_t slots;      /* slots in this card's pool */
@@ -83,7 +104,7 @@ struct fs_card_desc {
 	uint64_t pool_bytes; /* slots * slot_bytes, rounded to pages */
 	uint32_t fd_index;   /* index of its pool fd in the attach fd list;
 			       UINT32_MAX for CUDA cards (IPC handle instead) */
-	uint32_t kind;       /* 0 host backend, 1 CUDA */
+	uint32_t kind;       /* enum fs_backend_kind: 0 host, 1 cuda */
 	char name[40];       /* "host0", "NVIDIA H200 (0000:1b:00.0)" */
 };
 _Static_assert(sizeof(struct fs_card_desc) == 72, "fs_card_desc");
