@@ -24,6 +24,10 @@ fs_need()
 fs_test_init()
 {
 	fs_test_name=$1
+	# tools/test.sh's tsan stage: the TSan build's daemon, this build's tools.
+	if [[ -n ${FS_TEST_DAEMON:-} ]]; then
+		daemon=$FS_TEST_DAEMON
+	fi
 	work=$(mktemp -d "${TMPDIR:-/tmp}/fs-$1.XXXXXX")
 	pid=
 	trap fs_test_cleanup EXIT

@@ -19,6 +19,12 @@
 #error "FS_DAEMON_BIN must name the foresightd binary"
 #endif
 
+const char *fsh_daemon_bin(void)
+{
+	const char *e = getenv("FS_TEST_DAEMON");
+	return e && *e ? e : FS_DAEMON_BIN;
+}
+
 uint64_t fsh_now_ms(void)
 {
 	struct timespec ts;
@@ -120,7 +126,7 @@ static int daemon_launch(struct fsh_daemon *d, const char *const *extra, int app
 {
 	char *argv[64];
 	int n = 0;
-	argv[n++] = (char *)FS_DAEMON_BIN;
+	argv[n++] = (char *)fsh_daemon_bin();
 	argv[n++] = (char *)"--socket";
 	argv[n++] = d->sock;
 	for (int i = 0; extra && extra[i] && n < 62; i++)

@@ -18,6 +18,11 @@ struct fsh_daemon {
 	char log[128];  /* its stderr */
 };
 
+/* The foresightd these tests run: $FS_TEST_DAEMON when set (tools/test.sh's
+ * tsan stage points it at the TSan build's daemon, so its hot and loop
+ * threads run under TSan while Criterion, which cannot start under TSan,
+ * drives the test from the normal build), else the build's own. */
+const char *fsh_daemon_bin(void);
 /* Start foresightd with extra args (NULL-terminated), wait until it answers
  * ping (at most 10 s).  0 or -1. */
 int fsh_daemon_start(struct fsh_daemon *d, const char *const *extra);

@@ -16,9 +16,10 @@ ReportHook(POST_ALL)(struct criterion_global_stats *st)
 {
 	for (struct criterion_suite_stats *s = st->suites; s; s = s->next)
 		for (struct criterion_test_stats *t = s->tests; t; t = t->next)
-			if (t->test_status == CR_STATUS_SKIPPED)
+			/* (a test left out by --filter is "skipped" with no message) */
+			if (t->test_status == CR_STATUS_SKIPPED && t->message)
 				fprintf(stderr, "SKIP: %s::%s: %s\n", t->test->category, t->test->name,
-					t->message ? t->message : "(no reason given)");
+					t->message);
 	if (st->nb_tests > 0 && st->tests_skipped == st->nb_tests && st->tests_failed == 0 &&
 	    st->tests_crashed == 0) {
 		fprintf(stderr, "SKIP: all %zu tests skipped (exit 77: ctest reports this test skipped)\n",

@@ -11,7 +11,13 @@
 #   test   ctest --test-dir build: every test
 #   asan   build-asan (-DFS_SANITIZE=address: ASan+UBSan), ctest without the
 #          labels "gpu" and "bench-smoke"
-#   tsan   build-tsan (-DFS_SANITIZE=thread), ctest -L ring
+#   tsan   build-tsan (-DFS_SANITIZE=thread): ctest -L ring there (the ring
+#          tests bring their own runner: Criterion cannot start under
+#          TSan); then the integration and fault tests of the normal build
+#          with FS_TEST_DAEMON pointing at the TSan foresightd, so the
+#          daemon's hot, loop and copy threads run under TSan
+#          (halt_on_error: a race kills the daemon and fails the test).
+#          Not demo_test and gguf_e2e_test (long; replay and GGUF paths).
 #   lint   tools/lint.sh (clang-format + cppcheck)
 #
 # Options:
@@ -300,6 +306,10 @@ do_tsan()
 	wrap=$(sanitizer_wrapper "$B-tsan" -fsanitize=thread -fno-omit-frame-pointer)
 	# shellcheck disable=SC2086 # $wrap is a command prefix or empty
 	run_ctest tsan "$B-tsan" $wrap -- -L '^ring$'
+	# The daemon under TSan, driven by the normal build's tests.
+	# shellcheck disable=SC2086
+	FS_TEST_DAEMON="$ROOT/$B-tsan/daemon/foresightd" run_ctest tsan-daemon "$B" $wrap -- \
+		-L '^(integration|fault)$' -E '^(demo_test|gguf_e2e_test)$'
 }
 
 do_lint()
@@ -318,7 +328,7 @@ stage build "normal build ($B/)" do_build
 stage test "ctest: all tests ($B/)" do_test
 if [[ $quick -eq 0 ]]; then
 	stage asan "ASan+UBSan build and tests, without gpu/bench-smoke ($B-asan/)" do_asan
-	stage tsan "TSan build and the ring tests ($B-tsan/)" do_tsan
+	stage tsan "TSan build: the ring tests, the daemon under the integration and fault tests ($B-tsan/)" do_tsan
 else
 	skip asan
 	skip tsan

@@ -61,7 +61,7 @@ long fd_start(struct fdaemon *d, const char *const *extra, int pass_kept)
 	stats_close(); /* a new daemon: the next stats call dials it afresh */
 	char *argv[64];
 	int n = 0;
-	argv[n++] = (char *)FS_DAEMON_BIN;
+	argv[n++] = (char *)fsh_daemon_bin(); /* $FS_TEST_DAEMON: tools/test.sh's tsan stage */
 	argv[n++] = (char *)"--socket";
 	argv[n++] = d->h.sock;
 	argv[n++] = (char *)"--allow-unlocked";
