@@ -17,7 +17,10 @@
 #          with FS_TEST_DAEMON pointing at the TSan foresightd, so the
 #          daemon's hot, loop and copy threads run under TSan
 #          (halt_on_error: a race kills the daemon and fails the test).
-#          Not demo_test and gguf_e2e_test (long; replay and GGUF paths).
+#          Not demo_test and gguf_e2e_test (long; replay and GGUF paths)
+#          nor fault_test (its restart rounds bound re-attach times that a
+#          TSan daemon on two loaded cores does not meet: it fails on time,
+#          not on a race; run it by hand: FS_TEST_DAEMON=... ctest -R fault).
 #   lint   tools/lint.sh (clang-format + cppcheck)
 #
 # Options:
@@ -309,7 +312,7 @@ do_tsan()
 	# The daemon under TSan, driven by the normal build's tests.
 	# shellcheck disable=SC2086
 	FS_TEST_DAEMON="$ROOT/$B-tsan/daemon/foresightd" run_ctest tsan-daemon "$B" $wrap -- \
-		-L '^(integration|fault)$' -E '^(demo_test|gguf_e2e_test)$'
+		-L '^(integration|fault)$' -E '^(demo_test|gguf_e2e_test|fault_test)$'
 }
 
 do_lint()
