@@ -182,6 +182,14 @@ static void progress(void *arg, uint64_t done, uint64_t total, uint64_t ns)
 	fsd_notify(st);
 }
 
+/* From any loader thread, once per layer (dense layers at the start). */
+static void layer_done(void *arg, uint32_t layer)
+{
+	struct fsd *d = arg;
+	(void)layer;
+	__atomic_add_fetch(&d->counters_daemon[FS_C_arena_layers_loaded], 1, __ATOMIC_RELAXED);
+}
+
 /* A restart under systemd: this file's arena may be in the fd store
  * (fsd_arena_keep.c); then no byte of the file is read again. */
 static int take_kept(struct fsd *d)
@@ -218,6 +226,7 @@ static struct fsg_load_opts load_opts(struct fsd *d)
 		.model = d->cfg.model,
 		.lock = d->cfg.allow_unlocked ? FSG_LOCK_TRY : FSG_LOCK_MUST,
 		.progress = progress,
+		.layer_done = layer_done,
 		.arg = d,
 		.cancel = &d->gguf->cancel,
 	};

@@ -99,6 +99,8 @@ static int serve(struct fsd *d)
 		return r;
 	if ((r = fsd_hot_start(d)) < 0)
 		return r;
+	/* Every layer is in (loaded, kept or synthetic). */
+	fs_store_relaxed(&d->counters_daemon[FS_C_arena_layers_loaded], (uint64_t)d->cfg.layers);
 	__atomic_store_n(&d->loading, 0, __ATOMIC_RELEASE);
 	fs_store_release(&d->dh->heartbeat_ns, fs_now_ns());
 	fs_store_release(&d->dh->state, (uint32_t)FS_DAEMON_RUNNING);

@@ -40,7 +40,8 @@
 	X(bad_heartbeats, "client heartbeats from the future (client dropped)")       \
 	X(bad_names, "attach names escaped or cut to printable ASCII (fs_name.h)")    \
 	X(arena_load_bps, "arena load rate so far, bytes per second (gauge)")         \
-	X(arena_load_left_ns, "arena load: nanoseconds left at that rate (gauge)")
+	X(arena_load_left_ns, "arena load: nanoseconds left at that rate (gauge)")    \
+	X(arena_layers_loaded, "layers whose experts are all in the arena (gauge)")
 
 /* Per card. */
 #define FS_COUNTERS_CARD(X)                                                                \

@@ -291,7 +291,8 @@ Test(gguf_e2e, stats_show_the_load_while_it_runs)
 		      "--slots", "16", (char *)NULL);
 		_exit(127);
 	}
-	unsigned partial = 0, attach_refused = 0, ping_refused = 0;
+	unsigned partial = 0, attach_refused = 0, ping_refused = 0, some_layers = 0;
+	double last_layers = 0;
 	double first_done = -1, last_done = -1, total = 0;
 	int ready = 0;
 	for (uint64_t end = fsh_now_ms() + 60000; fsh_now_ms() < end && !ready;) {
@@ -302,7 +303,11 @@ Test(gguf_e2e, stats_show_the_load_while_it_runs)
 		cr_assert_not_null(j, "%s", g_out);
 		const cJSON *dm = cJSON_GetObjectItem(j, "daemon");
 		double done = jnum(dm, "arena_loaded_bytes"), bps = jnum(dm, "arena_load_bps"),
-		       left = jnum(dm, "arena_load_left_ns");
+		       left = jnum(dm, "arena_load_left_ns"), layers = jnum(dm, "arena_layers_loaded");
+		cr_expect_geq(layers, last_layers, "layers loaded only grow");
+		last_layers = layers;
+		if (layers > 0 && layers < p.layers)
+			some_layers++;
 		total = jnum(dm, "arena_bytes");
 		cJSON_Delete(j);
 		cr_expect_eq(total, (double)p.member_bytes);
@@ -329,12 +334,14 @@ Test(gguf_e2e, stats_show_the_load_while_it_runs)
 	cr_expect_gt(last_done, first_done, "stats showed the load moving");
 	cr_expect_gt(ping_refused, 0u, "ping said 'loading' while it loaded");
 	cr_expect_gt(attach_refused, 0u, "attach answered EAGAIN while it loaded");
+	cr_expect_gt(some_layers, 0u, "stats showed some layers of %u loaded", p.layers);
 
 	cr_assert_eq(sh(0, "%s --socket %s stats --json", FSCTL_BIN, sock), 0, "%s", g_out);
 	cJSON *j = cJSON_Parse(g_out);
 	const cJSON *dm = cJSON_GetObjectItem(j, "daemon");
 	cr_expect_eq(jnum(dm, "arena_loaded_bytes"), (double)p.member_bytes);
 	cr_expect_eq(jnum(dm, "arena_load_left_ns"), 0);
+	cr_expect_eq(jnum(dm, "arena_layers_loaded"), p.layers);
 	cJSON_Delete(j);
 	cr_expect_eq(sh(0, "%s --socket %s stats", FSCTL_BIN, sock), 0);
 	cr_expect(strstr(g_out, "arena_load_bps") && strstr(g_out, "arena_load_left_ns"), "%s", g_out);
