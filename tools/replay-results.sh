@@ -433,6 +433,38 @@ EOF
 Skipped: $TRACES is not there (a fresh checkout has no ../shared).
 EOF
 	fi
+	# The independent check (issue 24): tests/replay_oracle_test.py's table.
+	ORACLE=$(python3 "$ROOT/tests/replay_oracle_test.py" "$R" "$ROOT/../shared" 2>&1) || true
+	cat <<'EOF'
+
+## The reference replay (an independent check)
+
+`../shared/tools/replay_ref.py` is a reference replay written apart from this code:
+it shares nothing with tools/replay or the residency core.  `tests/replay_oracle_test.py`
+(ctest `replay_oracle_test`; skipped where ../shared is absent) runs both on the real
+traces at 32 and 64 slots per layer and fails when `static-layer` and the reference's
+static differ at all, or `lru` and the reference's `lru d=1` by more than 0.5 % in
+distinct misses (`uses` must agree exactly).  Its output at this run:
+
+EOF
+	printf '```\n%s\n```\n' "$ORACLE"
+	cat <<'EOF'
+
+Where the definitions differ, on purpose:
+- **static**: the reference keeps each layer's own S most used prefill experts
+  (ties: first seen; experts never seen leave their slots empty).  fs-replay's
+  `static` baseline fills the card's slots with the card's hottest experts (one
+  static tier per card, as the daemon has), which misses less.  `--policy
+  static-layer` (tools/replay/replay_layer.c) is the reference's definition run
+  through the same core: the core's static fill, its lookups and the scoring are
+  checked by an independent count.
+- **lru**: both land a miss's copy for the next window with no bus limit.  The core
+  picks its victim when it issues the copy and a retired slot waits out the grace
+  period; the reference evicts when the copy lands.
+- The reference's `static+recency` and oracle-profile rows have no fs-replay
+  counterpart (our recency tier sits beside an adapting, card-wide static tier and
+  a bus), so they are not compared.
+EOF
 	cat <<EOF
 
 ## Targets
