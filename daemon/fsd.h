@@ -55,20 +55,21 @@ struct fsd_config {
 	uint32_t max_clients;
 	uint32_t ring_entries;
 	uint32_t epoch_bufs;
-	uint32_t heartbeat_ms;    /* daemon heartbeat period */
-	uint32_t liveness_ms;     /* a client heartbeat older than this: dead */
-	uint32_t hold_timeout_ms; /* one epoch held longer than this: revoked */
-	uint32_t publish_us;      /* at most one publish per this interval */
-	uint32_t spin_us;         /* hot thread: spin this long idle before sleeping */
-	uint32_t spin_adapt_us;   /* ... or through the engines' gaps up to this long */
-	uint32_t dev_poll_us;     /* hot thread: longest sleep while a device ring is armed */
-	uint32_t max_inflight;    /* copies in flight per card */
-	int log_level;            /* 3 err .. 7 debug */
-	char model[64];           /* the served model's name (--model-name) */
-	char model_path[4096];    /* --model: a GGUF file; "" = synthetic arena */
-	uint32_t describe;        /* --describe: print the model's arena plan as JSON, exit */
-	uint32_t allow_unlocked;  /* --allow-unlocked: serve even when mlock fails */
-	uint32_t check_config;    /* --check-config [FILE]: validate the settings, exit */
+	uint32_t heartbeat_ms;     /* daemon heartbeat period */
+	uint32_t liveness_ms;      /* a client heartbeat older than this: dead */
+	uint32_t hold_timeout_ms;  /* one epoch held longer than this: revoked */
+	uint32_t hold_pressure_ms; /* ... or this, when it pins an eighth of a pool (fsd_hot.c) */
+	uint32_t publish_us;       /* at most one publish per this interval */
+	uint32_t spin_us;          /* hot thread: spin this long idle before sleeping */
+	uint32_t spin_adapt_us;    /* ... or through the engines' gaps up to this long */
+	uint32_t dev_poll_us;      /* hot thread: longest sleep while a device ring is armed */
+	uint32_t max_inflight;     /* copies in flight per card */
+	int log_level;             /* 3 err .. 7 debug */
+	char model[64];            /* the served model's name (--model-name) */
+	char model_path[4096];     /* --model: a GGUF file; "" = synthetic arena */
+	uint32_t describe;         /* --describe: print the model's arena plan as JSON, exit */
+	uint32_t allow_unlocked;   /* --allow-unlocked: serve even when mlock fails */
+	uint32_t check_config;     /* --check-config [FILE]: validate the settings, exit */
 	/* residency tiers and copy scheduler (daemon/residency/fsr_tier*.c, fsr_sched.c) */
 	uint32_t tiers;         /* 1: tiers; 0: the untiered policy */
 	int recency_slots;      /* per layer, -1 = auto */
@@ -134,8 +135,23 @@ struct fsd_client {
 	struct fs_client_hdr *hdr;
 	struct fs_ring_cons ring;
 	struct fs_ring_cons dev_ring;     /* its GPU kernels' ring (fs_ring_dev.h) */
-	uint64_t hold_seen[FS_MAX_HOLDS]; /* last values read */
+	uint64_t hold_seen[FS_MAX_HOLDS]; /* last values read, bad ones as 0 */
+	uint64_t hold_bad[FS_MAX_HOLDS];  /* the bad value a word last had (counted once) */
+	uint64_t first_epoch;             /* current when it was added: it can hold no older */
 	uint32_t newest_window;
+};
+
+/* A client revoked for an overlong hold backs off before it may attach
+ * again (fsd_clients.c): by identity, not by attachment.  Under slot
+ * pressure a hold is overlong hold_pressure_ms after its epoch was
+ * superseded (fsd_hot.c, hot_pressure); otherwise after hold_timeout_ms. */
+struct fsd_backoff {
+	uid_t uid;
+	pid_t pid;
+	char name[48];     /* the name it last attached under (the log) */
+	uint32_t strikes;  /* revocations so far; 0: entry free */
+	uint64_t until_ns; /* attaches refused until then */
+	uint64_t last_ns;  /* the last revocation */
 };
 
 /* hot-thread commands from the loop thread */
@@ -229,6 +245,7 @@ struct fsd {
 
 	/* clients */
 	struct fsd_client clients[FSD_MAX_CLIENTS];
+	struct fsd_backoff backoff[FSD_MAX_CLIENTS]; /* loop thread */
 	uint64_t next_serial;
 	pthread_mutex_t cmd_lock;
 	struct fsd_cmd cmdq[FSD_CMDQ];
@@ -319,6 +336,7 @@ int fsd_hot_start(struct fsd *d);
 struct fsd_hot_state {
 	uint64_t last_publish, last_check, last_hb;
 	int deferred;
+	uint64_t deferred_since; /* when publication last found every buffer held */
 };
 void fsd_hot_first(struct fsd *d, struct fsd_hot_state *s);
 int fsd_hot_pass(struct fsd *d, struct fsd_hot_state *s, uint64_t now);

@@ -118,9 +118,81 @@ static void on_pidfd(uv_poll_t *h, int status, int events)
 	fsd_client_detach(d, c, FS_DETACH_DEAD);
 }
 
+/*
+ * The hold budget is per client identity, over time: a client revoked for
+ * an overlong hold (or for pinning the epoch buffers) may not attach again
+ * for 4 x hold_timeout_ms (or hold_pressure_ms when that is set and
+ * shorter), four times as long at each further revocation, up to
+ * BACKOFF_MAX_NS; an identity is forgotten after BACKOFF_FORGET_NS without
+ * a revocation.  (A valid hold pins the slots retired after it for up to
+ * that limit each time; with the back-off that is at most a fifth of the
+ * time at first, then a seventeenth, and so on.)  The identity is the
+ * uid with the pid or the name: a process that comes back under another
+ * name, or a fresh process under the same name, is the same client.  The
+ * cost: engines of one program and user share a name (the library's
+ * default is the program's name), so one revoked engine keeps its siblings
+ * from re-attaching for the back-off; give engines their own names.
+ * Without this a client that re-acquired after
+ * each revocation kept the others' hit rate at 1.8 % forever.
+ */
+#define BACKOFF_MAX_NS (600ull * 1000000000ull)
+#define BACKOFF_FORGET_NS (3600ull * 1000000000ull)
+
+static struct fsd_backoff *backoff_find(struct fsd *d, uid_t uid, pid_t pid, const char *name, uint64_t now)
+{
+	for (uint32_t i = 0; i < FSD_MAX_CLIENTS; i++) {
+		struct fsd_backoff *b = &d->backoff[i];
+		if (b->strikes && now - b->last_ns > BACKOFF_FORGET_NS)
+			b->strikes = 0;
+		if (b->strikes && b->uid == uid && (b->pid == pid || strcmp(b->name, name) == 0))
+			return b;
+	}
+	return NULL;
+}
+
+static void backoff_strike(struct fsd *d, const struct fsd_client *c)
+{
+	uint64_t now = fs_now_ns();
+	struct fsd_backoff *b = backoff_find(d, c->uid, c->pid, c->name, now);
+	if (!b) { /* a free entry, or the one revoked longest ago */
+		b = &d->backoff[0];
+		for (uint32_t i = 0; i < FSD_MAX_CLIENTS && b->strikes; i++)
+			if (!d->backoff[i].strikes || d->backoff[i].last_ns < b->last_ns)
+				b = &d->backoff[i];
+		memset(b, 0, sizeof(*b));
+		b->uid = c->uid;
+	}
+	b->pid = c->pid;
+	snprintf(b->name, sizeof(b->name), "%s", c->name);
+	uint64_t base_ms = fs_load_relaxed(&d->cfg.hold_timeout_ms);
+	uint64_t pressure_ms = fs_load_relaxed(&d->cfg.hold_pressure_ms);
+	if (pressure_ms && pressure_ms < base_ms)
+		base_ms = pressure_ms;
+	uint64_t wait = 4ull * base_ms * 1000000ull;
+	for (uint32_t i = 0; i < b->strikes && wait < BACKOFF_MAX_NS; i++)
+		wait *= 4;
+	wait = wait < BACKOFF_MAX_NS ? wait : BACKOFF_MAX_NS;
+	b->strikes++;
+	b->last_ns = now;
+	b->until_ns = now + wait;
+	fsd_log(FSD_WARN, "client %u (%s, pid %d, uid %d): revoked %u time(s); no attach for %llu ms", c->row,
+		c->name, (int)c->pid, (int)c->uid, b->strikes, (unsigned long long)(wait / 1000000u));
+}
+
 int fsd_client_attach(struct fsd *d, pid_t pid, uid_t uid, gid_t gid, const char *name, uint32_t ring_entries,
 		      struct fsd_client **out, char *err, size_t errlen)
 {
+	char safe[FS_NAME_MAX + 1];
+	size_t escaped = fs_name_safe(safe, sizeof(safe), name);
+	uint64_t now = fs_now_ns();
+	struct fsd_backoff *bo = backoff_find(d, uid, pid, safe, now);
+	if (bo && now < bo->until_ns) {
+		fsd_count(&d->counters_daemon[FS_C_backoff_refused], 1);
+		snprintf(err, errlen,
+			 "revoked %u time(s) for holding epochs too long; attach again in %llu ms",
+			 bo->strikes, (unsigned long long)((bo->until_ns - now + 999999u) / 1000000u));
+		return -EAGAIN;
+	}
 	uint32_t row;
 	for (row = 0; row < d->cfg.max_clients; row++)
 		if (d->clients[row].phase == FSD_CL_FREE)
@@ -147,8 +219,9 @@ int fsd_client_attach(struct fsd *d, pid_t pid, uid_t uid, gid_t gid, const char
 	c->serial = ++d->next_serial;
 	/* The name goes to log lines, replies and metrics: printable ASCII only,
 	 * capped (fs_name.h), once, here. */
-	_Static_assert(sizeof(c->name) == FS_NAME_MAX + 1, "a row holds a safe name");
-	if (fs_name_safe(c->name, sizeof(c->name), name) > 0) {
+	_Static_assert(sizeof(c->name) == sizeof(safe), "a row holds a safe name");
+	memcpy(c->name, safe, sizeof(safe));
+	if (escaped > 0) {
 		fsd_count(&d->counters_daemon[FS_C_bad_names], 1);
 		fsd_log(FSD_WARN, "client %u (pid %d, uid %d): name escaped or cut to \"%s\"", row, (int)pid,
 			(int)uid, c->name);
@@ -257,6 +330,8 @@ void fsd_clients_reap(struct fsd *d)
 		fsd_count(&d->counters_daemon[FS_C_detaches], 1);
 		fsd_log(FSD_INFO, "client %u (%s, pid %d): %s; holds dropped", c->row, c->name, (int)c->pid,
 			reason_name(reasons[i]));
+		if (reasons[i] == FS_DETACH_HOLD_TIMEOUT)
+			backoff_strike(d, c);
 		row_release(d, c);
 	}
 }

@@ -84,6 +84,9 @@ static const struct opt opts[] = {
 	  "a client whose heartbeat is older is dropped (default 5000)"),
 	R("hold_timeout_ms", OPT_U32, hold_timeout_ms, 10, 3600000,
 	  "an epoch held longer is revoked, the client dropped (default 10000)"),
+	R("hold_pressure_ms", OPT_U32, hold_pressure_ms, 0, 3600000,
+	  "when the slots an old hold keeps retired are an eighth of a card's pool, it is revoked this long "
+	  "after its epoch was superseded (default 0: off, only hold_timeout_ms)"),
 	R("publish_us", OPT_U32, publish_us, 0, 1000000, "minimum interval between epochs (default 200)"),
 	R("spin_us", OPT_U32, spin_us, 0, 10000000,
 	  "hot thread: spin this long with nothing to do before sleeping (default 50; more: lower latency, "
@@ -156,6 +159,7 @@ void fsd_config_defaults(struct fsd_config *c)
 	c->heartbeat_ms = 100;
 	c->liveness_ms = 5000;
 	c->hold_timeout_ms = 10000;
+	c->hold_pressure_ms = 0;
 	c->publish_us = 200;
 	c->max_inflight = 32;
 	c->spin_us = 50;

@@ -169,6 +169,10 @@ static void hot_apply_cmds(struct fsd *d)
 		if (cmds[i].type == FSD_CMD_ADD) {
 			c->hdr = c->region.base;
 			memset(c->hold_seen, 0, sizeof(c->hold_seen));
+			memset(c->hold_bad, 0, sizeof(c->hold_bad));
+			/* Its engine acquires only once ATTACHED is set below, so
+			 * no epoch older than the current one is ever its own. */
+			c->first_epoch = d->buf_epoch[d->cur_buf];
 			c->newest_window = 0;
 			if (fsr_client_add(d->core, c->row) == 0) {
 				c->hot_active = 1;
@@ -318,6 +322,41 @@ static int hot_publish(struct fsd *d, int *deferred)
 	return 1;
 }
 
+/* The buffer that holds epoch e now, or -1. */
+static int epoch_buf_of(const struct fsd *d, uint64_t e)
+{
+	for (uint32_t b = 0; b < d->cfg.epoch_bufs; b++)
+		if (d->buf_epoch[b] == e)
+			return (int)b;
+	return -1;
+}
+
+/*
+ * A hold is what an engine can have acquired: an epoch published since it
+ * was added (first_epoch) and still in a buffer.  Anything else (the
+ * future, an epoch from before it attached, one whose buffer was rewritten
+ * long ago) maps nothing the engine may read, so it protects nothing: it is
+ * taken as a release, and counted once per value a word takes, not once
+ * per pass.  Only a held epoch's buffer is never rewritten, so an honest
+ * engine's hold always names a buffer's epoch; the one exception is an
+ * acquire preempted between its load of `current` and its hold store for
+ * two publishes, which its re-check of `current` then retries (counted once,
+ * harmless).  Without this, a word naming epoch 2 pinned reclaim forever
+ * (fsr_min_hold) and no hold timeout fired (the epoch was in no buffer).
+ */
+static uint64_t hold_check(struct fsd *d, struct fsd_client *c, unsigned k, uint64_t h)
+{
+	if (h == 0 || (h >= c->first_epoch && epoch_buf_of(d, h) >= 0)) {
+		c->hold_bad[k] = 0;
+		return h;
+	}
+	if (c->hold_bad[k] != h) {
+		c->hold_bad[k] = h;
+		fsd_count(&d->counters_daemon[FS_C_bad_holds], 1);
+	}
+	return 0;
+}
+
 /* After a publish (and a full fence): read every hold, free what no one holds. */
 static uint32_t hot_holds(struct fsd *d)
 {
@@ -328,24 +367,133 @@ static uint32_t hot_holds(struct fsd *d)
 			continue;
 		uint64_t holds[FS_MAX_HOLDS];
 		for (unsigned k = 0; k < FS_MAX_HOLDS; k++) {
-			holds[k] = fs_load_acquire(&c->hdr->holds[k]);
+			holds[k] = hold_check(d, c, k, fs_load_acquire(&c->hdr->holds[k]));
 			c->hold_seen[k] = holds[k];
 		}
-		/* The core counts bad ones (bad_holds) and keeps the holds gauge. */
+		/* Only valid holds reach the core (it keeps the holds gauge). */
 		fsr_client_holds(d->core, row, holds);
 	}
 	return fsr_reclaim(d->core);
 }
 
+/*
+ * Publication must go on whatever the engines hold.  Each client may pin
+ * its share of the buffers that are not current (the reserve is the rest):
+ * max(2, (epoch_bufs - 1) / live clients).  When every buffer has been held
+ * for longer than an honest window takes (PUBLISH_BLOCKED_NS), the client
+ * holding the most buffers beyond its share is revoked as for an overlong
+ * hold (and backs off before it may attach again).  Two engines holding 8
+ * epochs each stopped publication before.
+ */
+#define PUBLISH_BLOCKED_NS 100000000ull
+
+static void hot_reserve(struct fsd *d, struct fsd_hot_state *s, uint64_t now)
+{
+	if (!s->deferred) {
+		s->deferred_since = 0;
+		return;
+	}
+	if (s->deferred_since == 0)
+		s->deferred_since = now;
+	if (now - s->deferred_since < PUBLISH_BLOCKED_NS)
+		return;
+	uint32_t live = 0, worst_n = 0;
+	struct fsd_client *worst = NULL;
+	for (uint32_t row = 0; row < d->cfg.max_clients; row++) {
+		struct fsd_client *c = &d->clients[row];
+		if (!c->hot_active)
+			continue;
+		live++;
+		uint64_t bufs = 0; /* distinct buffers, not current */
+		for (unsigned k = 0; k < FS_MAX_HOLDS; k++) {
+			int b = c->hold_seen[k] ? epoch_buf_of(d, c->hold_seen[k]) : -1;
+			if (b >= 0 && (uint32_t)b != d->cur_buf)
+				bufs |= 1ull << b;
+		}
+		uint32_t n = (uint32_t)__builtin_popcountll(bufs);
+		if (n > worst_n) {
+			worst_n = n;
+			worst = c;
+		}
+	}
+	uint32_t share = live ? (d->cfg.epoch_bufs - 1) / live : 0;
+	if (share < 2)
+		share = 2;
+	if (!worst || worst_n <= share)
+		return;
+	fsd_log(FSD_WARN,
+		"client %u (%s, pid %d): holds %u of %u epoch buffers (its share: %u) and publication is "
+		"blocked, revoking",
+		worst->row, worst->name, (int)worst->pid, worst_n, d->cfg.epoch_bufs, share);
+	fsd_count(&d->counters_daemon[FS_C_stale], 1);
+	hot_finish(d, worst, FS_DETACH_HOLD_TIMEOUT);
+	s->deferred_since = now; /* the next one, if any, after another period */
+}
+
 /* When the epoch `e` stopped being current, or 0 (current, or unknown). */
 static uint64_t hold_superseded(const struct fsd *d, uint64_t e)
 {
-	if (e == 0)
-		return 0;
-	for (uint32_t b = 0; b < d->cfg.epoch_bufs; b++)
-		if (d->buf_epoch[b] == e)
-			return b == d->cur_buf ? 0 : d->buf_superseded_ns[b];
-	return 0;
+	int b = e ? epoch_buf_of(d, e) : -1;
+	return b < 0 || (uint32_t)b == d->cur_buf ? 0 : d->buf_superseded_ns[b];
+}
+
+/*
+ * A valid hold still pins every slot retired after its epoch (fsr_reclaim
+ * frees nothing newer than the oldest hold), so one engine holding an old
+ * epoch takes the tier from the others until hold_timeout_ms.  Under slot
+ * pressure the wait is shorter: when the oldest hold was superseded more
+ * than hold_pressure_ms ago and the slots it keeps retired are at least an
+ * eighth of a card's pool, its holder is revoked as for an overlong hold
+ * (and backs off before it may attach again).  An honest decode window
+ * holds an epoch for milliseconds; a window longer than this that pins the
+ * pool costs the others as much whether it is honest or not.  Off by
+ * default (0): on a host loaded far past its cores an honest engine was
+ * seen stalled 1 s mid-window, revoked, and then read one slot rewritten
+ * under it (a revoked engine's lookups race the reuse: fs_slot_ready after
+ * the read is how an engine notices).  The back-off alone bounds a
+ * repeated long hold over time; this is for a host that wants it sooner.
+ */
+
+static void hot_pressure(struct fsd *d, uint64_t now)
+{
+	uint64_t minh = fsr_min_hold(d->core);
+	if (minh == UINT64_MAX)
+		return;
+	uint64_t since = hold_superseded(d, minh);
+	uint64_t pressure_ns = (uint64_t)fs_load_relaxed(&d->cfg.hold_pressure_ms) * 1000000u;
+	if (!pressure_ns || !since || now <= since || now - since < pressure_ns)
+		return;
+	uint32_t worst = 0, worst_card = 0, pool = 0;
+	for (uint32_t card = 0; card < d->cfg.cards; card++) {
+		uint32_t pinned = 0, slot = 0;
+		struct fsr_slot_info si;
+		for (; fsr_slot_info(d->core, card, slot, &si) == 0; slot++)
+			pinned += si.state == FSR_RETIRING && si.retire > minh;
+		if (pinned * 8u >= slot && pinned > worst) {
+			worst = pinned;
+			worst_card = card;
+			pool = slot;
+		}
+	}
+	if (!worst)
+		return;
+	for (uint32_t row = 0; row < d->cfg.max_clients; row++) {
+		struct fsd_client *c = &d->clients[row];
+		if (!c->hot_active)
+			continue;
+		for (unsigned k = 0; k < FS_MAX_HOLDS; k++) {
+			if (c->hold_seen[k] != minh)
+				continue;
+			fsd_log(FSD_WARN,
+				"client %u (%s, pid %d): epoch %llu held %llu ms after it was superseded keeps %u "
+				"of card %u's %u slots retired, revoking",
+				row, c->name, (int)c->pid, (unsigned long long)minh,
+				(unsigned long long)((now - since) / 1000000u), worst, worst_card, pool);
+			fsd_count(&d->counters_daemon[FS_C_stale], 1);
+			hot_finish(d, c, FS_DETACH_HOLD_TIMEOUT);
+			return;
+		}
+	}
 }
 
 static void hot_liveness(struct fsd *d, uint64_t now)
@@ -489,12 +637,14 @@ int fsd_hot_pass(struct fsd *d, struct fsd_hot_state *s, uint64_t now)
 		if (published)
 			s->last_publish = now;
 	}
+	hot_reserve(d, s, now);
 	/* Holds change without a record (a release), so read them on every
 	 * pass: eight loads per client. */
 	work += hot_holds(d);
 	if (now - s->last_check >= HOT_CHECK_NS) {
 		hot_holds(d);
 		hot_liveness(d, now);
+		hot_pressure(d, now);
 		s->last_check = now;
 	}
 	if (now - s->last_hb >= hb_ns / 2) {

@@ -41,7 +41,8 @@
 	X(bad_names, "attach names escaped or cut to printable ASCII (fs_name.h)")    \
 	X(arena_load_bps, "arena load rate so far, bytes per second (gauge)")         \
 	X(arena_load_left_ns, "arena load: nanoseconds left at that rate (gauge)")    \
-	X(arena_layers_loaded, "layers whose experts are all in the arena (gauge)")
+	X(arena_layers_loaded, "layers whose experts are all in the arena (gauge)")   \
+	X(backoff_refused, "attaches refused: revoked for an overlong hold, backing off")
 
 /* Per card. */
 #define FS_COUNTERS_CARD(X)                                                                \

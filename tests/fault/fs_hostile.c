@@ -198,7 +198,8 @@ int fault_hostile_attach(struct me *m)
 	char err[256];
 	cJSON *rep = NULL;
 	if (fs_ctl_open(&s, m->sock, 3000, err, sizeof(err)) < 0) {
-		fprintf(stderr, "hostile: %s\n", err);
+		if (!m->quiet)
+			fprintf(stderr, "hostile: %s\n", err);
 		return -1;
 	}
 	cJSON *req = fs_ctl_request("hello");
@@ -215,7 +216,9 @@ int fault_hostile_attach(struct me *m)
 	cJSON_Delete(req);
 	nng_close(s);
 	if (r < 0) {
-		fprintf(stderr, "hostile: attach: %s\n", err);
+		if (!m->quiet)
+			fprintf(stderr, "hostile: attach: %s\n", err);
+		snprintf(m->err, sizeof(m->err), "%s", err);
 		cJSON_Delete(rep);
 		return -1;
 	}

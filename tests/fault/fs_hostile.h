@@ -14,6 +14,8 @@
 struct me {
 	const char *sock;
 	const char *name; /* the attach name; NULL: "hostile" */
+	int quiet;        /* no message on a refused attach (m->err has it) */
+	char err[256];
 	char fd_sock[160];
 	uint32_t id;
 	uint8_t token[16];

@@ -13,12 +13,20 @@
  *   fs-fault-engine iso SOCKET stale-hold [seconds=S] [epoch=E]
  *       attach, then keep writing a long-superseded epoch (default 2) into
  *       holds[0] of its own region (1).
+ *   fs-fault-engine iso SOCKET rehold [seconds=S] [holds=N] [part=I parts=P]
+ *       attach and hold the current epoch, then each newly published one
+ *       too, up to N (default 1) at once, never releasing; when revoked,
+ *       attach again at once (every 20 ms while refused), as the same
+ *       process under the same name (2: the hold budget over time; with
+ *       N = 8 and parts=2, two of these hold every epoch buffer of the default
+ *       16: each holds only the epochs e with e % P == I).
  *   fs-fault-engine iso SOCKET flip-hold [seconds=S]
  *       write one impossible epoch into holds[1] once and leave it (9: the
  *       daemon must count it once, not once per pass).
  */
 #include <errno.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -111,6 +119,63 @@ static int iso_stale_hold(const char *sock, unsigned secs, uint64_t epoch)
 	return 0;
 }
 
+static void iso_unmap(struct me *m)
+{
+	if (m->dh && m->dh != MAP_FAILED)
+		munmap((void *)m->dh, m->dh_bytes);
+	if (m->ch && m->ch != MAP_FAILED)
+		munmap(m->ch, m->ch_bytes);
+	for (unsigned i = 0; i < m->nfds; i++)
+		close(m->fds[i]);
+	m->dh = NULL;
+	m->ch = NULL;
+	m->nfds = 0;
+}
+
+static int iso_rehold(const char *sock, unsigned secs, unsigned nholds, unsigned part, unsigned parts)
+{
+	if (parts == 0)
+		parts = 1;
+	if (nholds < 1 || nholds > FS_MAX_HOLDS)
+		nholds = 1;
+	uint64_t end = iso_now_ns() + secs * 1000000000ull;
+	unsigned attaches = 0, refused = 0, revoked = 0;
+	uint64_t held_ns = 0;
+	char why[256] = "";
+	printf("iso rehold: attached (first try follows), holding %u epochs at once\n", nholds);
+	fflush(stdout);
+	while (iso_now_ns() < end) {
+		struct me m = {.sock = sock, .name = "iso-rehold", .quiet = 1};
+		if (fault_hostile_attach(&m) < 0) {
+			iso_unmap(&m);
+			refused++;
+			snprintf(why, sizeof(why), "%s", m.err);
+			iso_sleep_ms(20);
+			continue;
+		}
+		attaches++;
+		uint64_t t0 = iso_now_ns();
+		unsigned n = 0;
+		while (iso_now_ns() < end && fs_load_acquire(&m.ch->state) == FS_CLIENT_ATTACHED) {
+			uint64_t cur = FS_CUR_EPOCH(fs_load_acquire(&m.dh->current));
+			int have = 0;
+			for (unsigned k = 0; k < n; k++)
+				have |= fs_load_relaxed(&m.ch->holds[k]) == cur;
+			if (!have && n < nholds && cur % parts == part)
+				fs_store_release(&m.ch->holds[n++], cur); /* as an acquire does */
+			fs_store_release(&m.ch->heartbeat_ns, iso_now_ns());
+			iso_sleep_ms(1);
+		}
+		held_ns += iso_now_ns() - t0;
+		revoked += fs_load_acquire(&m.ch->state) == FS_CLIENT_DETACHED;
+		iso_unmap(&m);
+	}
+	printf("iso rehold: %u attaches, %u revoked, %u refused (%s), attached %.1f s of %u s\n", attaches,
+	       revoked, refused, why, (double)held_ns / 1e9, secs);
+	fflush(stdout);
+	return 0;
+}
+
 static int iso_flip_hold(const char *sock, unsigned secs)
 {
 	struct me m = {.sock = sock, .name = "iso-flip-hold"};
@@ -139,6 +204,10 @@ int fault_iso(const char *sock, int argc, char **argv)
 		return iso_name(sock, secs);
 	if (strcmp(what, "stale-hold") == 0)
 		return iso_stale_hold(sock, secs, iso_opt(argc, argv, "epoch", 2));
+	if (strcmp(what, "rehold") == 0)
+		return iso_rehold(sock, secs, (unsigned)iso_opt(argc, argv, "holds", 1),
+				  (unsigned)iso_opt(argc, argv, "part", 0),
+				  (unsigned)iso_opt(argc, argv, "parts", 1));
 	if (strcmp(what, "flip-hold") == 0)
 		return iso_flip_hold(sock, secs);
 	fprintf(stderr, "iso: no attack '%s'\n", what);
