@@ -45,6 +45,10 @@ int fsctl_call_once(const struct fsctl *g, const char *verb, cJSON **reply);
 
 /* "0 B", "512 B", "1.5 KiB", "3.0 GiB" */
 void fsctl_fmt_bytes(char *buf, size_t len, double bytes);
+/* A count or rate in at most width characters where it fits as it is
+ * ("0", "3.5", "11613"), else in units of 1000 ("11.6k", "352k", "4.2M"):
+ * at most 5 characters for any value (fsctl top's columns and totals). */
+void fsctl_fmt_count(char *buf, size_t len, double v, int width);
 /* "42s", "3m07s", "2h05m", "3d04h" */
 void fsctl_fmt_duration(char *buf, size_t len, double seconds);
 double fsctl_num(const cJSON *obj, const char *key); /* 0 when absent */

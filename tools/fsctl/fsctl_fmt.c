@@ -3,6 +3,7 @@
  * from a newer or older daemon may lack a field: show 0 or "-", not crash). */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "fsctl.h"
 
@@ -20,6 +21,26 @@ void fsctl_fmt_bytes(char *buf, size_t len, double bytes)
 		snprintf(buf, len, "%.0f B", bytes);
 	else
 		snprintf(buf, len, "%.1f %s", bytes, unit[u]);
+}
+
+void fsctl_fmt_count(char *buf, size_t len, double v, int width)
+{
+	static const char unit[] = "kMGTPE";
+	if (!(v >= 0) || v > 1e21) /* negative, NaN or beyond the units: nothing sensible */
+		v = v > 1e21 ? 1e21 : 0;
+	/* as it is when it fits: "0", "3.5", "214", "11613" */
+	snprintf(buf, len, v >= 100 || v == 0 ? "%.0f" : "%.1f", v);
+	if ((int)strlen(buf) <= width)
+		return;
+	/* else in units of 1000, at most 5 characters: "11.6k", "352k", "4.2M" */
+	int u = -1;
+	do {
+		v /= 1000;
+		u++;
+	} while (v >= 999.5 && u < 5);
+	snprintf(buf, len, v < 99.95 ? "%.1f%c" : "%.0f%c", v, unit[u]);
+	if ((int)strlen(buf) > width && v < 99.95) /* "12k" where "11.6k" is too wide */
+		snprintf(buf, len, "%.0f%c", v, unit[u]);
 }
 
 void fsctl_fmt_duration(char *buf, size_t len, double s)

@@ -622,3 +622,26 @@ Test(fsctl, formatting)
 	fsctl_fmt_duration(b, sizeof(b), 3 * 86400 + 4 * 3600);
 	cr_expect_str_eq(b, "3d04h");
 }
+
+/* fsctl top: a number never overflows its column or the totals line
+ * (at 80 columns the totals were cut at "over 0." once miss/s reached five
+ * digits): as it is where it fits, else "11.6k", at most 5 characters. */
+Test(fsctl, counts_fit_their_width_at_any_magnitude)
+{
+	char b[32];
+	const struct {
+		double v;
+		int width;
+		const char *want;
+	} t[] = {{0, 5, "0"},        {3.46, 5, "3.5"},    {214, 5, "214"},     {11613, 5, "11613"},
+		 {11613, 4, "12k"},  {123456, 5, "123k"}, {999499, 5, "999k"}, {999500, 5, "1.0M"},
+		 {4.2e9, 8, "4.2G"}, {-5, 5, "0"},        {1e30, 5, "1000E"}};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		fsctl_fmt_count(b, sizeof(b), t[i].v, t[i].width);
+		cr_expect_str_eq(b, t[i].want, "%g in %d", t[i].v, t[i].width);
+	}
+	for (double v = 0.05; v < 1e22; v *= 1.37) {
+		fsctl_fmt_count(b, sizeof(b), v, 5);
+		cr_expect_leq(strlen(b), 5, "%g gave '%s'", v, b);
+	}
+}

@@ -168,6 +168,15 @@ static double hit_pct(const cJSON *cur, const cJSON *prev, int *none)
 	return *none ? 0 : 100.0 * h / (h + m);
 }
 
+/* A number as fmt prints it where that fits the column, else in units of
+ * 1000 (fsctl_fmt_count): a cell never cuts a number. */
+static void num(char *out, size_t len, const char *fmt, double v, int width)
+{
+	snprintf(out, len, fmt, v);
+	if ((int)strlen(out) > width)
+		fsctl_fmt_count(out, len, v, width);
+}
+
 static void cell(char *out, size_t len, const struct tcol *c, const cJSON *cur, const cJSON *prev, double dt)
 {
 	int none;
@@ -177,11 +186,18 @@ static void cell(char *out, size_t len, const struct tcol *c, const cJSON *cur, 
 		snprintf(out, len, "%s", fsctl_str(cur, c->key, "-"));
 		return;
 	case V_NUM:
-		snprintf(out, len, "%.0f", fsctl_num(cur, c->key));
+		num(out, len, "%.0f", fsctl_num(cur, c->key), c->width);
 		return;
-	case V_SLOTS:
+	case V_SLOTS: {
+		char r[16], n[16];
 		snprintf(out, len, "%.0f/%.0f", fsctl_num(cur, "resident"), fsctl_num(cur, "slots"));
+		if ((int)strlen(out) > c->width) {
+			fsctl_fmt_count(r, sizeof(r), fsctl_num(cur, "resident"), 5);
+			fsctl_fmt_count(n, sizeof(n), fsctl_num(cur, "slots"), 5);
+			snprintf(out, len, "%s/%s", r, n);
+		}
 		return;
+	}
 	case V_HIT:
 		v = hit_pct(cur, prev, &none);
 		if (none)
@@ -190,14 +206,13 @@ static void cell(char *out, size_t len, const struct tcol *c, const cJSON *cur, 
 			snprintf(out, len, "%.1f", v);
 		return;
 	case V_BUSY:
-		snprintf(out, len, "%.1f", dt > 0 ? 100.0 * delta(cur, prev, c->key) / (dt * 1e9) : 0.0);
+		num(out, len, "%.1f", dt > 0 ? 100.0 * delta(cur, prev, c->key) / (dt * 1e9) : 0.0, c->width);
 		return;
 	case V_MBS:
-		snprintf(out, len, "%.1f", dt > 0 ? delta(cur, prev, c->key) / dt / 1e6 : 0.0);
+		num(out, len, "%.1f", dt > 0 ? delta(cur, prev, c->key) / dt / 1e6 : 0.0, c->width);
 		return;
 	case V_RATE:
-		v = dt > 0 ? delta(cur, prev, c->key) / dt : 0.0;
-		snprintf(out, len, v >= 100 || v == 0 ? "%.0f" : "%.1f", v);
+		fsctl_fmt_count(out, len, dt > 0 ? delta(cur, prev, c->key) / dt : 0.0, c->width);
 		return;
 	}
 }
@@ -264,6 +279,40 @@ static int by_worst(const void *a, const void *b)
 	if (x->hit != y->hit)
 		return x->hit < y->hit ? -1 : 1;
 	return fsctl_num(x->cur, "layer") < fsctl_num(y->cur, "layer") ? -1 : 1;
+}
+
+/* The totals line: its numbers in at most 5 characters each (11.6k), the
+ * fields two spaces apart, one where that is too wide, and the last rates
+ * left out where even that is (a narrow window): the interval always ends
+ * it, whole, since put_line would cut it. */
+static void totals_line(struct frame *f, double hits, double misses, double copies, double mbs, double late,
+			double d, const char *over, double dt)
+{
+	char v[6][16], t[16], tail[48], line[256];
+	if (hits + misses > 0)
+		snprintf(v[0], sizeof(v[0]), "%.1f%%", 100.0 * hits / (hits + misses));
+	else
+		snprintf(v[0], sizeof(v[0]), "-");
+	fsctl_fmt_count(v[1], sizeof(v[1]), hits / d, 5);
+	fsctl_fmt_count(v[2], sizeof(v[2]), misses / d, 5);
+	fsctl_fmt_count(v[3], sizeof(v[3]), copies, 5);
+	num(v[4], sizeof(v[4]), "%.1f", mbs, 5);
+	fsctl_fmt_count(v[5], sizeof(v[5]), late, 5);
+	static const char *const name[6] = {"hit", "hits/s", "miss/s", "copy/s", "MB/s", "late/s"};
+	num(t, sizeof(t), "%.1f", dt, 7);
+	snprintf(tail, sizeof(tail), "%s %ss", over, t);
+	for (int k = 6; k >= 1; k--)
+		for (int sep = 2; sep >= 1; sep--) {
+			int at = 0;
+			for (int i = 0; i < k; i++)
+				at += snprintf(line + at, sizeof(line) - (size_t)at, "%*s%s %s", i ? sep : 0,
+					       "", name[i], v[i]);
+			snprintf(line + at, sizeof(line) - (size_t)at, "%*s%s", sep, "", tail);
+			if ((int)strlen(line) <= f->width || k == 1) {
+				put_line(f, "%s", line);
+				return;
+			}
+		}
 }
 
 /* The frame of one interval: cur and prev are stats replies (prev may be
@@ -333,12 +382,8 @@ static void fsctl_top_frame(struct frame *f, const cJSON *cur, const cJSON *prev
 		late += delta(cards[i], cprev[i], "late");
 	}
 	double d = dt > 0 ? dt : 1;
-	char hit[16] = "-";
-	if (hits + misses > 0)
-		snprintf(hit, sizeof(hit), "%.1f%%", 100.0 * hits / (hits + misses));
-	put_line(f, "hit %s  hits/s %.0f  miss/s %.0f  copy/s %.0f  MB/s %.1f  late/s %.0f  %s %.1fs", hit,
-		 hits / d, misses / d, copies / d, bytes / d / 1e6, late / d, prev ? "over" : "since start,",
-		 dt);
+	totals_line(f, hits, misses, copies / d, bytes / d / 1e6, late / d, d, prev ? "over" : "since start,",
+		    dt);
 	for (int i = 0; i < ncl; i++)
 		clprev[i] = row_like(prev, "clients", clients[i]);
 	for (int i = 0; i < nl; i++) {

@@ -76,6 +76,10 @@ check_fits()
 	grep -q "test-run" "$f" || fail "${w}x$h: the engine is not on the screen"
 	grep -q "WORST LAYERS" "$f" || fail "${w}x$h: no layers"
 	grep -q "? help  q quit" "$f" || fail "${w}x$h: no status line"
+	# the totals line whole: its rates and the interval at its end (it was
+	# cut at "over 0." once miss/s reached five digits)
+	grep -qE "^hit [0-9.]+%  ?hits/s [0-9.]+[kMGTPE]?  ?miss/s [0-9.]+[kMGTPE]?  ?copy/s [0-9.]+[kMGTPE]?  ?MB/s [0-9.]+[kMGTPE]?  ?late/s [0-9.]+[kMGTPE]?  ?over [0-9.]+s$" "$f" ||
+		fail "${w}x$h: the totals line is not whole: $(grep '^hit ' "$f")"
 	# the engine runs: its windows per second are a rate, not a total
 	awk '$2 == "test-run" { exit !($5 + 0 > 0) }' "$f" || fail "${w}x$h: the engine's win/s is not positive"
 }
