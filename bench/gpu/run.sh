@@ -113,7 +113,9 @@ start_daemon() # args...
 }
 stop_daemon() { [ -z "$DPID" ] || { kill "$DPID" 2>/dev/null || true; wait "$DPID" || true; DPID=; }; }
 trap 'stop_daemon; rm -rf "$RUN"' EXIT
-field() { sed -n "s/.*$1 \([-0-9.]*\).*/\1/p" <<<"$2"; }
+# A field is a whole word: "transfer_us" must not match the tail of
+# "ready_over_transfer_us" (sed's greedy .* found that one, and no figure).
+field() { sed -n "s/\(.* \|^\)$1 \([-0-9.]*\).*/\2/p" <<<"$2"; }
 p99() { sed -n "s/.*$1 p50 [-0-9.]* p99 \([-0-9.]*\).*/\1/p" <<<"$2"; }
 
 echo "== bandwidth"
