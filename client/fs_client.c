@@ -25,15 +25,28 @@ extern char *program_invocation_short_name;
 void fs_set_error(const struct fs_client *c, const char *fmt, ...)
 {
 	struct fs_client *mc = (struct fs_client *)c;
+	char msg[sizeof(mc->err)];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(mc->err, sizeof(mc->err), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	pthread_mutex_lock(&mc->err_lock);
+	memcpy(mc->err, msg, sizeof(msg));
+	pthread_mutex_unlock(&mc->err_lock);
 }
 
+/* A copy per calling thread: the background thread may write the handle's
+ * message (a failed re-attach) while an engine thread reads it. */
 const char *fs_client_last_error(const fs_client *c)
 {
-	return c ? c->err : "no handle";
+	static _Thread_local char copy[sizeof(c->err)];
+	if (!c)
+		return "no handle";
+	struct fs_client *mc = (struct fs_client *)c;
+	pthread_mutex_lock(&mc->err_lock);
+	memcpy(copy, mc->err, sizeof(copy));
+	pthread_mutex_unlock(&mc->err_lock);
+	return copy;
 }
 
 const char *fs_strerror(int err)
@@ -173,6 +186,7 @@ static void handle_free(struct fs_client *c)
 		nng_close(c->req);
 	pthread_mutex_destroy(&c->ctl_lock);
 	pthread_mutex_destroy(&c->dev_lock);
+	pthread_mutex_destroy(&c->err_lock);
 	free(c);
 }
 
@@ -207,6 +221,7 @@ int fs_client_open(fs_client **out, const struct fs_client_opts *opts)
 	c->no_reattach = opts->no_reattach;
 	pthread_mutex_init(&c->ctl_lock, NULL);
 	pthread_mutex_init(&c->dev_lock, NULL);
+	pthread_mutex_init(&c->err_lock, NULL);
 
 	char err[256];
 	int r = fs_ctl_open(&c->req, c->socket, CTL_TIMEOUT_MS, err, sizeof(err));

@@ -102,6 +102,9 @@ struct fs_client {
 	int bg_stop;
 	uint32_t bg_wake; /* futex word for a prompt stop */
 
+	/* Last failure, from the engine's threads or the background thread's
+	 * re-attach tries: written and read under err_lock. */
+	pthread_mutex_t err_lock;
 	char err[256];
 };
 

@@ -12,7 +12,12 @@
  *   FS_LOAD_SECONDS   its duration                     (CI 5, sanitized 3)
  *   FS_SWAPS          slot swaps of the integrity test (CI 20000, sanitized 4000)
  *   FS_LOAD_RATE      windows/s of each load engine    (100)
- *   FS_FAULT_DROP_MS  bound on dropping a dead engine  (100, sanitized 300)
+ *   FS_FAULT_DROP_MS  bound on dropping a dead engine  (1000; with
+ *                     FS_TEST_TIMING=1: 100, sanitized 300)
+ *   FS_TEST_TIMING=1  check the wall-clock claims on a quiet machine: a dead
+ *                     engine dropped within 100 ms, engines back within 1 s
+ *                     of a daemon restart, a stopped one stale within 1 s
+ *                     (otherwise 1000 / 3000 / 3000 ms: CI boxes are loaded)
  *   FS_FAULT_SEED     the random kill points (printed; set it to replay a run)
  *   FS_FAULT_TRACE=1  print every poll of the kill test; FSH_KEEP=1 keeps the
  *                     test's directory (daemon log, engine outputs)
@@ -80,6 +85,16 @@ static long wait_clients(const char *sock, int n, int timeout_ms)
 	return -1;
 }
 
+/* Wall-clock claims (a drop within 100 ms, a re-attach within 1 s) hold on
+ * a quiet machine without sanitizers; on a loaded CI box they are checked
+ * only by their mechanism (the counters that say how it happened) and by a
+ * generous bound, unless FS_TEST_TIMING=1 asks for the claim itself. */
+static int timing_claims(void)
+{
+	const char *t = getenv("FS_TEST_TIMING");
+	return t && strcmp(t, "1") == 0;
+}
+
 static void stop_engine(pid_t p, const char *out, struct fault_engine *r)
 {
 	kill(p, SIGTERM);
@@ -117,7 +132,8 @@ Test(fault, engine_kill9_at_random_points, .timeout = 300)
 	unsigned measured = 0;
 	/* The daemon learns of a death through the pidfd at once; the bound
 	 * covers the stats round trip too (sanitizers: slower). */
-	long drop_ms = (long)fault_env("FS_FAULT_DROP_MS", SAN ? 300 : 100), worst_reap = 0;
+	long drop_ms = (long)fault_env("FS_FAULT_DROP_MS", timing_claims() ? (SAN ? 300 : 100) : 1000),
+	     worst_reap = 0;
 	for (unsigned i = 0; i < rounds; i++) {
 		const char *mode = i % 3 == 0 ? "hold" : i % 3 == 1 ? "run" : "mid-attach";
 		char vout[256];
@@ -246,9 +262,27 @@ Test(fault, daemon_kill9_engines_continue_and_reattach_to_the_kept_arena, .timeo
 		cr_assert_geq(ready, 0, "round %u: the restarted daemon did not come up", i);
 		long att = wait_clients(d.h.sock, 2, 5000);
 		long total = att < 0 ? -1 : (long)(fsh_now_ms() - t0);
+		if (att < 0) { /* say why: the daemon's view, its log, the engines' */
+			cJSON *why = fault_stats(d.h.sock);
+			char *txt = why ? cJSON_Print(why) : NULL;
+			fprintf(stderr, "fault: round %u: stats: %s\n", i, txt ? txt : "(none)");
+			free(txt);
+			cJSON_Delete(why);
+			static char tail[1 << 20];
+			fsh_read_file(d.h.log, tail, sizeof(tail));
+			size_t tl = strlen(tail);
+			fprintf(stderr, "fault: daemon log tail:\n%s\n", tail + (tl > 4000 ? tl - 4000 : 0));
+			for (int k = 0; k < 2; k++) {
+				fsh_read_file(out[k], tail, sizeof(tail));
+				tl = strlen(tail);
+				fprintf(stderr, "fault: engine %d tail:\n%s\n", k,
+					tail + (tl > 2000 ? tl - 2000 : 0));
+			}
+		}
 		cr_assert_geq(att, 0, "round %u: the engines did not re-attach", i);
-		cr_expect_leq(total, 1000, "round %u: re-attached %ld ms after the restart (want <= 1000)", i,
-			      total);
+		long want = timing_claims() ? 1000 : 3000;
+		cr_expect_leq(total, want, "round %u: re-attached %ld ms after the restart (want <= %ld)", i,
+			      total, want);
 		worst = total > worst ? total : worst;
 		s = fault_stats(d.h.sock);
 		cr_expect_eq(fault_num(s, "daemon", "arena_reused"), 1.0,
@@ -332,7 +366,7 @@ Test(fault, sigstopped_engine_is_dropped_then_reattaches, .timeout = 120)
 	cr_assert_eq(stale, 1.0, "the stopped engine was not declared stale");
 	/* The last heartbeat is up to one 100 ms period older than the stop. */
 	cr_expect_geq(took, 190, "declared stale after %ld ms: before 300 ms minus one heartbeat", took);
-	cr_expect_leq(took, 1000, "declared stale after %ld ms", took);
+	cr_expect_leq(took, timing_claims() ? 1000 : 3000, "declared stale after %ld ms", took);
 	cr_assert_geq(wait_clients(d.h.sock, 1, 2000), 0, "its row was not freed");
 	static char log[1 << 16];
 	fsh_read_file(d.h.log, log, sizeof(log));

@@ -138,8 +138,22 @@ static int run(const char *sock, const struct run_opts *o)
 	signal(SIGTERM, on_stop); /* stop after this window and report */
 	printf("started pid %d\n", (int)getpid());
 	fflush(stdout);
+	uint64_t detached_ns = 0, said_ns = 0;
 	for (w = 1; (!o->windows || w <= o->windows) && mono_ns() < end && !stop_flag; w++) {
 		struct fs_view v;
+		/* Detached for over a second: say why, once a second (a test that
+		 * waits for the re-attach prints this file when it fails). */
+		uint64_t now_ns = mono_ns();
+		if (fs_client_attached(c)) {
+			detached_ns = 0;
+		} else if (!detached_ns) {
+			detached_ns = now_ns;
+		} else if (now_ns - detached_ns > 1000000000ull && now_ns - said_ns > 1000000000ull) {
+			said_ns = now_ns;
+			fprintf(stderr, "detached for %llu ms: %s\n",
+				(unsigned long long)((now_ns - detached_ns) / 1000000u),
+				fs_client_last_error(c));
+		}
 		posted += fs_window_begin(c, (uint32_t)w, 1) == 0;
 		fs_acquire(c, &v);
 		uint32_t nh = 0;
