@@ -32,69 +32,7 @@
 #include "fsr.h"
 
 #define FSD_VERSION "0.1.0"
-#define FS_DEFAULT_SOCKET_PATH "/run/foresight/control.sock"
-#define FSD_MAX_CLIENTS 64u
-
-struct fsd_config {
-	char socket_path[108];
-	char fd_socket_path[112];
-	char backend[16];                       /* "host" */
-	char group[64];                         /* group whose members may attach ("" = none) */
-	unsigned socket_mode;                   /* permissions of both sockets */
-	uint32_t cards;                         /* host backend: stand-in cards; cuda: at most this many */
-	int cards_set;                          /* --cards given (cuda: limit, else all devices) */
-	uint32_t slots;                         /* slots per card */
-	uint32_t pool_mib;                      /* cuda: pool size per card instead of --slots */
-	uint32_t leave_free_mib;                /* cuda: size the pool to leave this much free */
-	uint32_t streams;                       /* cuda: prefetch streams per card */
-	double bus_gbps;                        /* emulated bus per card, GB/s (1e9 B/s) */
-	int bus_gbps_set;                       /* --bus-gbps given (cuda: throttle to it) */
-	uint32_t layers, experts, experts_used; /* synthetic arena */
-	uint64_t expert_bytes;
-	uint64_t seed;
-	uint32_t max_clients;
-	uint32_t ring_entries;
-	uint32_t epoch_bufs;
-	uint32_t heartbeat_ms;     /* daemon heartbeat period */
-	uint32_t liveness_ms;      /* a client heartbeat older than this: dead */
-	uint32_t hold_timeout_ms;  /* one epoch held longer than this: revoked */
-	uint32_t hold_pressure_ms; /* ... or this, when it pins an eighth of a pool (fsd_hot.c) */
-	uint32_t publish_us;       /* at most one publish per this interval */
-	uint32_t spin_us;          /* hot thread: spin this long idle before sleeping */
-	uint32_t spin_adapt_us;    /* ... or through the engines' gaps up to this long */
-	uint32_t dev_poll_us;      /* hot thread: longest sleep while a device ring is armed */
-	uint32_t max_inflight;     /* copies in flight per card */
-	int log_level;             /* 3 err .. 7 debug */
-	char model[64];            /* the served model's name (--model-name) */
-	char model_path[4096];     /* --model: a GGUF file; "" = synthetic arena */
-	uint32_t describe;         /* --describe: print the model's arena plan as JSON, exit */
-	uint32_t allow_unlocked;   /* --allow-unlocked: serve even when mlock fails */
-	uint32_t check_config;     /* --check-config [FILE]: validate the settings, exit */
-	/* residency tiers and copy scheduler (daemon/residency/fsr_tier*.c, fsr_sched.c) */
-	uint32_t tiers;         /* 1: tiers; 0: the untiered policy */
-	int recency_slots;      /* per layer, -1 = auto */
-	int predicted_slots;    /* per layer, -1 = auto */
-	int spare_slots;        /* per card, -1 = auto */
-	uint32_t bus_share_pct; /* share of the bus the copy scheduler plans with */
-	double freq_decay;      /* static tier: decay of use counts per window */
-	/* Prometheus endpoint (fsd_metrics.c) */
-	char metrics_listen[64];       /* "ADDR:PORT" ("" = off) */
-	uint32_t metrics_allow_remote; /* metrics_listen may be a non-loopback address */
-	/* cards */
-	uint32_t peer; /* 1: cards that can read each other's slots form one tier (peer_reach) */
-};
-
-void fsd_config_defaults(struct fsd_config *c);
-/* Parse argv over the defaults; exits on --help/--version.  0 or -1 (message
- * printed). */
-int fsd_config_parse(struct fsd_config *c, int argc, char **argv);
-/* The residency core's tier and scheduler settings from the options. */
-void fsd_config_residency(const struct fsd_config *c, struct fsr_config *rc);
-struct fsd;
-/* SIGHUP (loop thread): re-read the settings as at start (config file, then
- * the flags over it); apply the keys marked reloadable, log the changed
- * keys that need a restart.  An invalid file changes nothing.  0 or -1. */
-int fsd_config_reload(struct fsd *d);
+#include "fsd_options.h" /* struct fsd_config and its functions */
 
 /* ---- logging (sd-daemon priority prefixes, for journald) ------------- */
 extern int fsd_log_level;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * fsd_config.c: one table of settings feeds the command-line flags, the
- * JSON config file keys and --help, so the three can never disagree.
+ * fsd_config.c: the option list (FSD_OPTIONS, fsd_options.h) made into
+ * the defaults, the table that parses the command-line flags and the JSON
+ * config file keys, --help, the --config-reference the man pages are built
+ * from, and the reload, so none of them can disagree with another.
  * Precedence: flag > $FORESIGHT_SOCKET (socket only) > config file > default.
  */
 #include <errno.h>
@@ -32,95 +34,30 @@ struct opt {
 	size_t off, size;
 	double min, max;
 	const char *help;
-	int reload; /* applied on SIGHUP (R below); else a change needs a restart */
+	int reload; /* applied on SIGHUP; else a change needs a restart */
 };
 
-#define OPT(k, t, field, lo, hi, h, rl)                                                                    \
-	{                                                                                                  \
-		k, t, offsetof(struct fsd_config, field), sizeof(((struct fsd_config *)0)->field), lo, hi, \
-			h, rl                                                                              \
-	}
-#define O(k, t, field, lo, hi, h) OPT(k, t, field, lo, hi, h, 0)
-/* R: a setting fsd_config_reload applies to the running daemon.  Only for a
- * 4-byte number read by other threads with relaxed atomic loads (the reload
- * stores it atomically), or one read by the loop thread only. */
-#define R(k, t, field, lo, hi, h) OPT(k, t, field, lo, hi, h, 1)
+/* The table, one entry per row of FSD_OPTIONS (fsd_options.h). */
+#define OPT_ROW(key, field, type, n, dflt, lo, hi, rl, h) \
+	{#key,                                            \
+	 OPT_##type,                                      \
+	 offsetof(struct fsd_config, field),              \
+	 sizeof(((struct fsd_config *)0)->field),         \
+	 lo,                                              \
+	 hi,                                              \
+	 h,                                               \
+	 rl},
+static const struct opt opts[] = {FSD_OPTIONS(OPT_ROW)};
+#undef OPT_ROW
 
-static const struct opt opts[] = {
-	O("socket", OPT_STR, socket_path, 0, 0, "control socket path (default " FS_DEFAULT_SOCKET_PATH ")"),
-	O("backend", OPT_STR, backend, 0, 0,
-	  "backend: host (stand-in cards in host memory) or cuda (every visible GPU; default host)"),
-	O("group", OPT_STR, group, 0, 0, "group whose members may attach (default: none)"),
-	O("socket_mode", OPT_MODE, socket_mode, 0, 0777, "permissions of the sockets, octal (default 0660)"),
-	O("cards", OPT_U32, cards, 1, FS_MAX_CARDS,
-	  "host: stand-in cards (default 2); cuda: use at most this many"),
-	O("pool_mib", OPT_U32, pool_mib, 0, 1u << 24, "cuda: slot pool MiB per card (instead of --slots)"),
-	O("leave_free_mib", OPT_U32, leave_free_mib, 0, 1u << 24,
-	  "cuda: size each pool to leave this many MiB free (instead of --slots)"),
-	O("streams", OPT_U32, streams, 1, 8, "cuda: prefetch streams per card (default 2)"),
-	O("slots", OPT_U32, slots, 1, 1 << 24, "slots per card (default 128)"),
-	O("bus_gbps", OPT_DBL, bus_gbps, 0.01, 10000,
-	  "emulated bus per card, GB/s: the host backend's copy threads (default 13.5); cuda: when "
-	  "given, copies land no faster (a token bucket per card), else at the link's speed"),
-	O("model", OPT_STR, model_path, 0, 0, "a GGUF MoE model file to serve (default: a synthetic arena)"),
-	O("model_name", OPT_STR, model, 0, 0, "name of the served model (default: the file's general.name)"),
-	O("describe", OPT_FLAG, describe, 0, 1, "with --model: print the arena plan as JSON and exit"),
-	O("allow_unlocked", OPT_FLAG, allow_unlocked, 0, 1,
-	  "serve the --model arena even when it cannot be locked in memory (mlock)"),
-	O("layers", OPT_U32, layers, 1, FS_MAX_LAYERS, "synthetic arena: MoE layers (default 16)"),
-	O("experts", OPT_U32, experts, 1, FS_MAX_EXPERTS, "synthetic arena: experts per layer (default 64)"),
-	O("experts_used", OPT_U32, experts_used, 0, FS_MAX_EXPERTS, "synthetic arena: top-k (default 8)"),
-	O("expert_bytes", OPT_U64, expert_bytes, 64, 1ull << 32,
-	  "synthetic arena: bytes per expert (default 65536)"),
-	O("seed", OPT_U64, seed, 0, 18446744073709551615.0,
-	  "synthetic arena: byte generator seed (default 1)"),
-	O("max_clients", OPT_U32, max_clients, 1, FSD_MAX_CLIENTS,
-	  "engines attached at once (default 32, max 64)"),
-	O("ring_entries", OPT_U32, ring_entries, FS_RING_MIN_ENTRIES, FS_RING_MAX_ENTRIES,
-	  "records per client ring, power of two (default 4096)"),
-	O("epoch_bufs", OPT_U32, epoch_bufs, 3, FS_MAX_EPOCH_BUFS, "epoch buffers (default 16)"),
-	O("heartbeat_ms", OPT_U32, heartbeat_ms, 10, 60000, "daemon heartbeat period (default 100)"),
-	R("liveness_ms", OPT_U32, liveness_ms, 50, 600000,
-	  "a client whose heartbeat is older is dropped (default 5000)"),
-	R("hold_timeout_ms", OPT_U32, hold_timeout_ms, 10, 3600000,
-	  "an epoch held longer is revoked, the client dropped (default 10000)"),
-	R("hold_pressure_ms", OPT_U32, hold_pressure_ms, 0, 3600000,
-	  "when the slots an old hold keeps retired are an eighth of a card's pool, it is revoked this long "
-	  "after its epoch was superseded (default 0: off, only hold_timeout_ms)"),
-	R("publish_us", OPT_U32, publish_us, 0, 1000000, "minimum interval between epochs (default 200)"),
-	R("spin_us", OPT_U32, spin_us, 0, 10000000,
-	  "hot thread: spin this long with nothing to do before sleeping (default 50; more: lower latency, "
-	  "a busy core)"),
-	R("spin_adapt_us", OPT_U32, spin_adapt_us, 0, 10000000,
-	  "hot thread: while work arrives after idle gaps no longer than this, spin through twice their "
-	  "mean instead of sleeping (past spin_us it yields the core each pass): the engines' rhythm, no "
-	  "wake-up on their path, a busy core while they post (default 0: off; e.g. 1000)"),
-	O("dev_poll_us", OPT_U32, dev_poll_us, 1, 1000000,
-	  "hot thread: longest sleep while an engine's kernels may post to its device ring, which a GPU "
-	  "cannot wake (default 50)"),
-	O("max_inflight", OPT_U32, max_inflight, 1, 4096, "copies in flight per card (default 32)"),
-	R("log_level", OPT_INT, log_level, 0, 7, "3 errors .. 7 debug (default 6)"),
-	O("tiers", OPT_U32, tiers, 0, 1,
-	  "residency tiers and the copy scheduler: 1 on, 0 the untiered policy (default 1)"),
-	O("recency_slots", OPT_INT, recency_slots, -1, 1 << 24,
-	  "recency tier slots per layer, -1 auto: a 16th of a layer's share (default -1)"),
-	O("predicted_slots", OPT_INT, predicted_slots, -1, 1 << 24,
-	  "predicted tier slots per layer, -1 auto: a 16th of the share, 1..4 (default -1)"),
-	O("spare_slots", OPT_INT, spare_slots, -1, 1 << 24,
-	  "free slots per card outside the tiers, -1 auto: one per layer, at most 1 % of slots (default -1)"),
-	O("bus_share_pct", OPT_U32, bus_share_pct, 1, 100,
-	  "share of the bus the copy scheduler plans with; the rest is the engines' (default 80)"),
-	O("freq_decay", OPT_DBL, freq_decay, 0.000001, 1,
-	  "static tier: decay of use counts per token (default 0.95)"),
-	R("metrics_listen", OPT_STR, metrics_listen, 0, 0,
-	  "serve Prometheus metrics at http://ADDR:PORT/metrics; ADDR an IP literal, loopback unless "
-	  "metrics_allow_remote (e.g. 127.0.0.1:9464 or [::1]:9464; port 0: any free one; default: off)"),
-	R("metrics_allow_remote", OPT_FLAG, metrics_allow_remote, 0, 1,
-	  "let metrics_listen be a non-loopback address (the endpoint has no authentication)"),
-	O("peer", OPT_ONOFF, peer, 0, 1,
-	  "on: cards whose engines can read each other's slots (CUDA peer access; every card on the host "
-	  "backend) share one expert tier; off: each card keeps its own (default on)"),
-};
+/* A reloadable option is one the reload can store whole: a string (read by
+ * the loop thread only) or a 4-byte number (other threads read it with
+ * relaxed atomic loads; fsd_config_reload stores it atomically). */
+#define OPT_RELOAD_OK(key, field, type, n, dflt, lo, hi, rl, h)                                        \
+	_Static_assert(!(rl) || OPT_##type == OPT_STR || sizeof(((struct fsd_config *)0)->field) == 4, \
+		       "option " #key ": only a string or a 4-byte number can be reloadable");
+FSD_OPTIONS(OPT_RELOAD_OK)
+#undef OPT_RELOAD_OK
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
 /* Messages about the settings go to stderr: at start before logging
@@ -138,45 +75,22 @@ static void cfg_err(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The defaults: each row's default column. */
+#define DEF_STR(f, d) snprintf(c->f, sizeof(c->f), "%s", d);
+#define DEF_U32(f, d) c->f = d;
+#define DEF_U64(f, d) c->f = d;
+#define DEF_DBL(f, d) c->f = d;
+#define DEF_INT(f, d) c->f = d;
+#define DEF_MODE(f, d) c->f = d;
+#define DEF_FLAG(f, d) c->f = d;
+#define DEF_ONOFF(f, d) c->f = d;
+#define OPT_DEFAULT(key, field, type, n, dflt, lo, hi, rl, h) DEF_##type(field, dflt)
 void fsd_config_defaults(struct fsd_config *c)
 {
 	memset(c, 0, sizeof(*c));
-	snprintf(c->socket_path, sizeof(c->socket_path), "%s", FS_DEFAULT_SOCKET_PATH);
-	snprintf(c->backend, sizeof(c->backend), "host");
-	snprintf(c->model, sizeof(c->model), "synthetic");
-	c->socket_mode = 0660;
-	c->cards = 2;
-	c->slots = 128;
-	c->bus_gbps = 13.5;
-	c->layers = 16;
-	c->experts = 64;
-	c->experts_used = 8;
-	c->expert_bytes = 65536;
-	c->seed = 1;
-	c->max_clients = 32;
-	c->ring_entries = 4096;
-	c->epoch_bufs = 16;
-	c->heartbeat_ms = 100;
-	c->liveness_ms = 5000;
-	c->hold_timeout_ms = 10000;
-	c->hold_pressure_ms = 0;
-	c->publish_us = 200;
-	c->max_inflight = 32;
-	c->spin_us = 50;
-	c->spin_adapt_us = 0;
-	c->dev_poll_us = 50;
-	c->streams = 2;
-	c->log_level = FSD_INFO;
-	/* Tiers on: the daemon runs the policies fs-replay measured.  The sizes
-	 * and the decay default to the core's (fsr_core.c gives the reasons);
-	 * the copy scheduler leaves a fifth of the bus to the engines' own
-	 * demand copies, which the discussion found must not be starved. */
-	c->tiers = 1;
-	c->recency_slots = c->predicted_slots = c->spare_slots = -1;
-	c->bus_share_pct = 80;
-	c->freq_decay = 0.95;
-	c->peer = 1;
+	FSD_OPTIONS(OPT_DEFAULT)
 }
+#undef OPT_DEFAULT
 
 /* Where each option's value came from, as the user wrote it: "--slots",
  * "FILE:LINE:COL: key 'slots'", "$FORESIGHT_SOCKET"; "" = the default.
@@ -743,6 +657,31 @@ static int load_file(struct fsd_config *c, const char *path)
 	return rc;
 }
 
+static void opt_format(const struct opt *o, const struct fsd_config *c, char *out, size_t len);
+
+/* --help's " (default: X)" after an option's help: the row's default as a
+ * user types it ("" for a flag, which is off unless given). */
+static void help_default(const struct opt *o, const struct fsd_config *def, char *out, size_t len)
+{
+	const char *p = (const char *)def + o->off;
+	char v[96];
+	if (o->type == OPT_FLAG) {
+		out[0] = 0;
+		return;
+	}
+	if (o->type == OPT_STR) {
+		snprintf(v, sizeof(v), "%s", p[0] ? p : "none");
+	} else {
+		opt_format(o, def, v, sizeof(v));
+		size_t n = strlen(v);
+		if (n >= 2 && v[0] == '"' && v[n - 1] == '"') { /* "on", "0660": unquoted */
+			memmove(v, v + 1, n - 2);
+			v[n - 2] = 0;
+		}
+	}
+	snprintf(out, len, " (default: %s)", v);
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: foresightd [--config FILE] [--OPTION VALUE ...]\n"
@@ -756,13 +695,16 @@ static void usage(FILE *out)
 		     "  --config-reference[=json|flags]  print every config key (json) or option\n"
 		     "                  (flags) with its type and default, as scdoc(5) text (the\n"
 		     "                  man pages foresightd.json(5) and foresightd(8) are built from it)\n");
+	struct fsd_config def;
+	fsd_config_defaults(&def);
 	for (size_t i = 0; i < NOPTS; i++) {
-		char flag[40];
+		char flag[40], dflt[128];
 		snprintf(flag, sizeof(flag), "--%s", opts[i].key);
 		for (char *p = flag; *p; p++)
 			if (*p == '_')
 				*p = '-';
-		fprintf(out, "  %-18s %s\n", flag, opts[i].help);
+		help_default(&opts[i], &def, dflt, sizeof(dflt));
+		fprintf(out, "  %-18s %s%s\n", flag, opts[i].help, dflt);
 	}
 	fprintf(out, "\nThe socket is, in order: --socket, $FORESIGHT_SOCKET, the config key, %s.\n",
 		FS_DEFAULT_SOCKET_PATH);

@@ -9,6 +9,8 @@
 #     foresightd.json(5) with the default `foresightd --config-reference`
 #     states for it;
 #   - every command of `fsctl --help` is in fsctl(1);
+#   - both lists are exactly the option list (FSD_OPTIONS, as
+#     --config-reference prints it), in order, each key's reload rule too;
 #   - all four pages exist, gzipped, look like roff (.TH) and have no
 #     unfilled @PLACEHOLDER@.
 set -euo pipefail
@@ -66,6 +68,31 @@ for f in "${flags[@]}"; do
 	grep -qF -- "Default: $dflt." <<<"$entry" || bad "foresightd.json(5): $key: default is not '$dflt'"
 done
 echo "man_test: checked ${#flags[@]} options of --help in foresightd(8), $n_keys keys with defaults in foresightd.json(5)"
+
+# Both ways: the pages' lists are exactly the option list (FSD_OPTIONS,
+# daemon/fsd_options.h, as --config-reference prints it), in its order:
+# no option missing, none left over from an older list.  An entry of a
+# list is the line before its ".RS 4" indent.
+entries()
+{
+	sed -n "/^\.SH $1\$/,/^\.SH /p" | awk '$0 == ".RS 4" && prev !~ /^\./ {print prev} {prev = $0}'
+}
+rows=$(sed -n 's/^\*\(.*\)\*$/\1/p' <<<"$ref" | sed 's/\\//g')
+n_rows=$(wc -l <<<"$rows")
+[[ $n_rows -gt 20 ]] || bad "--config-reference lists only $n_rows options"
+keys5=$(entries KEYS <<<"$p5")
+[[ "$keys5" == "$rows" ]] || bad "foresightd.json(5) KEYS differs from the option list:
+$(diff <(echo "$rows") <(echo "$keys5") || true)"
+opts8=$(entries OPTIONS <<<"$p8" | awk '{print $1}' | grep -vxE -- '--(config|check-config|config-reference.*|help|version)' | sed -e 's/^--//' -e 's/-/_/g')
+[[ "$opts8" == "$rows" ]] || bad "foresightd(8) OPTIONS differs from the option list:
+$(diff <(echo "$rows") <(echo "$opts8") || true)"
+# The reload rule of each key, as the list says it.
+while read -r key; do
+	want=$(awk -v k="*${key//_/\\_}*" '$0 == k {on = 1} on && /Default:/ {print; exit}' <<<"$ref" | grep -o 'SIGHUP applies a change\|A change needs a restart')
+	got=$(awk -v k="$key" '$0 == k {on = 1} on && /Default:/ {print; exit}' <<<"$p5" | grep -o 'SIGHUP applies a change\|A change needs a restart')
+	[[ -n "$want" && "$want" == "$got" ]] || bad "foresightd.json(5): $key: '$got', the list says '$want'"
+done <<<"$rows"
+echo "man_test: foresightd(8) OPTIONS and foresightd.json(5) KEYS are the $n_rows options of the list, in order"
 
 fsctl_help=$("$fsctl" --help)
 mapfile -t cmds < <(sed -n '/^Commands:/,/^$/p' <<<"$fsctl_help" | awk 'NF && !/^Commands:/ {print $1}')

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fsd_options.h: foresightd's options, one row each.  FSD_OPTIONS is the
+ * only place an option is written down; it generates
+ *  - the struct fsd_config members (below),
+ *  - the defaults (fsd_config_defaults, fsd_config.c),
+ *  - the option table: the command-line flag --KEY (with '_' as '-'), the
+ *    config file key KEY, the type check and range, the reload rule
+ *    (fsd_config.c),
+ *  - `foresightd --help` (the help text, then "(default: X)" from the row),
+ *  - the man page lists: `foresightd --config-reference` prints every row,
+ *    and docs/man builds foresightd(8) OPTIONS and foresightd.json(5) KEYS
+ *    from it; man_test fails when a page and this list disagree.
+ * So a help text never states a default: the row's default column does.
+ *
+ * A row: X(key, field, type, size, default, min, max, reload, help)
+ *  - key: the config key and, with '_' as '-', the flag;
+ *  - field: the member of struct fsd_config;
+ *  - type: STR (char[size]), U32, U64, DBL, INT (int), MODE (octal
+ *    permissions), FLAG (u32 0/1, no value on the command line; true/false
+ *    in the file), ONOFF (u32 0/1 written "on"/"off");
+ *  - size: a STR's buffer (0 for the others);
+ *  - min, max: the accepted range of a number (0, 0 for STR, FLAG, ONOFF);
+ *  - reload: 1 when SIGHUP applies a change to the running daemon
+ *    (fsd_config_reload: only for a STR read by the loop thread alone, or
+ *    a 4-byte number that other threads read with relaxed atomic loads;
+ *    fsd_config.c checks this at compile time), 0 when it needs a restart.
+ */
+#ifndef FSD_OPTIONS_H
+#define FSD_OPTIONS_H
+
+#include <stdint.h>
+
+#include "fs_regions.h" /* FS_MAX_CARDS, FS_MAX_LAYERS, FS_MAX_EXPERTS, FS_MAX_EPOCH_BUFS */
+#include "fs_ring.h"    /* FS_RING_MIN_ENTRIES, FS_RING_MAX_ENTRIES */
+
+#define FS_DEFAULT_SOCKET_PATH "/run/foresight/control.sock"
+#define FSD_MAX_CLIENTS 64u
+
+/* clang-format off */
+#define FSD_OPTIONS(X) \
+	X(socket, socket_path, STR, 108, FS_DEFAULT_SOCKET_PATH, 0, 0, 0, \
+	  "control socket path") \
+	X(backend, backend, STR, 16, "host", 0, 0, 0, \
+	  "backend: host (stand-in cards in host memory) or cuda (every visible GPU)") \
+	X(group, group, STR, 64, "", 0, 0, 0, \
+	  "group whose members may attach") \
+	X(socket_mode, socket_mode, MODE, 0, 0660, 0, 0777, 0, \
+	  "permissions of the sockets, octal") \
+	X(cards, cards, U32, 0, 2, 1, FS_MAX_CARDS, 0, \
+	  "host: stand-in cards; cuda: use at most this many, every visible GPU when not given") \
+	X(pool_mib, pool_mib, U32, 0, 0, 0, 1u << 24, 0, \
+	  "cuda: slot pool MiB per card instead of --slots; 0: --slots") \
+	X(leave_free_mib, leave_free_mib, U32, 0, 0, 0, 1u << 24, 0, \
+	  "cuda: size each pool to leave this many MiB free instead of --slots; 0: --slots") \
+	X(streams, streams, U32, 0, 2, 1, 8, 0, \
+	  "cuda: prefetch streams per card") \
+	X(slots, slots, U32, 0, 128, 1, 1 << 24, 0, \
+	  "slots per card") \
+	X(bus_gbps, bus_gbps, DBL, 0, 13.5, 0.01, 10000, 0, \
+	  "emulated bus per card, GB/s: the host backend's copy threads; cuda: when given, copies " \
+	  "land no faster (a token bucket per card), else at the link's speed") \
+	X(model, model_path, STR, 4096, "", 0, 0, 0, \
+	  "a GGUF MoE model file to serve; none: a synthetic arena") \
+	X(model_name, model, STR, 64, "synthetic", 0, 0, 0, \
+	  "name of the served model; with --model and no name given: the file's general.name") \
+	X(describe, describe, FLAG, 0, 0, 0, 1, 0, \
+	  "with --model: print the arena plan as JSON and exit") \
+	X(allow_unlocked, allow_unlocked, FLAG, 0, 0, 0, 1, 0, \
+	  "serve the --model arena even when it cannot be locked in memory (mlock)") \
+	X(layers, layers, U32, 0, 16, 1, FS_MAX_LAYERS, 0, \
+	  "synthetic arena: MoE layers") \
+	X(experts, experts, U32, 0, 64, 1, FS_MAX_EXPERTS, 0, \
+	  "synthetic arena: experts per layer") \
+	X(experts_used, experts_used, U32, 0, 8, 0, FS_MAX_EXPERTS, 0, \
+	  "synthetic arena: top-k") \
+	X(expert_bytes, expert_bytes, U64, 0, 65536, 64, 1ull << 32, 0, \
+	  "synthetic arena: bytes per expert") \
+	X(seed, seed, U64, 0, 1, 0, 18446744073709551615.0, 0, \
+	  "synthetic arena: byte generator seed") \
+	X(max_clients, max_clients, U32, 0, 32, 1, FSD_MAX_CLIENTS, 0, \
+	  "engines attached at once") \
+	X(ring_entries, ring_entries, U32, 0, 4096, FS_RING_MIN_ENTRIES, FS_RING_MAX_ENTRIES, 0, \
+	  "records per client ring, a power of two") \
+	X(epoch_bufs, epoch_bufs, U32, 0, 16, 3, FS_MAX_EPOCH_BUFS, 0, \
+	  "epoch buffers") \
+	X(heartbeat_ms, heartbeat_ms, U32, 0, 100, 10, 60000, 0, \
+	  "daemon heartbeat period") \
+	X(liveness_ms, liveness_ms, U32, 0, 5000, 50, 600000, 1, \
+	  "a client whose heartbeat is older is dropped") \
+	X(hold_timeout_ms, hold_timeout_ms, U32, 0, 10000, 10, 3600000, 1, \
+	  "an epoch held longer is revoked, the client dropped") \
+	X(hold_pressure_ms, hold_pressure_ms, U32, 0, 0, 0, 3600000, 1, \
+	  "when the slots an old hold keeps retired are an eighth of a card's pool, it is revoked this " \
+	  "long after its epoch was superseded; 0: off, only hold_timeout_ms") \
+	X(publish_us, publish_us, U32, 0, 200, 0, 1000000, 1, \
+	  "minimum interval between epochs") \
+	X(spin_us, spin_us, U32, 0, 50, 0, 10000000, 1, \
+	  "hot thread: spin this long with nothing to do before sleeping (more: lower latency, a " \
+	  "busy core)") \
+	X(spin_adapt_us, spin_adapt_us, U32, 0, 0, 0, 10000000, 1, \
+	  "hot thread: while work arrives after idle gaps no longer than this, spin through twice " \
+	  "their mean instead of sleeping (past spin_us it yields the core each pass): the engines' " \
+	  "rhythm, no wake-up on their path, a busy core while they post; 0: off (e.g. 1000: on)") \
+	X(dev_poll_us, dev_poll_us, U32, 0, 50, 1, 1000000, 0, \
+	  "hot thread: longest sleep while an engine's kernels may post to its device ring, which a " \
+	  "GPU cannot wake") \
+	X(max_inflight, max_inflight, U32, 0, 32, 1, 4096, 0, \
+	  "copies in flight per card") \
+	X(log_level, log_level, INT, 0, 6, 0, 7, 1, \
+	  "3 errors .. 7 debug") \
+	/* Tiers on: the daemon runs the policies fs-replay measured.  The \
+	 * sizes and the decay default to the core's (fsr_core.c gives the \
+	 * reasons); the copy scheduler leaves a fifth of the bus to the \
+	 * engines' own demand copies, which must not be starved. */ \
+	X(tiers, tiers, U32, 0, 1, 0, 1, 0, \
+	  "residency tiers and the copy scheduler: 1 on, 0 the untiered policy") \
+	X(recency_slots, recency_slots, INT, 0, -1, -1, 1 << 24, 0, \
+	  "recency tier slots per layer, -1 auto: a 16th of a layer's share") \
+	X(predicted_slots, predicted_slots, INT, 0, -1, -1, 1 << 24, 0, \
+	  "predicted tier slots per layer, -1 auto: a 16th of the share, 1..4") \
+	X(spare_slots, spare_slots, INT, 0, -1, -1, 1 << 24, 0, \
+	  "free slots per card outside the tiers, -1 auto: one per layer, at most 1 % of slots") \
+	X(bus_share_pct, bus_share_pct, U32, 0, 80, 1, 100, 0, \
+	  "share of the bus the copy scheduler plans with; the rest is the engines'") \
+	X(freq_decay, freq_decay, DBL, 0, 0.95, 0.000001, 1, 0, \
+	  "static tier: decay of use counts per token") \
+	X(metrics_listen, metrics_listen, STR, 64, "", 0, 0, 1, \
+	  "serve Prometheus metrics at http://ADDR:PORT/metrics; ADDR an IP literal, loopback " \
+	  "unless metrics_allow_remote (e.g. 127.0.0.1:9464 or [::1]:9464; port 0: any free one; " \
+	  "none: off)") \
+	X(metrics_allow_remote, metrics_allow_remote, FLAG, 0, 0, 0, 1, 1, \
+	  "let metrics_listen be a non-loopback address (the endpoint has no authentication)") \
+	X(peer, peer, ONOFF, 0, 1, 0, 1, 0, \
+	  "on: cards whose engines can read each other's slots (CUDA peer access; every card on " \
+	  "the host backend) share one expert tier; off: each card keeps its own")
+/* clang-format on */
+
+/* The members of each type. */
+#define FSD_OPT_MEMBER_STR(f, n) char f[n];
+#define FSD_OPT_MEMBER_U32(f, n) uint32_t f;
+#define FSD_OPT_MEMBER_U64(f, n) uint64_t f;
+#define FSD_OPT_MEMBER_DBL(f, n) double f;
+#define FSD_OPT_MEMBER_INT(f, n) int f;
+#define FSD_OPT_MEMBER_MODE(f, n) unsigned f;
+#define FSD_OPT_MEMBER_FLAG(f, n) uint32_t f;
+#define FSD_OPT_MEMBER_ONOFF(f, n) uint32_t f;
+#define FSD_OPT_MEMBER(key, field, type, size, dflt, lo, hi, rl, help) FSD_OPT_MEMBER_##type(field, size)
+
+struct fsd_config {
+	FSD_OPTIONS(FSD_OPT_MEMBER)
+	/* Set by the parse, not options: */
+	char fd_socket_path[112]; /* socket_path + ".fd" */
+	int cards_set;            /* --cards given (cuda: limit, else all devices) */
+	int bus_gbps_set;         /* --bus-gbps given (cuda: throttle to it) */
+	uint32_t check_config;    /* --check-config [FILE]: validate the settings, exit */
+};
+
+struct fsd;
+struct fsr_config;
+/* The rows' defaults (generated from FSD_OPTIONS). */
+void fsd_config_defaults(struct fsd_config *c);
+/* Parse argv over the defaults; exits on --help/--version.  0 or -1 (message
+ * printed). */
+int fsd_config_parse(struct fsd_config *c, int argc, char **argv);
+/* The residency core's tier and scheduler settings from the options. */
+void fsd_config_residency(const struct fsd_config *c, struct fsr_config *rc);
+/* SIGHUP (loop thread): re-read the settings as at start (config file, then
+ * the flags over it); apply the keys marked reloadable, log the changed
+ * keys that need a restart.  An invalid file changes nothing.  0 or -1. */
+int fsd_config_reload(struct fsd *d);
+
+#endif /* FSD_OPTIONS_H */

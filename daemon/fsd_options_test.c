@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* fsd_options_test.c: the option list (FSD_OPTIONS, fsd_options.h) is sound
+ * row by row: a key is unique and spelled as a flag can be; every default
+ * lies in its row's range (a string's fits its buffer); no help text states
+ * a default of its own (--help appends the row's); fsd_config_defaults
+ * writes each row's default column.  The man pages are checked against the
+ * same list by man_test (docs/man). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "fsd.h"
+
+enum kind { K_STR, K_NUM, K_FLAG };
+struct row {
+	const char *key;
+	enum kind kind;
+	size_t size;
+	double dflt, lo, hi;
+	const char *sdflt;
+	int reload;
+	const char *help;
+};
+
+/* A row's default as a number or a string, whichever its type is. */
+#define NUM(d) _Generic((d), char * : 0.0, const char * : 0.0, default : (d))
+#define STRD(d) _Generic((d), char * : (d), const char * : (d), default : NULL)
+#define KIND_STR K_STR
+#define KIND_U32 K_NUM
+#define KIND_U64 K_NUM
+#define KIND_DBL K_NUM
+#define KIND_INT K_NUM
+#define KIND_MODE K_NUM
+#define KIND_FLAG K_FLAG
+#define KIND_ONOFF K_FLAG
+#define ROW(key, field, type, n, d, lo, hi, rl, h) \
+	{#key, KIND_##type, sizeof(((struct fsd_config *)0)->field), (double)NUM(d), lo, hi, STRD(d), rl, h},
+static const struct row rows[] = {FSD_OPTIONS(ROW)};
+#define NROWS (sizeof(rows) / sizeof(rows[0]))
+
+Test(options, keys_unique_and_flag_shaped)
+{
+	cr_assert_gt(NROWS, 20u);
+	for (size_t i = 0; i < NROWS; i++) {
+		const char *k = rows[i].key;
+		cr_expect(strlen(k) > 0 && strlen(k) < 32, "%s", k);
+		for (const char *p = k; *p; p++)
+			cr_expect((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_',
+				  "key %s: '%c'", k, *p);
+		cr_expect(strcmp(k, "config") && strcmp(k, "help") && strcmp(k, "version") &&
+				  strcmp(k, "check_config") && strcmp(k, "config_reference"),
+			  "key %s is a built-in flag", k);
+		for (size_t j = 0; j < i; j++)
+			cr_expect(strcmp(k, rows[j].key) != 0, "key %s twice", k);
+	}
+}
+
+Test(options, defaults_in_range)
+{
+	for (size_t i = 0; i < NROWS; i++) {
+		const struct row *r = &rows[i];
+		switch (r->kind) {
+		case K_STR:
+			cr_expect_not_null(r->sdflt, "%s: a string's default is a string", r->key);
+			if (r->sdflt)
+				cr_expect_lt(strlen(r->sdflt), r->size, "%s: default longer than its buffer",
+					     r->key);
+			break;
+		case K_FLAG:
+			cr_expect(r->dflt == 0 || r->dflt == 1, "%s: default %g", r->key, r->dflt);
+			break;
+		case K_NUM:
+			cr_expect(r->lo < r->hi, "%s: range %g to %g", r->key, r->lo, r->hi);
+			cr_expect(r->dflt >= r->lo && r->dflt <= r->hi, "%s: default %g outside %g to %g",
+				  r->key, r->dflt, r->lo, r->hi);
+			break;
+		}
+	}
+}
+
+/* A default lives in its row only: a help text that states one would
+ * be a second copy that can go stale. */
+Test(options, help_states_no_default)
+{
+	for (size_t i = 0; i < NROWS; i++) {
+		const char *h = rows[i].help;
+		cr_expect(strlen(h) > 5, "%s: no help", rows[i].key);
+		cr_expect_null(strstr(h, "default"), "%s: help states a default: %s", rows[i].key, h);
+		cr_expect(h[strlen(h) - 1] != '.', "%s: help ends in '.' (the pages add one)", rows[i].key);
+	}
+}
+
+/* fsd_config_defaults writes each row's default; the rest is zero. */
+#define CHECK_STR(f, d) cr_expect_str_eq(c.f, STRD(d), #f);
+#define CHECK_NUM(f, d) cr_expect(fabs((double)c.f - (double)NUM(d)) <= 1e-12 * fabs((double)NUM(d)), #f);
+#define CHECK_U32 CHECK_NUM
+#define CHECK_U64 CHECK_NUM
+#define CHECK_DBL CHECK_NUM
+#define CHECK_INT CHECK_NUM
+#define CHECK_MODE CHECK_NUM
+#define CHECK_FLAG CHECK_NUM
+#define CHECK_ONOFF CHECK_NUM
+#define CHECK(key, field, type, n, d, lo, hi, rl, h) CHECK_##type(field, d)
+Test(options, defaults_written)
+{
+	struct fsd_config c;
+	memset(&c, 0xa5, sizeof(c));
+	fsd_config_defaults(&c);
+	FSD_OPTIONS(CHECK)
+	cr_expect_eq(c.cards_set, 0);
+	cr_expect_eq(c.bus_gbps_set, 0);
+	cr_expect_eq(c.check_config, 0u);
+	cr_expect_str_eq(c.fd_socket_path, "");
+}
