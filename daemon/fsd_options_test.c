@@ -93,13 +93,13 @@ Test(options, help_states_no_default)
 /* fsd_config_defaults writes each row's default; the rest is zero. */
 #define CHECK_STR(f, d) cr_expect_str_eq(c.f, STRD(d), #f);
 #define CHECK_NUM(f, d) cr_expect(fabs((double)c.f - (double)NUM(d)) <= 1e-12 * fabs((double)NUM(d)), #f);
-#define CHECK_U32 CHECK_NUM
-#define CHECK_U64 CHECK_NUM
-#define CHECK_DBL CHECK_NUM
-#define CHECK_INT CHECK_NUM
-#define CHECK_MODE CHECK_NUM
-#define CHECK_FLAG CHECK_NUM
-#define CHECK_ONOFF CHECK_NUM
+#define CHECK_U32(f, d) CHECK_NUM(f, d)
+#define CHECK_U64(f, d) CHECK_NUM(f, d)
+#define CHECK_DBL(f, d) CHECK_NUM(f, d)
+#define CHECK_INT(f, d) CHECK_NUM(f, d)
+#define CHECK_MODE(f, d) CHECK_NUM(f, d)
+#define CHECK_FLAG(f, d) CHECK_NUM(f, d)
+#define CHECK_ONOFF(f, d) CHECK_NUM(f, d)
 #define CHECK(key, field, type, n, d, lo, hi, rl, h) CHECK_##type(field, d)
 Test(options, defaults_written)
 {
