@@ -37,6 +37,11 @@ int fs_fd_send(int sock, const void *buf, size_t len, const int *fds, unsigned n
 
 long fs_fd_recv(int sock, void *buf, size_t len, int *fds, unsigned max, unsigned *n)
 {
+	return fs_fd_recv_flags(sock, buf, len, fds, max, n, 0);
+}
+
+long fs_fd_recv_flags(int sock, void *buf, size_t len, int *fds, unsigned max, unsigned *n, int flags)
+{
 	union {
 		char raw[CMSG_SPACE(sizeof(int) * FS_FDPASS_MAX)];
 		struct cmsghdr align;
@@ -47,7 +52,7 @@ long fs_fd_recv(int sock, void *buf, size_t len, int *fds, unsigned max, unsigne
 	*n = 0;
 	ssize_t r;
 	do
-		r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+		r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | flags);
 	while (r < 0 && errno == EINTR);
 	if (r < 0)
 		return -errno;

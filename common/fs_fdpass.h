@@ -18,5 +18,7 @@ int fs_fd_send(int sock, const void *buf, size_t len, const int *fds, unsigned n
  * (>= 0) and sets *n; fds beyond `max` or a truncated control message make
  * it fail with -EBADMSG (and every received fd is closed). */
 long fs_fd_recv(int sock, void *buf, size_t len, int *fds, unsigned max, unsigned *n);
+/* The same with recvmsg flags (MSG_DONTWAIT). */
+long fs_fd_recv_flags(int sock, void *buf, size_t len, int *fds, unsigned max, unsigned *n, int flags);
 
 #endif /* FS_FDPASS_H */

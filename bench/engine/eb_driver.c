@@ -44,6 +44,7 @@
 #include <cjson/cJSON.h>
 
 #include "eb.h"
+#include "fs_fdstore.h"
 #include "replay.h"
 #include "replay_bound.h"
 
@@ -629,50 +630,12 @@ static pid_t daemon_start(struct drv *d, int policy, char *err, size_t errlen)
  * keep the newest arena fd for the next start. */
 static void notify_drain(struct drv *d)
 {
-	while (d->notify_fd >= 0) {
-		char buf[4096];
-		union {
-			struct cmsghdr align;
-			char b[CMSG_SPACE(sizeof(int) * 8)];
-		} ctl;
-		struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf) - 1};
-		struct msghdr mh = {.msg_iov = &iov,
-				    .msg_iovlen = 1,
-				    .msg_control = ctl.b,
-				    .msg_controllen = sizeof(ctl.b)};
-		ssize_t n = recvmsg(d->notify_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-		if (n < 0)
-			return;
-		buf[n] = 0;
-		int got = -1;
-		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-				continue;
-			size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			int fds[8];
-			memcpy(fds, CMSG_DATA(cm), k * sizeof(int));
-			for (size_t i = 0; i < k; i++) {
-				if (got < 0)
-					got = fds[i];
-				else
-					close(fds[i]);
-			}
-		}
-		if (strstr(buf, "FDSTOREREMOVE=1") && d->kept_fd >= 0) {
-			close(d->kept_fd);
-			d->kept_fd = -1;
-		}
-		if (got >= 0 && strstr(buf, "FDSTORE=1") && strstr(buf, "FDNAME=arena")) {
-			struct stat a, b;
-			int same = d->kept_fd >= 0 && fstat(d->kept_fd, &a) == 0 && fstat(got, &b) == 0 &&
-				   a.st_ino == b.st_ino && a.st_dev == b.st_dev;
-			*(same ? &d->arena_reuses : &d->arena_builds) += 1;
-			if (d->kept_fd >= 0)
-				close(d->kept_fd);
-			d->kept_fd = got;
-		} else if (got >= 0) {
-			close(got);
-		}
+	int r;
+	while (d->notify_fd >= 0 && (r = fs_fdstore_recv(d->notify_fd, 1, &d->kept_fd)) >= 0) {
+		if (r == FS_FDSTORE_SAME)
+			d->arena_reuses++;
+		else if (r == FS_FDSTORE_NEW)
+			d->arena_builds++;
 	}
 }
 

@@ -19,6 +19,8 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
+#include "fs_fdstore.h"
+
 extern char **environ;
 
 /* One REQ socket kept open per control socket path: a poll loop measures
@@ -137,47 +139,11 @@ int fd_wait_store(struct fdaemon *d, int timeout_ms)
 		struct pollfd p = {.fd = d->notify_fd, .events = POLLIN};
 		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
 			return 0;
-		char buf[4096];
-		union {
-			struct cmsghdr align;
-			char b[CMSG_SPACE(sizeof(int) * 8) + CMSG_SPACE(sizeof(struct ucred))];
-		} ctl;
-		struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf) - 1};
-		struct msghdr mh = {.msg_iov = &iov,
-				    .msg_iovlen = 1,
-				    .msg_control = ctl.b,
-				    .msg_controllen = sizeof(ctl.b)};
-		ssize_t n = recvmsg(d->notify_fd, &mh, MSG_CMSG_CLOEXEC);
-		if (n < 0)
-			continue;
-		buf[n] = 0;
-		int got = -1;
-		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-				continue;
-			size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			int fds[8];
-			memcpy(fds, CMSG_DATA(cm), k * sizeof(int));
-			for (size_t i = 0; i < k; i++) {
-				if (got < 0)
-					got = fds[i];
-				else
-					close(fds[i]);
-			}
-		}
-		if (strstr(buf, "FDSTOREREMOVE=1") && d->kept_fd >= 0) {
-			close(d->kept_fd);
-			d->kept_fd = -1;
-		}
-		if (got >= 0 && strstr(buf, "FDSTORE=1") && strstr(buf, "FDNAME=arena")) {
-			if (d->kept_fd >= 0)
-				close(d->kept_fd);
-			d->kept_fd = got;
+		int r = fs_fdstore_recv(d->notify_fd, 0, &d->kept_fd);
+		if (r == FS_FDSTORE_NEW || r == FS_FDSTORE_SAME) {
 			d->stored++;
 			return 1;
 		}
-		if (got >= 0)
-			close(got);
 	}
 	return 0;
 }
