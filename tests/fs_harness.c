@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,21 @@ uint64_t fsh_now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+char *const *fsh_argv(const char *a0, ...)
+{
+	static _Thread_local char *v[32];
+	va_list ap;
+	va_start(ap, a0);
+	int n = 0;
+	v[n++] = (char *)a0;
+	const char *s;
+	while ((s = va_arg(ap, const char *)) != NULL && n < 31)
+		v[n++] = (char *)s;
+	v[n] = NULL;
+	va_end(ap);
+	return v;
 }
 
 pid_t fsh_spawn(char *const argv[], const char *out_path)

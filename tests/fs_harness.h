@@ -44,5 +44,8 @@ int fsh_request(const char *sock, const char *json, char *buf, size_t len);
 /* Read a whole (small) file into buf; returns bytes or -1. */
 long fsh_read_file(const char *path, char *buf, size_t len);
 uint64_t fsh_now_ms(void);
+/* A NULL-terminated argv from the arguments (NULL ends them; at most 31):
+ * one static array per thread, valid until the next call. */
+char *const *fsh_argv(const char *a0, ...);
 
 #endif /* FS_HARNESS_H */

@@ -17,21 +17,6 @@
 
 #include "fs_harness.h"
 
-static char *const *argvv(const char *a0, ...)
-{
-	static char *v[16];
-	va_list ap;
-	va_start(ap, a0);
-	int n = 0;
-	v[n++] = (char *)a0;
-	const char *s;
-	while ((s = va_arg(ap, const char *)) != NULL && n < 15)
-		v[n++] = (char *)s;
-	v[n] = NULL;
-	va_end(ap);
-	return v;
-}
-
 static cJSON *stats(const struct fsh_daemon *d)
 {
 	static char buf[1 << 20];
@@ -67,8 +52,8 @@ Test(integration, two_engines_share_one_tier_and_stats_agree, .timeout = 60)
 	char out1[256], out2[256];
 	snprintf(out1, sizeof(out1), "%s/e1.out", d.dir);
 	snprintf(out2, sizeof(out2), "%s/e2.out", d.dir);
-	pid_t a = fsh_spawn(argvv(FS_TEST_ENGINE_BIN, "run", d.sock, "300", "500", NULL), out1);
-	pid_t b = fsh_spawn(argvv(FS_TEST_ENGINE_BIN, "run", d.sock, "300", "500", NULL), out2);
+	pid_t a = fsh_spawn(fsh_argv(FS_TEST_ENGINE_BIN, "run", d.sock, "300", "500", NULL), out1);
+	pid_t b = fsh_spawn(fsh_argv(FS_TEST_ENGINE_BIN, "run", d.sock, "300", "500", NULL), out2);
 	cr_assert_eq(fsh_wait(a, 30000), 0, "engine 1 failed");
 	cr_assert_eq(fsh_wait(b, 30000), 0, "engine 2 failed");
 	char t1[512], t2[512];
@@ -180,7 +165,7 @@ Test(integration, sigkill_holding_engine_drops_holds_at_once, .timeout = 60)
 	char out[256], outb[256], txt[512];
 	snprintf(out, sizeof(out), "%s/hold.out", d.dir);
 	snprintf(outb, sizeof(outb), "%s/run.out", d.dir);
-	pid_t h = fsh_spawn(argvv(FS_TEST_ENGINE_BIN, "hold", d.sock, NULL), out);
+	pid_t h = fsh_spawn(fsh_argv(FS_TEST_ENGINE_BIN, "hold", d.sock, NULL), out);
 	uint64_t end = fsh_now_ms() + 10000;
 	while (fsh_now_ms() < end && (fsh_read_file(out, txt, sizeof(txt)) <= 0 || !strstr(txt, "holding")))
 		usleep(5000);
@@ -188,7 +173,7 @@ Test(integration, sigkill_holding_engine_drops_holds_at_once, .timeout = 60)
 	unsigned long long held = 0;
 	sscanf(strstr(txt, "holding epoch"), "holding epoch %llu", &held);
 	cr_assert_gt(held, 0, "the holder should hold a real epoch");
-	pid_t b = fsh_spawn(argvv(FS_TEST_ENGINE_BIN, "run", d.sock, "400", "1000", NULL), outb);
+	pid_t b = fsh_spawn(fsh_argv(FS_TEST_ENGINE_BIN, "run", d.sock, "400", "1000", NULL), outb);
 	/* Wait until both are attached (slow under sanitizers). */
 	cJSON *s = NULL;
 	int attached = 0;
@@ -246,7 +231,7 @@ Test(integration, engine_survives_daemon_restart_and_reattaches, .timeout = 180)
 	cr_assert_eq(fsh_daemon_start(&d, NULL), 0);
 	char out[256], txt[512];
 	snprintf(out, sizeof(out), "%s/e.out", d.dir);
-	pid_t e = fsh_spawn(argvv(FS_TEST_ENGINE_BIN, "run", d.sock, "1500", "1000", NULL), out);
+	pid_t e = fsh_spawn(fsh_argv(FS_TEST_ENGINE_BIN, "run", d.sock, "1500", "1000", NULL), out);
 	usleep(300000);
 	/* Stop the daemon mid-run: the engine must carry on, on the CPU path. */
 	kill(d.pid, SIGTERM);
@@ -275,7 +260,8 @@ Test(integration, detach_removes_the_client, .timeout = 30)
 	cr_assert_eq(fsh_daemon_start(&d, NULL), 0);
 	char out[256];
 	snprintf(out, sizeof(out), "%s/e.out", d.dir);
-	cr_assert_eq(fsh_run(argvv(FS_TEST_ENGINE_BIN, "run", d.sock, "20", "0", NULL), NULL, 0, 20000), 0);
+	cr_assert_eq(fsh_run(fsh_argv(FS_TEST_ENGINE_BIN, "run", d.sock, "20", "0", NULL), NULL, 0, 20000),
+		     0);
 	cJSON *s = NULL;
 	for (int i = 0; i < 100; i++) {
 		cJSON_Delete(s);
@@ -296,10 +282,11 @@ Test(integration, profile_save_and_load_round_trip, .timeout = 60)
 {
 	struct fsh_daemon d;
 	cr_assert_eq(fsh_daemon_start(&d, NULL), 0);
-	cr_assert_eq(fsh_run(argvv(FS_TEST_ENGINE_BIN, "run", d.sock, "60", "0", NULL), NULL, 0, 30000), 0);
+	cr_assert_eq(fsh_run(fsh_argv(FS_TEST_ENGINE_BIN, "run", d.sock, "60", "0", NULL), NULL, 0, 30000),
+		     0);
 	char file[256], out[4096];
 	snprintf(file, sizeof(file), "%s/profile.txt", d.dir);
-	cr_assert_eq(fsh_run(argvv(FSCTL_BIN, "--socket", d.sock, "profile", "save", file, NULL), out,
+	cr_assert_eq(fsh_run(fsh_argv(FSCTL_BIN, "--socket", d.sock, "profile", "save", file, NULL), out,
 			     sizeof(out), 10000),
 		     0, "%s", out);
 	FILE *f = fopen(file, "r");
@@ -316,14 +303,14 @@ Test(integration, profile_save_and_load_round_trip, .timeout = 60)
 	fclose(f);
 	cr_expect_eq(n, (unsigned long)layers * experts);
 	cr_expect_gt(sum, 0, "the engine used experts: the profile cannot be all zero");
-	cr_expect_eq(fsh_run(argvv(FSCTL_BIN, "--socket", d.sock, "profile", "load", file, NULL), out,
+	cr_expect_eq(fsh_run(fsh_argv(FSCTL_BIN, "--socket", d.sock, "profile", "load", file, NULL), out,
 			     sizeof(out), 10000),
 		     0, "%s", out);
 	/* The round trip: what was loaded is what a second save writes, byte
 	 * for byte (no window ran in between, so no score decayed). */
 	char file2[256], a[1 << 16], b[1 << 16];
 	snprintf(file2, sizeof(file2), "%s/profile2.txt", d.dir);
-	cr_assert_eq(fsh_run(argvv(FSCTL_BIN, "--socket", d.sock, "profile", "save", file2, NULL), out,
+	cr_assert_eq(fsh_run(fsh_argv(FSCTL_BIN, "--socket", d.sock, "profile", "save", file2, NULL), out,
 			     sizeof(out), 10000),
 		     0, "%s", out);
 	long na = fsh_read_file(file, a, sizeof(a)), nb = fsh_read_file(file2, b, sizeof(b));

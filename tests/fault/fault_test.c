@@ -41,21 +41,6 @@
 #define SAN 0
 #endif
 
-static char *const *av(const char *a0, ...)
-{
-	static char *v[32];
-	va_list ap;
-	va_start(ap, a0);
-	int n = 0;
-	v[n++] = (char *)a0;
-	const char *s;
-	while ((s = va_arg(ap, const char *)) != NULL && n < 31)
-		v[n++] = (char *)s;
-	v[n] = NULL;
-	va_end(ap);
-	return v;
-}
-
 static uint64_t seed_rng = 0;
 static unsigned rnd(unsigned n)
 {
@@ -124,8 +109,9 @@ Test(fault, engine_kill9_at_random_points, .timeout = 300)
 	cr_assert_geq(fd_start(&d, extra, 0), 0, "foresightd did not start");
 	char sout[256];
 	snprintf(sout, sizeof(sout), "%s/survivor.out", d.h.dir);
-	pid_t surv = fault_spawn(av(FS_FAULT_ENGINE_BIN, "run", d.h.sock, "rate=200", "churn=1", "k=4", NULL),
-				 sout, -1, -1);
+	pid_t surv = fault_spawn(
+		fsh_argv(FS_FAULT_ENGINE_BIN, "run", d.h.sock, "rate=200", "churn=1", "k=4", NULL), sout, -1,
+		-1);
 	cr_assert_eq(fault_wait_text(sout, "started", 10000), 0, "the survivor never attached");
 	cr_assert_geq(wait_clients(d.h.sock, 1, 5000), 0);
 	long worst = 0;
@@ -141,18 +127,19 @@ Test(fault, engine_kill9_at_random_points, .timeout = 300)
 		double deaths = fault_wait_counter(d.h.sock, "deaths", 0, 0);
 		pid_t v;
 		if (strcmp(mode, "hold") == 0) {
-			v = fault_spawn(av(FS_FAULT_ENGINE_BIN, "hold", d.h.sock, NULL), vout, -1, -1);
+			v = fault_spawn(fsh_argv(FS_FAULT_ENGINE_BIN, "hold", d.h.sock, NULL), vout, -1, -1);
 			cr_assert_eq(fault_wait_text(vout, "holding epoch", 30000), 0,
 				     "round %u: never held: %s", i, vout_text(vout));
 			msleep(rnd(50));
 		} else if (strcmp(mode, "run") == 0) {
-			v = fault_spawn(av(FS_FAULT_ENGINE_BIN, "run", d.h.sock, "churn=1", "k=4", NULL),
-					vout, -1, -1);
+			v = fault_spawn(
+				fsh_argv(FS_FAULT_ENGINE_BIN, "run", d.h.sock, "churn=1", "k=4", NULL), vout,
+				-1, -1);
 			cr_assert_eq(fault_wait_text(vout, "started", 30000), 0,
 				     "round %u: never attached: %s", i, vout_text(vout));
 			msleep(rnd(100)); /* posting, acquiring, holding: wherever it is */
 		} else {
-			v = fault_spawn(av(FS_FAULT_ENGINE_BIN, "run", d.h.sock, NULL), vout, -1, -1);
+			v = fault_spawn(fsh_argv(FS_FAULT_ENGINE_BIN, "run", d.h.sock, NULL), vout, -1, -1);
 			msleep(rnd(SAN ? 60 : 20)); /* connecting, attaching, in the fd handshake */
 		}
 		int attached = strcmp(mode, "mid-attach") != 0;
@@ -218,9 +205,9 @@ Test(fault, engine_kill9_at_random_points, .timeout = 300)
 static int make_model(const char *dir, char *path, size_t len)
 {
 	snprintf(path, len, "%s/model.gguf", dir);
-	return fsh_run(av(FS_GGUF_FIXTURE_BIN, "--arch", "qwen3moe", "--layers", "6", "--experts", "16",
-			  "--used", "2", "--embd", "256", "--ff", "128", "--name", "fault-moe", "--out", path,
-			  NULL),
+	return fsh_run(fsh_argv(FS_GGUF_FIXTURE_BIN, "--arch", "qwen3moe", "--layers", "6", "--experts", "16",
+				"--used", "2", "--embd", "256", "--ff", "128", "--name", "fault-moe", "--out",
+				path, NULL),
 		       NULL, 0, 30000);
 }
 
@@ -240,8 +227,8 @@ Test(fault, daemon_kill9_engines_continue_and_reattach_to_the_kept_arena, .timeo
 	for (int i = 0; i < 2; i++) {
 		snprintf(out[i], sizeof(out[i]), "%s/engine%d.out", d.h.dir, i);
 		e[i] = fault_spawn(
-			av(FS_FAULT_ENGINE_BIN, "run", d.h.sock, "rate=300", "churn=1", "k=3", NULL), out[i],
-			-1, -1);
+			fsh_argv(FS_FAULT_ENGINE_BIN, "run", d.h.sock, "rate=300", "churn=1", "k=3", NULL),
+			out[i], -1, -1);
 		cr_assert_eq(fault_wait_text(out[i], "started", 10000), 0);
 	}
 	cr_assert_geq(wait_clients(d.h.sock, 2, 5000), 0);
@@ -335,8 +322,9 @@ Test(fault, a_kept_arena_that_does_not_match_is_rebuilt, .timeout = 60)
 	/* The engine reads the new arena's bytes: all checksums hold. */
 	char out[256];
 	snprintf(out, sizeof(out), "%s/e.out", d.h.dir);
-	cr_expect_eq(fsh_run(av(FS_FAULT_ENGINE_BIN, "run", d.h.sock, "windows=50", NULL), NULL, 0, 30000),
-		     0);
+	cr_expect_eq(
+		fsh_run(fsh_argv(FS_FAULT_ENGINE_BIN, "run", d.h.sock, "windows=50", NULL), NULL, 0, 30000),
+		0);
 	fd_stop(&d);
 }
 
@@ -353,8 +341,8 @@ Test(fault, sigstopped_engine_is_dropped_then_reattaches, .timeout = 120)
 	for (int i = 0; i < 2; i++) {
 		snprintf(out[i], sizeof(out[i]), "%s/engine%d.out", d.h.dir, i);
 		e[i] = fault_spawn(
-			av(FS_FAULT_ENGINE_BIN, "run", d.h.sock, "rate=200", "churn=1", "k=4", NULL), out[i],
-			-1, -1);
+			fsh_argv(FS_FAULT_ENGINE_BIN, "run", d.h.sock, "rate=200", "churn=1", "k=4", NULL),
+			out[i], -1, -1);
 		cr_assert_eq(fault_wait_text(out[i], "started", 10000), 0);
 	}
 	cr_assert_geq(wait_clients(d.h.sock, 2, 5000), 0);
@@ -418,17 +406,18 @@ Test(fault, hostile_client_is_refused_and_counted, .timeout = 180)
 	char eout[256], hout[256], pids[64];
 	snprintf(eout, sizeof(eout), "%s/engine.out", d.h.dir);
 	snprintf(hout, sizeof(hout), "%s/hostile.out", d.h.dir);
-	pid_t e = fault_spawn(av(FS_FAULT_ENGINE_BIN, "run", d.h.sock, "rate=200", "churn=1", "k=4", NULL),
-			      eout, -1, -1);
+	pid_t e = fault_spawn(
+		fsh_argv(FS_FAULT_ENGINE_BIN, "run", d.h.sock, "rate=200", "churn=1", "k=4", NULL), eout, -1,
+		-1);
 	cr_assert_eq(fault_wait_text(eout, "started", 10000), 0);
 	snprintf(pids, sizeof(pids), "pids=%d", (int)e);
 	/* As root: the hostile client is another user (nobody) in the allowed
 	 * group.  Otherwise it is this user, which is the daemon's: an admin,
 	 * and the attacks only an admin may make are left out. */
-	pid_t h = g ? fault_spawn(av(FS_FAULT_ENGINE_BIN, "hostile", d.h.sock, pids, NULL), hout, 65534,
+	pid_t h = g ? fault_spawn(fsh_argv(FS_FAULT_ENGINE_BIN, "hostile", d.h.sock, pids, NULL), hout, 65534,
 				  gid) :
-		      fault_spawn(av(FS_FAULT_ENGINE_BIN, "hostile", d.h.sock, pids, "admin=1", NULL), hout,
-				  -1, -1);
+		      fault_spawn(fsh_argv(FS_FAULT_ENGINE_BIN, "hostile", d.h.sock, pids, "admin=1", NULL),
+				  hout, -1, -1);
 	int st = fsh_wait(h, 120000);
 	static char txt[1 << 14];
 	fsh_read_file(hout, txt, sizeof(txt));
@@ -482,9 +471,9 @@ Test(fault, regions_are_read_only_and_sockets_group_owned, .timeout = 60)
 	}
 	char out[256];
 	snprintf(out, sizeof(out), "%s/segv.out", d.h.dir);
-	cr_assert_eq(
-		fsh_wait(fault_spawn(av(FS_FAULT_ENGINE_BIN, "segv", d.h.sock, NULL), out, -1, -1), 30000),
-		0);
+	cr_assert_eq(fsh_wait(fault_spawn(fsh_argv(FS_FAULT_ENGINE_BIN, "segv", d.h.sock, NULL), out, -1, -1),
+			      30000),
+		     0);
 	static char txt[4096];
 	fsh_read_file(out, txt, sizeof(txt));
 	fprintf(stderr, "%s", txt);
@@ -520,8 +509,8 @@ Test(fault, load_many_engines_no_record_lost, .timeout = 600)
 	for (unsigned i = 0; i < n; i++) {
 		snprintf(out[i], sizeof(out[i]), "%s/load%u.out", d.h.dir, i);
 		e[i] = fault_spawn(
-			av(FS_FAULT_ENGINE_BIN, "run", d.h.sock, sarg, rarg, "k=2", "verify=0", NULL), out[i],
-			-1, -1);
+			fsh_argv(FS_FAULT_ENGINE_BIN, "run", d.h.sock, sarg, rarg, "k=2", "verify=0", NULL),
+			out[i], -1, -1);
 	}
 	cr_assert_geq(wait_clients(d.h.sock, (int)n, 30000), 0, "not all %u engines attached", n);
 	double cpu0 = fault_cpu_s(d.h.pid);
@@ -586,8 +575,8 @@ Test(fault, slot_swaps_under_churn_every_use_checked, .timeout = 3600)
 	pid_t e[3];
 	for (int i = 0; i < 3; i++) {
 		snprintf(out[i], sizeof(out[i]), "%s/churn%d.out", d.h.dir, i);
-		e[i] = fault_spawn(av(FS_FAULT_ENGINE_BIN, "run", d.h.sock, "churn=2", "k=6", NULL), out[i],
-				   -1, -1);
+		e[i] = fault_spawn(fsh_argv(FS_FAULT_ENGINE_BIN, "run", d.h.sock, "churn=2", "k=6", NULL),
+				   out[i], -1, -1);
 	}
 	uint64_t t0 = fsh_now_ms();
 	double copied = 0;

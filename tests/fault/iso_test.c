@@ -38,21 +38,6 @@
 
 #define SMALL "--layers", "8", "--experts", "32", "--expert-bytes", "4096", "--slots", "48"
 
-static char *const *iso_av(const char *a0, ...)
-{
-	static char *v[32];
-	va_list ap;
-	va_start(ap, a0);
-	int n = 0;
-	v[n++] = (char *)a0;
-	const char *s;
-	while ((s = va_arg(ap, const char *)) != NULL && n < 31)
-		v[n++] = (char *)s;
-	v[n] = NULL;
-	va_end(ap);
-	return v;
-}
-
 static unsigned secs(void)
 {
 	return (unsigned)fault_env("FS_ISO_SECONDS", 2);
@@ -81,9 +66,9 @@ static void run_honest(struct fdaemon *d, const char *tag, unsigned s, struct ho
 	for (int i = 0; i < 2; i++) {
 		snprintf(out[i], sizeof(out[i]), "%s/%s-honest%d.out", d->h.dir, tag, i);
 		t0[i] = fsh_now_ms();
-		p[i] = fault_spawn(
-			iso_av(FS_FAULT_ENGINE_BIN, "run", d->h.sock, sec, "rate=200", "k=4", ISO_LOAD, NULL),
-			out[i], -1, -1);
+		p[i] = fault_spawn(fsh_argv(FS_FAULT_ENGINE_BIN, "run", d->h.sock, sec, "rate=200", "k=4",
+					    ISO_LOAD, NULL),
+				   out[i], -1, -1);
 	}
 	for (int i = 0; i < 2; i++) {
 		h->attach_ms[i] = fault_wait_text(out[i], "started", 10000) == 0 ?
@@ -111,8 +96,8 @@ static pid_t attack_part(struct fdaemon *d, const char *what, const char *out, u
 	snprintf(sec, sizeof(sec), "seconds=%u", s);
 	snprintf(pa, sizeof(pa), "part=%d", part);
 	snprintf(ps, sizeof(ps), "parts=%d", parts);
-	return fault_spawn(iso_av(FS_FAULT_ENGINE_BIN, "iso", d->h.sock, what, sec, pa, ps, extra, NULL), out,
-			   -1, -1);
+	return fault_spawn(fsh_argv(FS_FAULT_ENGINE_BIN, "iso", d->h.sock, what, sec, pa, ps, extra, NULL),
+			   out, -1, -1);
 }
 
 static pid_t attack(struct fdaemon *d, const char *what, const char *out, unsigned s, const char *extra)
@@ -341,7 +326,7 @@ Test(iso, a_bad_hold_is_counted_once, .timeout = 60)
 	char hout[256];
 	snprintf(hout, sizeof(hout), "%s/busy.out", d.h.dir);
 	pid_t h = fault_spawn(
-		iso_av(FS_FAULT_ENGINE_BIN, "run", d.h.sock, "seconds=3", "rate=0", "k=4", NULL), hout, -1,
+		fsh_argv(FS_FAULT_ENGINE_BIN, "run", d.h.sock, "seconds=3", "rate=0", "k=4", NULL), hout, -1,
 		-1);
 	pid_t a = attack(&d, "flip-hold", out, 2, NULL);
 	cr_assert_eq(fsh_wait(a, 20000), 0, "the attacker failed: %s", text(out));
