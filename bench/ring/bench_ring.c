@@ -24,6 +24,7 @@
 
 #include "bq.h"
 #include "fs_futex.h"
+#include "fs_opt.h"
 #include "fs_ring.h"
 
 #define BATCH 32u
@@ -72,43 +73,31 @@ struct opts {
 	uint64_t cap_ns;        /* a throughput run stops after this long */
 };
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: fs-bench-ring [--records N] [--max-run-ms N] [--entries N] [--reps N]\n"
-		   "                     [--samples N] [--pace-ns N] [--sleep-pace-ns N] [--quick] [--help]\n"
-		   "\n"
-		   "Measures the fs_ring between two processes (producer: a forked child,\n"
-		   "consumer: this process) against a pthread mutex+condvar queue in shared\n"
-		   "memory, one after the other in one run.\n"
-		   "\n"
-		   "  --records N  records per throughput run (default 20000000); a run also\n"
-		   "               stops after --max-run-ms (slow queues would take minutes)\n"
-		   "  --max-run-ms N\n"
-		   "               time cap of one throughput run (default 2500)\n"
-		   "  --entries N  capacity of both queues, power of two (default 4096)\n"
-		   "  --reps N     throughput repetitions, the best is reported (default 3)\n"
-		   "  --samples N  latency samples per latency row (default 100000)\n"
-		   "  --pace-ns N  latency runs: the producer posts one record every N ns\n"
-		   "               (busy-wait pacing; default 10000)\n"
-		   "  --sleep-pace-ns N\n"
-		   "               the same for the rows whose consumer sleeps (default 100000:\n"
-		   "               longer than the daemon's 50 us spin, so each record finds the\n"
-		   "               consumer asleep); those rows take a tenth of --samples\n"
-		   "  --quick      small counts (a smoke test: about a second)\n"
-		   "  --help       this text\n"
-		   "\n"
-		   "The last two lines are `ring records/s: N` and\n"
-		   "`ring/baseline throughput ratio: X`.  See bench/README.md.\n");
-}
+static const char usage[] =
+	"usage: fs-bench-ring [--records N] [--max-run-ms N] [--entries N] [--reps N]\n"
+	"                     [--samples N] [--pace-ns N] [--sleep-pace-ns N] [--quick] [--help]\n"
+	"\n"
+	"Measures the fs_ring between two processes (producer: a forked child,\n"
+	"consumer: this process) against a pthread mutex+condvar queue in shared\n"
+	"memory, one after the other in one run.\n"
+	"\n";
+static const char tail[] = "\n"
+			   "The last two lines are `ring records/s: N` and\n"
+			   "`ring/baseline throughput ratio: X`.  See bench/README.md.\n";
 
-static int parse_u64(const char *s, uint64_t *v)
+/* --entries: a ring's capacity, a power of two. */
+static int entries_arg(void *dst, const char *v, char *err, size_t len)
 {
 	char *end;
 	errno = 0;
-	unsigned long long x = strtoull(s, &end, 0);
-	if (errno || end == s || *end || s[0] == '-')
+	unsigned long long x = strtoull(v, &end, 0);
+	if (errno || end == v || *end || v[0] == '-' || x < FS_RING_MIN_ENTRIES || x > FS_RING_MAX_ENTRIES ||
+	    (x & (x - 1)) != 0) {
+		snprintf(err, len, "give a power of two from %u to %u", FS_RING_MIN_ENTRIES,
+			 FS_RING_MAX_ENTRIES);
 		return -1;
-	*v = x;
+	}
+	*(uint32_t *)dst = (uint32_t)x;
 	return 0;
 }
 
@@ -123,43 +112,32 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			   .sleep_pace_ns = 100000u,
 			   .cap_ns = 2500000000u};
 	int quick = 0;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--quick") == 0) {
-			quick = 1;
-			continue;
-		}
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout);
-			exit(0);
-		}
-		uint64_t v;
-		if (i + 1 >= argc || parse_u64(argv[i + 1], &v) != 0) {
-			fprintf(stderr, "fs-bench-ring: bad or missing value for '%s'\n", argv[i]);
-			usage(stderr);
-			return -1;
-		}
-		if (strcmp(argv[i], "--records") == 0 && v >= BATCH)
-			o->records = v;
-		else if (strcmp(argv[i], "--entries") == 0 && v >= FS_RING_MIN_ENTRIES &&
-			 v <= FS_RING_MAX_ENTRIES && (v & (v - 1)) == 0)
-			o->entries = (uint32_t)v;
-		else if (strcmp(argv[i], "--reps") == 0 && v >= 1 && v <= 100)
-			o->reps = (uint32_t)v;
-		else if (strcmp(argv[i], "--samples") == 0 && v >= 100 && v <= 100000000u)
-			o->samples = (uint32_t)v;
-		else if (strcmp(argv[i], "--pace-ns") == 0 && v >= 100 && v <= 100000000u)
-			o->pace_ns = v;
-		else if (strcmp(argv[i], "--sleep-pace-ns") == 0 && v >= 100 && v <= 100000000u)
-			o->sleep_pace_ns = v;
-		else if (strcmp(argv[i], "--max-run-ms") == 0 && v >= 10 && v <= 600000u)
-			o->cap_ns = v * 1000000u;
-		else {
-			fprintf(stderr, "fs-bench-ring: bad option or value: %s %s\n", argv[i], argv[i + 1]);
-			usage(stderr);
-			return -1;
-		}
-		i++;
-	}
+	uint64_t cap_ms = o->cap_ns / 1000000u;
+	const struct fs_opt opts[] = {
+		FS_OPT_U64(
+			"records", "N", &o->records, BATCH, UINT64_MAX,
+			"records per throughput run; a run also stops after --max-run-ms (slow queues would take "
+			"minutes)"),
+		FS_OPT_U64("max-run-ms", "N", &cap_ms, 10, 600000, "time cap of one throughput run"),
+		FS_OPT_FN("entries", "N", &o->entries, entries_arg,
+			  "capacity of both queues, power of two (default: 4096)"),
+		FS_OPT_U32("reps", "N", &o->reps, 1, 100, "throughput repetitions, the best is reported"),
+		FS_OPT_U32("samples", "N", &o->samples, 100, 100000000u, "latency samples per latency row"),
+		FS_OPT_U64("pace-ns", "N", &o->pace_ns, 100, 100000000u,
+			   "latency runs: the producer posts one record every N ns (busy-wait pacing)"),
+		FS_OPT_U64(
+			"sleep-pace-ns", "N", &o->sleep_pace_ns, 100, 100000000u,
+			"the same for the rows whose consumer sleeps (longer than the daemon's 50 us spin, so "
+			"each record finds the consumer asleep); those rows take a tenth of --samples"),
+		FS_OPT_FLAG("quick", 0, &quick, "small counts (a smoke test: about a second)"),
+	};
+	const struct fs_opt_cmd cmd = {"fs-bench-ring", usage, tail, opts, FS_OPT_N(opts)};
+	int rc = fs_opt_parse(&cmd, argc, argv);
+	if (rc == FS_OPT_HELP)
+		exit(0);
+	if (rc < 0)
+		return -1;
+	o->cap_ns = cap_ms * 1000000u;
 	if (quick) {
 		o->records = 200000u;
 		o->reps = 1;

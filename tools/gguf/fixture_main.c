@@ -11,43 +11,24 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fs_opt.h"
 #include "fsg_types.h"
 #include "fsgw.h"
 
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"usage: fs-gguf-fixture --arch ARCH [options] --out FILE\n"
-		"       fs-gguf-fixture --set DIR\n\n"
-		"Writes a small valid GGUF MoE model: tensors named as ARCH's converter names\n"
-		"them, every metadata value type, nested arrays, deterministic tensor bytes.\n\n"
-		"  --arch ARCH       %s\n"
-		"  --layers N        blocks (default 4)\n"
-		"  --experts N       experts per MoE layer (default 8)\n"
-		"  --used K          experts per token (default 2)\n"
-		"  --embd N          hidden size, a multiple of 32 (default 256)\n"
-		"  --ff N            expert FFN size, a multiple of 32 (default 64)\n"
-		"  --version V       GGUF version 2 or 3 (default 3)\n"
-		"  --alignment A     general.alignment, a power of two (default: none, i.e. 32)\n"
-		"  --type T          ggml type of every expert weight (Q4_K, MXFP4, F16, ...);\n"
-		"                    default: mixed per layer and part\n"
-		"  --seed N          tensor bytes seed (default 1)\n"
-		"  --name S          general.name\n"
-		"  --no-counts       leave <arch>.expert_count/expert_used_count out\n"
-		"  --set DIR         write the fixture set of the tests into DIR\n",
-		fsgw_model_archs());
-}
+static const char usage[] = "usage: fs-gguf-fixture --arch ARCH [options] --out FILE\n"
+			    "       fs-gguf-fixture --set DIR\n\n"
+			    "Writes a small valid GGUF MoE model: tensors named as ARCH's converter names\n"
+			    "them, every metadata value type, nested arrays, deterministic tensor bytes.\n\n";
 
-static int num(const char *flag, const char *v, unsigned long long max, unsigned long long *out)
+/* --type: a ggml type name. */
+static int type_arg(void *dst, const char *v, char *err, size_t len)
 {
-	char *end;
-	errno = 0;
-	unsigned long long x = strtoull(v ? v : "", &end, 0);
-	if (!v || errno || *end || end == v || x > max) {
-		fprintf(stderr, "fs-gguf-fixture: %s '%s': not a number in 0..%llu\n", flag, v ? v : "", max);
+	int t = fsg_type_by_name(v);
+	if (t < 0) {
+		snprintf(err, len, "not a ggml type name");
 		return -1;
 	}
-	*out = x;
+	*(int *)dst = t;
 	return 0;
 }
 
@@ -74,63 +55,35 @@ static int write_set(const char *dir)
 int main(int argc, char **argv)
 {
 	struct fsgw_model m;
-	const char *out = NULL, *arch = NULL;
+	const char *out = NULL, *arch = NULL, *set = NULL;
 	fsgw_model_defaults(&m, NULL);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		unsigned long long x = 0;
-		int rc = 0, takes = 1;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return 0;
-		} else if (!strcmp(a, "--set")) {
-			if (!v) {
-				usage(stderr);
-				return 2;
-			}
-			return write_set(v);
-		} else if (!strcmp(a, "--no-counts")) {
-			m.no_metadata_counts = 1;
-			takes = 0;
-		} else if (!v) {
-			fprintf(stderr, "fs-gguf-fixture: %s needs a value (try --help)\n", a);
-			return 2;
-		} else if (!strcmp(a, "--arch")) {
-			arch = v;
-		} else if (!strcmp(a, "--out")) {
-			out = v;
-		} else if (!strcmp(a, "--name")) {
-			m.name = v;
-		} else if (!strcmp(a, "--type")) {
-			m.type = fsg_type_by_name(v);
-			if (m.type < 0) {
-				fprintf(stderr, "fs-gguf-fixture: --type '%s': not a ggml type name\n", v);
-				return 2;
-			}
-		} else if (!strcmp(a, "--layers") && !(rc = num(a, v, 1024, &x))) {
-			m.layers = (uint32_t)x;
-		} else if (!strcmp(a, "--experts") && !(rc = num(a, v, 4096, &x))) {
-			m.experts = (uint32_t)x;
-		} else if (!strcmp(a, "--used") && !(rc = num(a, v, 4096, &x))) {
-			m.used = (uint32_t)x;
-		} else if (!strcmp(a, "--embd") && !(rc = num(a, v, 1 << 20, &x))) {
-			m.embd = (uint32_t)x;
-		} else if (!strcmp(a, "--ff") && !(rc = num(a, v, 1 << 20, &x))) {
-			m.ff = (uint32_t)x;
-		} else if (!strcmp(a, "--version") && !(rc = num(a, v, 3, &x))) {
-			m.version = (uint32_t)x;
-		} else if (!strcmp(a, "--alignment") && !(rc = num(a, v, 1u << 30, &x))) {
-			m.alignment = (uint32_t)x;
-		} else if (!strcmp(a, "--seed") && !(rc = num(a, v, UINT64_MAX, &x))) {
-			m.seed = x;
-		} else if (rc == 0) {
-			fprintf(stderr, "fs-gguf-fixture: unknown option '%s' (try --help)\n", a);
-			return 2;
-		}
-		if (rc)
-			return 2;
-		i += takes;
-	}
+	const struct fs_opt opts[] = {
+		FS_OPT_STR("arch", "ARCH", &arch, fsgw_model_archs()),
+		FS_OPT_U32("layers", "N", &m.layers, 0, 1024, "blocks"),
+		FS_OPT_U32("experts", "N", &m.experts, 0, 4096, "experts per MoE layer"),
+		FS_OPT_U32("used", "K", &m.used, 0, 4096, "experts per token"),
+		FS_OPT_U32("embd", "N", &m.embd, 0, 1 << 20, "hidden size, a multiple of 32"),
+		FS_OPT_U32("ff", "N", &m.ff, 0, 1 << 20, "expert FFN size, a multiple of 32"),
+		FS_OPT_U32("version", "V", &m.version, 0, 3, "GGUF version 2 or 3"),
+		FS_OPT_U32("alignment", "A", &m.alignment, 0, 1u << 30,
+			   "general.alignment, a power of two (default: none, i.e. 32)"),
+		FS_OPT_FN(
+			"type", "T", &m.type, type_arg,
+			"ggml type of every expert weight (Q4_K, MXFP4, F16, ...); default: mixed per layer and "
+			"part"),
+		FS_OPT_U64("seed", "N", &m.seed, 0, UINT64_MAX, "tensor bytes seed"),
+		FS_OPT_STR("name", "S", &m.name, "general.name"),
+		FS_OPT_FLAG("no-counts", 0, &m.no_metadata_counts,
+			    "leave <arch>.expert_count/expert_used_count out"),
+		FS_OPT_STR("out", "FILE", &out, "the file to write"),
+		FS_OPT_STR("set", "DIR", &set, "write the fixture set of the tests into DIR"),
+	};
+	const struct fs_opt_cmd cmd = {"fs-gguf-fixture", usage, NULL, opts, FS_OPT_N(opts)};
+	int rc = fs_opt_parse(&cmd, argc, argv);
+	if (rc != 0)
+		return rc == FS_OPT_HELP ? 0 : 2;
+	if (set)
+		return write_set(set);
 	if (!arch || !out) {
 		fprintf(stderr, "fs-gguf-fixture: --arch and --out are required (try --help)\n");
 		return 2;

@@ -3,23 +3,18 @@
  * fs-trace-convert: CSV route trace -> compact .fstrace (what fs-replay
  * reads), or --info to describe a trace of either format.
  */
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
+#include "fs_opt.h"
 #include "fs_trace.h"
 
-static void usage(FILE *to)
-{
-	fprintf(to, "usage: fs-trace-convert [--tokens T] IN OUT\n"
-		    "       fs-trace-convert --info [--tokens T] IN\n"
-		    "\n"
-		    "Reads a routing trace (CSV route trace, or .fstrace) and writes it as\n"
-		    "a compact binary .fstrace.  --info only prints what the trace holds.\n"
-		    "--tokens T: tokens per decode window for the window statistics (default 1).\n"
-		    "Exit status: 0 ok, 1 the trace could not be read or written, 2 usage.\n");
-}
+static const char usage[] = "usage: fs-trace-convert [--tokens T] IN OUT\n"
+			    "       fs-trace-convert --info [--tokens T] IN\n"
+			    "\n"
+			    "Reads a routing trace (CSV route trace, or .fstrace) and writes it as\n"
+			    "a compact binary .fstrace.  --info only prints what the trace holds.\n"
+			    "\n";
+static const char tail[] = "\nExit status: 0 ok, 1 the trace could not be read or written, 2 usage.\n";
 
 static void describe(const struct fs_trace *t, const char *path, uint32_t tpw)
 {
@@ -38,33 +33,18 @@ int main(int argc, char **argv)
 	int info = 0;
 	uint32_t tpw = 1;
 	const char *pos[2];
-	int npos = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage(stdout);
-			return 0;
-		} else if (!strcmp(argv[i], "--info")) {
-			info = 1;
-		} else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) {
-			char *end;
-			unsigned long v = strtoul(argv[++i], &end, 10);
-			if (*end || !v || v > UINT32_MAX) {
-				fprintf(stderr, "fs-trace-convert: --tokens needs a positive integer\n");
-				return 2;
-			}
-			tpw = (uint32_t)v;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "fs-trace-convert: unknown option '%s' (try --help)\n", argv[i]);
-			return 2;
-		} else if (npos < 2) {
-			pos[npos++] = argv[i];
-		} else {
-			fprintf(stderr, "fs-trace-convert: too many arguments (try --help)\n");
-			return 2;
-		}
-	}
-	if (npos != (info ? 1 : 2)) {
-		usage(stderr);
+	unsigned npos = 0;
+	const struct fs_opt opts[] = {
+		FS_OPT_FLAG("info", 0, &info, "only print what the trace holds"),
+		FS_OPT_U32("tokens", "T", &tpw, 1, UINT32_MAX,
+			   "tokens per decode window for the window statistics"),
+	};
+	const struct fs_opt_cmd cmd = {"fs-trace-convert", usage, tail, opts, FS_OPT_N(opts), pos, 2, &npos};
+	int prc = fs_opt_parse(&cmd, argc, argv);
+	if (prc != 0)
+		return prc == FS_OPT_HELP ? 0 : 2;
+	if (npos != (info ? 1u : 2u)) {
+		fs_opt_help(&cmd, stderr);
 		return 2;
 	}
 	struct fs_trace t;

@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* fs_opt_test.c: the tools' option parser (fs_opt.c): every type's values
+ * and ranges, both spellings of a value, aliases, positionals, "--", the
+ * errors (each names the option and the value, leaves the destination
+ * alone, returns -1), and --help generated from the table with the
+ * defaults as they were before the parse. */
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_opt.h"
+
+static const char *const kinds[] = {"none", "oracle", "recency", NULL};
+
+struct vals {
+	int quiet, kind, i, fn_calls, tokens_given;
+	uint32_t u32;
+	uint64_t u64;
+	double d;
+	const char *s;
+	const char *pos[2];
+	unsigned npos;
+};
+static struct vals v;
+
+static int even(void *dst, const char *val, char *err, size_t len)
+{
+	long x = strtol(val, NULL, 10);
+	if (x % 2) {
+		snprintf(err, len, "not even");
+		return -1;
+	}
+	*(long *)dst = x;
+	v.fn_calls++;
+	return 0;
+}
+static long ev;
+
+static struct fs_opt opts[9];
+static struct fs_opt_cmd cmd;
+
+static void setup(void)
+{
+	v = (struct vals){.kind = 1, .i = -1, .u32 = 200, .u64 = 7, .d = 0.5, .s = "fs"};
+	ev = 0;
+	const struct fs_opt o[] = {
+		FS_OPT_FLAG("quiet", 'q', &v.quiet, "no progress lines"),
+		FS_OPT_STR("name", "NAME", &v.s, "a name"),
+		FS_OPT_U32("windows", "N", &v.u32, 1, 1000, "windows to run"),
+		FS_OPT_U64("seed", "N", &v.u64, 0, UINT64_MAX, "seed"),
+		FS_OPT_INT("slots", "N", &v.i, -1, 100, "slots, -1 auto"),
+		FS_OPT_DBL("skew", "S", &v.d, 0, 16, "Zipf exponent"),
+		FS_OPT_CHOICE("predict", "KIND", &v.kind, kinds, "predictor"),
+		FS_OPT_FN("even", "N", &ev, even, "an even number (default none)"),
+		FS_OPT_U32("tokens", "T", &v.u32, 1, 4096, "tokens"),
+	};
+	memcpy(opts, o, sizeof(o));
+	opts[8].given = &v.tokens_given;
+	cmd = (struct fs_opt_cmd){.prog = "fs-test",
+				  .usage = "usage: fs-test [OPTIONS] [IN [OUT]]\n\n",
+				  .tail = "\nExit status: 0.\n",
+				  .opts = opts,
+				  .n = FS_OPT_N(opts),
+				  .pos = v.pos,
+				  .max_pos = 2,
+				  .npos = &v.npos};
+}
+
+static int parse(int argc, const char **argv)
+{
+	return fs_opt_parse(&cmd, argc, (char *const *)argv);
+}
+/* PARSE("--a", "1", NULL): argv with the program's name first. */
+static int count(const char *const *av)
+{
+	int n = 0;
+	while (av[n])
+		n++;
+	return n;
+}
+#define PARSE(...) \
+	parse(count((const char *const[]){"fs-test", __VA_ARGS__}), (const char *[]){"fs-test", __VA_ARGS__})
+
+TestSuite(opt, .init = setup);
+
+Test(opt, nothing_given_keeps_defaults)
+{
+	cr_assert_eq(PARSE(NULL), 0);
+	cr_expect_eq(v.u32, 200u);
+	cr_expect_eq(v.u64, 7u);
+	cr_expect_eq(v.i, -1);
+	cr_expect_str_eq(v.s, "fs");
+	cr_expect_eq(v.npos, 0u);
+}
+
+Test(opt, every_type_both_spellings)
+{
+	cr_assert_eq(PARSE("--quiet", "--name", "eng", "--windows=1000", "--seed", "18446744073709551615",
+			   "--slots", "-1", "--skew=2.5", "--predict", "recency", "--even=4", NULL),
+		     0);
+	cr_expect_eq(v.quiet, 1);
+	cr_expect_str_eq(v.s, "eng");
+	cr_expect_eq(v.u32, 1000u);
+	cr_expect_eq(v.u64, UINT64_MAX);
+	cr_expect_eq(v.i, -1);
+	cr_expect_eq(v.d, 2.5);
+	cr_expect_eq(v.kind, 2);
+	cr_expect_eq(ev, 4);
+	cr_assert_eq(PARSE("-q", "--seed", "0x10", "--slots", "100", "--name=", NULL), 0);
+	cr_expect_eq(v.u64, 16u);
+	cr_expect_eq(v.i, 100);
+	cr_expect_str_eq(v.s, "");
+}
+
+Test(opt, given_is_set)
+{
+	cr_assert_eq(PARSE("--windows", "5", NULL), 0);
+	cr_expect_eq(v.tokens_given, 0);
+	cr_assert_eq(PARSE("--tokens", "5", NULL), 0);
+	cr_expect_eq(v.tokens_given, 1);
+}
+
+Test(opt, positionals_and_double_dash)
+{
+	cr_assert_eq(PARSE("in.csv", "--windows", "3", "--", "--out", NULL), 0);
+	cr_expect_eq(v.npos, 2u);
+	cr_expect_str_eq(v.pos[0], "in.csv");
+	cr_expect_str_eq(v.pos[1], "--out");
+	cr_expect_eq(v.u32, 3u);
+	cr_assert_eq(PARSE("-", "x", NULL), 0); /* "-" is an argument (stdin) */
+	cr_expect_str_eq(v.pos[0], "-");
+}
+
+/* Each bad input: -1, the destination untouched, one message on stderr
+ * that names the option (and the value) and says what was wanted. */
+static void bad(const char *want, int argc, const char **argv)
+{
+	struct vals before = v;
+	cr_assert_eq(parse(argc, argv), -1, "%s", want);
+	cr_expect_eq(v.u32, before.u32);
+	cr_expect_eq(v.u64, before.u64);
+	cr_expect_eq(v.i, before.i);
+	cr_expect_eq(v.d, before.d);
+	cr_expect_eq(v.kind, before.kind);
+	fflush(stderr);
+}
+#define BAD(want, ...)                                                  \
+	bad(want, count((const char *const[]){"fs-test", __VA_ARGS__}), \
+	    (const char *[]){"fs-test", __VA_ARGS__})
+
+Test(opt, errors_name_the_option, .init = setup)
+{
+	cr_redirect_stderr();
+	BAD("range", "--windows", "0", NULL);
+	BAD("range", "--windows", "1001", NULL);
+	BAD("sign", "--windows", "-5", NULL);
+	BAD("fraction", "--windows", "1.5", NULL);
+	BAD("space", "--windows", " 5", NULL);
+	BAD("empty", "--windows=", NULL);
+	BAD("hex junk", "--seed", "0x", NULL);
+	BAD("overflow", "--seed", "18446744073709551616", NULL);
+	BAD("int low", "--slots", "-2", NULL);
+	BAD("int high", "--slots", "101", NULL);
+	BAD("dbl range", "--skew", "17", NULL);
+	BAD("dbl nan", "--skew", "nan", NULL);
+	BAD("dbl junk", "--skew", "1x", NULL);
+	BAD("choice", "--predict", "magic", NULL);
+	BAD("fn", "--even", "3", NULL);
+	BAD("unknown", "--nope", NULL);
+	BAD("unknown alias", "-x", NULL);
+	BAD("missing", "--windows", NULL);
+	BAD("flag value", "--quiet=1", NULL);
+	BAD("too many", "a", "b", "c", NULL);
+	fflush(stderr);
+	char buf[4096] = "";
+	FILE *f = cr_get_redirected_stderr();
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	const char *lines[] = {
+		"fs-test: --windows '0': give an integer from 1 to 1000 (try --help)\n",
+		"fs-test: --windows '-5': give an integer from 1 to 1000 (try --help)\n",
+		"fs-test: --windows '': give an integer from 1 to 1000 (try --help)\n",
+		"fs-test: --seed '18446744073709551616': give an integer from 0 to 18446744073709551615",
+		"fs-test: --slots '-2': give an integer from -1 to 100",
+		"fs-test: --skew 'nan': give a number from 0 to 16",
+		"fs-test: --predict 'magic': give none, oracle or recency (try --help)\n",
+		"fs-test: --even '3': not even (try --help)\n",
+		"fs-test: unknown option '--nope' (try --help)\n",
+		"fs-test: unknown option '-x' (try --help)\n",
+		"fs-test: --windows needs a value (try --help)\n",
+		"fs-test: --quiet takes no value ('--quiet=1') (try --help)\n",
+		"fs-test: too many arguments ('c') (try --help)\n",
+	};
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+		cr_expect(strstr(buf, lines[i]) != NULL, "missing: %s\nin:\n%s", lines[i], buf);
+	size_t nl = 0;
+	for (char *p = buf; *p; p++)
+		nl += *p == '\n';
+	cr_expect_eq(nl, 20u, "one line per error:\n%s", buf);
+	cr_expect_eq(ev, 0);
+}
+
+Test(opt, no_positionals_allowed)
+{
+	cmd.max_pos = 0;
+	cr_redirect_stderr();
+	cr_assert_eq(PARSE("stray", NULL), -1);
+	fflush(stderr);
+	cr_assert_stderr_eq_str("fs-test: unexpected argument 'stray' (try --help)\n");
+}
+
+/* --help: from the table, the defaults as before the parse (a value given
+ * before --help does not show as the default), nothing stored. */
+Test(opt, help_from_the_table)
+{
+	cr_redirect_stdout();
+	cr_assert_eq(PARSE("--windows", "9", "--help", NULL), FS_OPT_HELP);
+	cr_expect_eq(v.u32, 200u);
+	fflush(stdout);
+	char buf[4096] = "";
+	size_t n = fread(buf, 1, sizeof(buf) - 1, cr_get_redirected_stdout());
+	buf[n] = 0;
+	const char *want[] = {"usage: fs-test [OPTIONS] [IN [OUT]]\n\n",
+			      "  --quiet         no progress lines (also -q)\n",
+			      "  --name NAME     a name (default: fs)\n",
+			      "  --windows N     windows to run (default: 200)\n",
+			      "  --slots N       slots, -1 auto (default: -1)\n",
+			      "  --skew S        Zipf exponent (default: 0.5)\n",
+			      "  --predict KIND  predictor (default: oracle)\n",
+			      "  --even N        an even number (default none)\n",
+			      "  --help          this text\n",
+			      "\nExit status: 0.\n"};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		cr_expect(strstr(buf, want[i]) != NULL, "missing: %s\nin:\n%s", want[i], buf);
+	cr_expect(strstr(buf, "--windows N") < strstr(buf, "--help "));
+}
+
+Test(opt, help_alias_and_value_named_like_help)
+{
+	cr_redirect_stdout();
+	cr_assert_eq(PARSE("-h", NULL), FS_OPT_HELP);
+	cr_assert_eq(PARSE("--name", "-h", NULL), 0); /* a value, not the option */
+	cr_expect_str_eq(v.s, "-h");
+	cr_assert_eq(PARSE("--", "--help", NULL), 0);
+	cr_expect_str_eq(v.pos[0], "--help");
+}
+
+Test(opt, long_help_wraps)
+{
+	struct fs_opt o[] = {
+		FS_OPT_FLAG("x", 0, &v.quiet,
+			    "one two three four five six seven eight nine ten eleven twelve thirteen "
+			    "fourteen fifteen sixteen seventeen")};
+	struct fs_opt_cmd c = {.prog = "p", .opts = o, .n = 1};
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	fs_opt_help(&c, f);
+	fclose(f);
+	char *save = NULL;
+	for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		cr_expect_leq(strlen(line), 79u, "%s", line);
+	free(buf);
+}
