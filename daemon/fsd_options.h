@@ -125,6 +125,15 @@
 	  "share of the bus the copy scheduler plans with; the rest is the engines'") \
 	X(freq_decay, freq_decay, DBL, 0, 0.95, 0.000001, 1, 0, \
 	  "static tier: decay of use counts per token") \
+	/* Issue 18's levers, each measured alone in fs-replay \
+	 * (docs/results/replay.md); on by default only what won there. */ \
+	X(admit_value, admit_value, ONOFF, 0, 1, 0, 1, 0, \
+	  "while demand copies fill most of the bus, copy an expert into the static or recency " \
+	  "tier only when it has been used more than the slot it displaces") \
+	X(tier_adapt, tier_adapt, ONOFF, 0, 0, 0, 1, 0, \
+	  "size each layer's recency tier against the static tier from ghost hits (ARC-like)") \
+	X(cross_window, cross_window, ONOFF, 0, 0, 0, 1, 0, \
+	  "predict layers 0-2 of an engine's next window from the experts its last window used there") \
 	X(metrics_listen, metrics_listen, STR, 64, "", 0, 0, 1, \
 	  "serve Prometheus metrics at http://ADDR:PORT/metrics; ADDR an IP literal, loopback " \
 	  "unless metrics_allow_remote (e.g. 127.0.0.1:9464 or [::1]:9464; port 0: any free one; " \

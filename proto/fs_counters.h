@@ -63,7 +63,9 @@
 	X(promoted, "experts moved into the static tier by measured use")                  \
 	X(up, "1 while the card serves, 0 once it is down until a restart (gauge)")        \
 	X(abandoned, "copies in flight when the card went down: they never land")          \
-	X(done_after_down, "copy completions reported after the card went down, ignored")
+	X(done_after_down, "copy completions reported after the card went down, ignored")  \
+	FS_TIER_SIZES(X)  /* size_<name>: each tier's reserved size (gauge) */             \
+	FS_TIER_GHOSTS(X) /* ghost_<name>: misses its ghost list caught */
 
 /* Per layer (all cards). */
 #define FS_COUNTERS_LAYER(X)                                          \

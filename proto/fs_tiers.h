@@ -28,5 +28,13 @@
 #define FS_TIER_GAUGE_ROW(X, NAME, name, what) \
 	X(tier_##name, "slots of the " #name " tier, landed or loading (gauge)")
 #define FS_TIER_GAUGES(X) FS_TIERS(FS_TIER_GAUGE_ROW, X)
+/* Each tier's reserved size (gauge) and its ghost hits (fs_counters.h, at
+ * the end of the card rows): X(size_<name>, help), X(ghost_<name>, help). */
+#define FS_TIER_SIZE_ROW(X, NAME, name, what) \
+	X(size_##name, "reserved size of the " #name " tier, slots summed over its layers (gauge)")
+#define FS_TIER_GHOST_ROW(X, NAME, name, what) \
+	X(ghost_##name, "misses on experts the " #name " tier evicted lately (its ghost hits)")
+#define FS_TIER_SIZES(X) FS_TIERS(FS_TIER_SIZE_ROW, X)
+#define FS_TIER_GHOSTS(X) FS_TIERS(FS_TIER_GHOST_ROW, X)
 
 #endif /* FS_TIERS_H */

@@ -57,6 +57,8 @@ struct fsr_counters {
 /* Tier sizes: a number of slots per layer, or one of these. */
 #define FSR_AUTO UINT32_MAX       /* the documented default for the layer's share */
 #define FSR_ALL (UINT32_MAX - 1u) /* recency only: the layer's whole share (per-layer LRU) */
+#define FSR_CROSS_MAX 4u          /* cross_window: at most the first 4 layers */
+#define FSR_CROSS_DEFAULT 3u      /* cross_window's size when on: layers 0-2 */
 
 struct fsr_config {
 	uint32_t cards;               /* 1..FS_MAX_CARDS */
@@ -87,6 +89,10 @@ struct fsr_config {
 	uint32_t cand_per_layer;  /* copy candidates kept per (card, layer), 1..255 */
 	float freq_decay;         /* decayed use counts: factor per token, (0, 1] */
 	float pred_min_score;     /* predictions scored lower are not copied */
+	/* Levers of issue 18 (fsr_core.c says which are on by default and why). */
+	uint32_t tier_adapt;   /* 1: each layer's recency size moves with ghost hits (ARC-like) */
+	uint32_t admit_value;  /* 1: a copy must be worth more than the resident it displaces */
+	uint32_t cross_window; /* layers 0..N-1 of a client's next window predicted from its last */
 
 	/* The copy scheduler's model of the bus (fsr_sched.c).  Times come
 	 * from the caller: the core has no clock. */

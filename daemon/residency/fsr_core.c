@@ -60,10 +60,25 @@ void fsr_config_defaults(struct fsr_config *cfg)
  *  - adapt: on.  A profile from a short prefill or warm-up is noisy; the
  *    static tier then follows decayed use (promotions without copies,
  *    copies for experts that became hotter than its coldest member).
+ *  - admit_value: on.  While demand copies use more than half of the
+ *    planned bus, a copy into the static tier needs a decayed use of 2 and
+ *    1 more than the slot it displaces, and a copy into a full recency
+ *    tier must score above the slot it displaces (fsr_tier_static.c,
+ *    fsr_tier_recency.c).  Issue 18's lever table (docs/results/replay.md):
+ *    -10 % misses on the calibrated model at 26 % slots, -4 / -3 % on the
+ *    real traces at 25 %, the same at 50 %; with a bus that has room it
+ *    changes nothing.
+ *  - tier_adapt: off.  Sizing recency against static per layer from ghost
+ *    hits (fsr_tiers.c) measured no better than the fixed shares alone
+ *    and worse with recency alone; it stays an option.
+ *  - cross_window: off.  Predicting a window's first layers from the last
+ *    window's routing there changed nothing measurable: the recency tier
+ *    already copies the last window's misses for the next window.
  */
 void fsr_config_tiers(struct fsr_config *cfg)
 {
 	cfg->tiers = 1;
+	cfg->admit_value = 1;
 	cfg->recency_slots = FSR_AUTO;
 	cfg->predicted_slots = FSR_AUTO;
 	cfg->spare_slots = FSR_AUTO;
@@ -84,6 +99,8 @@ static int tiers_valid(const struct fsr_config *cfg)
 	if (!(cfg->bus_gbps >= 0.0 && cfg->bus_gbps < 1e6)) /* also NaN */
 		return 0;
 	if (!(cfg->pred_min_score >= 0.0f && isfinite(cfg->pred_min_score)))
+		return 0;
+	if (cfg->cross_window > FSR_CROSS_MAX || cfg->tier_adapt > 1 || cfg->admit_value > 1)
 		return 0;
 	/* Candidates name their client in a byte. */
 	return cfg->max_clients < FSR_CAND_NOCLIENT && cfg->layer_ns > 0;
@@ -157,6 +174,16 @@ static int tiers_create(struct fsr *r, const struct fsr_config *cfg)
 	r->cfg_spare = cfg->spare_slots;
 	r->cand_per_layer = cfg->cand_per_layer;
 	r->pred_min_score = cfg->pred_min_score;
+	/* Sizing by ghost hits needs both tiers it trades between: a static
+	 * tier that adapts and a recency tier of some size (not the baselines'
+	 * fixed ones, not the per-layer LRU). */
+	r->tier_adapt = cfg->tier_adapt && cfg->adapt && cfg->recency_slots != 0 &&
+			cfg->recency_slots != FSR_ALL;
+	r->admit_value = cfg->admit_value && cfg->adapt; /* not the fixed baselines */
+	r->cross_window = cfg->predicted_slots == 0 ? 0 : cfg->cross_window;
+	for (uint32_t c = 0; c < FSR_MAX_CLIENTS; c++)
+		for (uint32_t l = 0; l < FSR_CROSS_MAX; l++)
+			r->client[c].xw_reuse[l] = FSR_XW_REUSE0;
 	r->bus_bytes_per_ns = cfg->bus_gbps * cfg->bus_share_pct / 100.0;
 	r->layer_ns = cfg->layer_ns;
 	r->decay = cfg->freq_decay;
@@ -262,6 +289,9 @@ void fsr_destroy(struct fsr *r)
 		free(r->card[c].ncand);
 		free(r->card[c].cold);
 		free(r->card[c].cold_ok);
+		free(r->card[c].rec_size);
+		free(r->card[c].ghost);
+		free(r->card[c].ghost_head);
 	}
 	free(r->score);
 	free(r->score_tick);

@@ -52,6 +52,21 @@
 #define FSR_DECAY_STEPS 256u
 /* A victim search passes over at most this many protected slots. */
 #define FSR_VICTIM_SCAN 32u
+/* Ghost list length per (card, layer, tier) (fsr_ghost.c), and its empty entry. */
+#define FSR_GHOST 64u
+#define FSR_GHOST_EMPTY 0xffffu
+/* cross_window: distinct experts remembered per (client, layer) and window. */
+#define FSR_XW 64u
+/* admit_value (fsr_tier_static.c, fsr_sched.c): while demand copies use
+ * more than FSR_TIGHT_UTIL of the planned bus, a static copy needs a
+ * decayed use of FSR_ADMIT_MIN and FSR_ADMIT_MARGIN more than the slot it
+ * displaces. */
+#define FSR_TIGHT_UTIL 0.5f
+#define FSR_ADMIT_MIN 2.0f
+#define FSR_ADMIT_MARGIN 1.0f
+/* Its reuse estimate before any window was seen: the real traces' lag-1
+ * reuse is 0.36-0.38 (docs/results/replay.md). */
+#define FSR_XW_REUSE0 0.35f
 
 struct fsr_slot {
 	uint64_t retire;   /* RETIRING: first epoch that does not map it */
@@ -120,6 +135,15 @@ struct fsr_card {
 	uint32_t cands;        /* sum of ncand */
 	uint64_t bus_free;     /* when the copies handed out will have landed (estimate) */
 	int retrim;            /* reserved sizes shrank: trim before copying */
+	int bus_tight;         /* demand copies use most of the bus (admit_value, fsr_sched.c) */
+	uint64_t dem_bytes;    /* demand (not speculative) bytes handed out since dem_t0 */
+	uint64_t dem_t0;
+	float dem_util; /* their share of the planned bus, smoothed over windows */
+	/* tier_adapt (fsr_tiers.c): each layer's recency size, moved by ghost
+	 * hits; the ghost lists (fsr_ghost.c), NULL without tier_adapt. */
+	uint32_t *rec_size;  /* [layers], FSR_NONE: the configured size */
+	uint16_t *ghost;     /* [layers][FSR_NTIERS][FSR_GHOST] */
+	uint8_t *ghost_head; /* [layers][FSR_NTIERS] */
 };
 
 /* wanted[] bits: an expert is in the want FIFO, or a copy candidate. */
@@ -140,6 +164,12 @@ struct fsr_client {
 	uint32_t win_tokens; /* tokens of its current window (WIN_BEGIN), 0 unknown */
 	uint32_t pos_layer, pos_window;
 	uint64_t layer_t, win_t;
+	/* cross_window (fsr_tier_predicted.c): the experts it used at each of
+	 * the first layers in its current and its last window, and how many
+	 * of a window's came back in the next (smoothed). */
+	uint16_t xw_cur[FSR_CROSS_MAX][FSR_XW], xw_prev[FSR_CROSS_MAX][FSR_XW];
+	uint8_t xw_ncur[FSR_CROSS_MAX], xw_nprev[FSR_CROSS_MAX];
+	float xw_reuse[FSR_CROSS_MAX];
 };
 
 struct fsr {
@@ -170,6 +200,9 @@ struct fsr {
 	/* tiers (zero when untiered) */
 	int tiers;
 	int adapt;
+	int tier_adapt;        /* recency vs static sizes per layer from ghost hits */
+	int admit_value;       /* a copy that displaces a resident must be worth more (fsr_sched.c) */
+	uint32_t cross_window; /* layers 0..N-1 of the next window predicted from the last */
 	uint32_t cfg_recency, cfg_predicted, cfg_spare; /* as configured, FSR_AUTO/ALL kept */
 	uint32_t cand_per_layer;
 	float pred_min_score;
@@ -291,6 +324,11 @@ static inline int fsr_tier_has_room(const struct fsr_card *cd, uint32_t layer, u
 	return fsr_used(cd, layer, tier) < fsr_quota(cd, layer, tier);
 }
 
+/* fsr_ghost.c: what each tier evicted lately, per (card, layer). */
+FSR_INTERNAL void fsr_ghost_put(struct fsr_card *cd, uint32_t layer, unsigned tier, uint32_t expert);
+FSR_INTERNAL int fsr_ghost_take(struct fsr_card *cd, uint32_t layer, unsigned tier, uint32_t expert,
+				uint32_t len);
+
 /* fsr_tlist.c: the tier lists and gauges (below the slot life cycle). */
 FSR_INTERNAL void fsr_tier_link(struct fsr *r, uint32_t card, uint32_t s);
 FSR_INTERNAL void fsr_tier_unlink(struct fsr *r, uint32_t card, uint32_t s);
@@ -303,6 +341,7 @@ FSR_INTERNAL int fsr_tiers_init(struct fsr *r, uint32_t card);
 FSR_INTERNAL void fsr_tiers_quotas(struct fsr *r, uint32_t card);
 FSR_INTERNAL uint32_t fsr_tier_victim(struct fsr *r, uint32_t card, uint32_t layer, unsigned tier);
 FSR_INTERNAL int fsr_tier_room(struct fsr *r, uint32_t card, uint32_t layer, unsigned tier, uint32_t need);
+FSR_INTERNAL void fsr_tiers_ghost_miss(struct fsr *r, uint32_t card, uint32_t layer, uint32_t expert);
 
 /* fsr_tier_static.c: decayed use scores, the profile, promotions. */
 FSR_INTERNAL float fsr_score(const struct fsr *r, uint32_t idx);
@@ -312,6 +351,7 @@ FSR_INTERNAL void fsr_static_changed(struct fsr_card *cd, uint32_t layer);
 FSR_INTERNAL void fsr_static_displace(struct fsr *r, uint32_t card, uint32_t z);
 FSR_INTERNAL void fsr_static_used(struct fsr *r, uint32_t card, uint32_t s);
 FSR_INTERNAL int fsr_static_wants(struct fsr *r, uint32_t card, uint32_t idx);
+FSR_INTERNAL int fsr_static_beats(const struct fsr *r, uint32_t card, float sc, float cold);
 
 /* fsr_tier_recency.c, fsr_tier_predicted.c: what a record means to a tier. */
 FSR_INTERNAL void fsr_recency_missed(struct fsr *r, uint32_t card, uint32_t client, const struct fs_rec *rec);
@@ -319,6 +359,8 @@ FSR_INTERNAL void fsr_recency_hit(struct fsr *r, uint32_t card, uint32_t s);
 FSR_INTERNAL void fsr_predicted_hit(struct fsr *r, uint32_t card, uint32_t s);
 FSR_INTERNAL void fsr_predicted_recycle(struct fsr *r, uint32_t client, uint32_t window);
 FSR_INTERNAL void fsr_predicted_want(struct fsr *r, uint32_t card, uint32_t client, const struct fs_rec *rec);
+FSR_INTERNAL void fsr_predicted_seen(struct fsr *r, uint32_t client, uint32_t layer, uint32_t expert);
+FSR_INTERNAL void fsr_predicted_cross(struct fsr *r, uint32_t client, uint32_t window);
 
 /* fsr_cands.c: per (card, layer) copy candidates. */
 FSR_INTERNAL void fsr_cand_put(struct fsr *r, uint32_t card, uint32_t layer, const struct fsr_cand *c);

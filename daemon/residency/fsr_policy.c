@@ -98,6 +98,7 @@ static void usage_tiered(struct fsr *r, uint32_t card, uint32_t client, const st
 	uint32_t s = cd->slot_of[idx];
 	fsr_score_bump(r, idx);
 	if (rec->aux != FS_USE_HIT) {
+		fsr_tiers_ghost_miss(r, card, rec->layer, rec->expert);
 		fsr_recency_missed(r, card, client, rec);
 		return;
 	}
@@ -181,6 +182,8 @@ void fsr_record(struct fsr *r, uint32_t client, const struct fs_rec *rec, uint64
 	}
 	case FS_REC_USAGE:
 		usage(r, client, rec);
+		if (r->tiers && rec->layer < r->cross_window)
+			fsr_predicted_seen(r, client, rec->layer, rec->expert);
 		break;
 	case FS_REC_WIN_END: {
 		uint64_t *c = fsr_client_ctr(r, client);
@@ -195,6 +198,8 @@ void fsr_record(struct fsr *r, uint32_t client, const struct fs_rec *rec, uint64
 			uint32_t tokens = client < r->max_clients ? r->client[client].win_tokens : 0;
 			r->tick += tokens ? tokens : 1;
 			fsr_predicted_recycle(r, client, rec->window);
+			if (r->cross_window)
+				fsr_predicted_cross(r, client, rec->window);
 		}
 		break;
 	}

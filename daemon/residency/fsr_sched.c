@@ -134,6 +134,8 @@ static void issue(struct fsr *r, uint32_t card, const struct pick *p, struct fsr
 	cd->slot[s].deadline = p->deadline;
 	cd->slot[s].score = fsr_tier_ops(c.tier)->speculative ? c.score : 0.0f;
 	cd->bus_free = p->land;
+	if (!fsr_tier_ops(c.tier)->speculative)
+		cd->dem_bytes += fsr_bytes(r, idx);
 	*out = (struct fsr_copy){
 		.card = card,
 		.slot = s,
@@ -347,6 +349,13 @@ unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsi
 			continue;
 		}
 		issue(r, card, &p, &out[n++]);
+	}
+	if (r->bus_bytes_per_ns > 0.0 && now >= cd->dem_t0 + per) {
+		double u = (double)cd->dem_bytes / (r->bus_bytes_per_ns * (double)(now - cd->dem_t0));
+		cd->dem_util = 0.5f * cd->dem_util + 0.5f * (float)u;
+		cd->dem_bytes = 0;
+		cd->dem_t0 = now;
+		cd->bus_tight = cd->dem_util > FSR_TIGHT_UTIL;
 	}
 	return n + background(r, card, out + n, max - n, now);
 }

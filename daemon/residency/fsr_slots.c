@@ -129,8 +129,10 @@ void fsr_slot_evict(struct fsr *r, uint32_t card, uint32_t s)
 {
 	struct fsr_card *cd = &r->card[card];
 	struct fsr_slot *sl = &cd->slot[s];
-	if (r->tiers)
+	if (r->tiers) {
+		fsr_ghost_put(cd, sl->layer, sl->tier, sl->expert);
 		fsr_tier_unlink(r, card, s);
+	}
 	if (sl->state == FSR_LOADING) {
 		cd->nloading--; /* not in the LRU list */
 	} else {

@@ -128,3 +128,68 @@ const struct fsr_tier_ops fsr_tier_predicted_ops = {
 	.admit = predicted_admit,
 	.on_use = fsr_predicted_hit,
 };
+
+/*
+ * Across the window boundary (cross_window = N): nothing inside a window
+ * predicts its first layers in time (router-ahead looks 1-3 layers on from
+ * where the engine is), and with a perfect in-window predictor two thirds
+ * of what still misses is in layers 0-2 (docs/results/engine.md).  What is
+ * known before the next window starts is this window's routing there: a
+ * token reuses 0.36-0.38 of the previous token's experts at a layer on the
+ * real traces.  So when a client's window ends, each expert it used at
+ * layers 0..N-1 becomes a prediction for the same layer of its next
+ * window, scored with the share of a window's experts there that the next
+ * window used again (measured per client and layer, smoothed).  A resident
+ * one is kept from leaving; a missing one is copied as any prediction is,
+ * by deadline and within the bus.
+ */
+void fsr_predicted_seen(struct fsr *r, uint32_t client, uint32_t layer, uint32_t expert)
+{
+	if (client >= r->max_clients || layer >= FSR_CROSS_MAX)
+		return;
+	struct fsr_client *cl = &r->client[client];
+	uint8_t n = cl->xw_ncur[layer];
+	for (uint32_t i = 0; i < n; i++)
+		if (cl->xw_cur[layer][i] == expert)
+			return;
+	if (n < FSR_XW) {
+		cl->xw_cur[layer][n] = (uint16_t)expert;
+		cl->xw_ncur[layer] = (uint8_t)(n + 1);
+	}
+}
+
+void fsr_predicted_cross(struct fsr *r, uint32_t client, uint32_t window)
+{
+	if (client >= r->max_clients)
+		return;
+	struct fsr_client *cl = &r->client[client];
+	for (uint32_t l = 0; l < r->cross_window && l < r->layers; l++) {
+		uint32_t n = cl->xw_ncur[l], again = 0;
+		for (uint32_t i = 0; i < n; i++)
+			for (uint32_t j = 0; j < cl->xw_nprev[l]; j++)
+				again += cl->xw_prev[l][j] == cl->xw_cur[l][i];
+		if (n > 0 && cl->xw_nprev[l] > 0)
+			cl->xw_reuse[l] = 0.9f * cl->xw_reuse[l] + 0.1f * (float)again / (float)n;
+		uint32_t card = cl->on_card ? cl->card : r->home[l];
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t idx = fsr_idx(r, l, cl->xw_cur[l][i]);
+			uint32_t c = fsr_holder(r, card, idx);
+			if (c == FSR_NONE)
+				c = fsr_live_card(r, card, l);
+			if (c == FSR_NONE)
+				continue;
+			struct fs_rec rec = {
+				.type = FS_REC_PREDICT,
+				.layer = (uint16_t)l,
+				.expert = cl->xw_cur[l][i],
+				.card = (uint16_t)c,
+				.window = window + 1,
+			};
+			memcpy(&rec.value, &cl->xw_reuse[l], sizeof(rec.value));
+			fsr_predicted_want(r, c, client, &rec);
+		}
+		memcpy(cl->xw_prev[l], cl->xw_cur[l], n * sizeof(cl->xw_cur[l][0]));
+		cl->xw_nprev[l] = (uint8_t)n;
+		cl->xw_ncur[l] = 0;
+	}
+}

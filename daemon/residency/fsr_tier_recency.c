@@ -54,8 +54,33 @@ void fsr_recency_hit(struct fsr *r, uint32_t card, uint32_t s)
 	fsr_static_used(r, card, s);
 }
 
+/*
+ * admit_value: while demand copies use most of the bus (fsr_sched.c), a
+ * full recency tier takes a copy only when the expert is worth more than
+ * the slot it displaces.  Worth is the chance of a use
+ * before the slot is evicted again; with uses arriving at a rate the
+ * decayed score estimates (score ~ rate / (1 - decay)), that chance grows
+ * with the score, the same horizon for both, so the comparison is of
+ * scores: the admission filter of TinyLFU (Einziger, Friedman and Manes,
+ * "TinyLFU: A Highly Efficient Cache Admission Policy", ACM ToS 2017).
+ * Bytes weigh too: every copy takes bus time another copy could use, so an
+ * expert that loses to the victim is dropped rather than kept waiting.
+ */
+static int recency_admit(struct fsr *r, uint32_t card, uint32_t layer, struct fsr_cand *c)
+{
+	struct fsr_card *cd = &r->card[card];
+	if (!r->admit_value || !cd->bus_tight || fsr_tier_has_room(cd, layer, FSR_TIER_RECENCY))
+		return 1;
+	uint32_t v = fsr_tier_victim(r, card, layer, FSR_TIER_RECENCY);
+	if (v == FSR_NONE)
+		return 1;
+	float sv = fsr_score(r, fsr_idx(r, layer, cd->slot[v].expert));
+	return fsr_score(r, fsr_idx(r, layer, c->expert)) > sv ? 1 : -1;
+}
+
 const struct fsr_tier_ops fsr_tier_recency_ops = {
 	.name = "recency",
 	.gauge = FS_CC_tier_recency,
+	.admit = recency_admit,
 	.on_use = fsr_recency_hit,
 };

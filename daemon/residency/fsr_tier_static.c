@@ -93,6 +93,22 @@ uint32_t fsr_static_coldest(struct fsr *r, uint32_t card, float *score)
 	return best;
 }
 
+/* Is an expert scored `sc` worth a copy into the static tier in place of
+ * the coldest, scored `cold`?  Without admit_value: hotter is enough.
+ * With it, the copy must pay for its bus time and the slot's churn: a
+ * decayed use of at least FSR_ADMIT_MIN and FSR_ADMIT_MARGIN more than
+ * the resident it displaces (the discussion's adapt rule: a swap needs a
+ * decayed use of 2 and 1 more than the resident it replaces; without it
+ * every miss hotter than a cold resident is copied, and on the calibrated
+ * model at 26 % slots that fills the bus with ~2.7 copies per
+ * layer-window, most of them used once). */
+int fsr_static_beats(const struct fsr *r, uint32_t card, float sc, float cold)
+{
+	if (!r->admit_value || !r->card[card].bus_tight)
+		return sc > cold;
+	return sc >= FSR_ADMIT_MIN && sc >= cold + FSR_ADMIT_MARGIN;
+}
+
 /* A slot of the recency or predicted tier was used: promote it when the
  * static tier has room or it is hotter than the static tier's coldest. */
 void fsr_static_used(struct fsr *r, uint32_t card, uint32_t s)
@@ -125,7 +141,7 @@ int fsr_static_wants(struct fsr *r, uint32_t card, uint32_t idx)
 		return 1;
 	float cold;
 	uint32_t z = fsr_static_coldest(r, card, &cold);
-	return z != FSR_NONE && fsr_score(r, idx) > cold;
+	return z != FSR_NONE && fsr_static_beats(r, card, fsr_score(r, idx), cold);
 }
 
 /* ---- profiles ------------------------------------------------------------ */
@@ -270,7 +286,7 @@ static int static_admit(struct fsr *r, uint32_t card, uint32_t layer, struct fsr
 		return 1;
 	float cold;
 	uint32_t z = fsr_static_coldest(r, card, &cold);
-	if (z != FSR_NONE && fsr_score(r, fsr_idx(r, layer, c->expert)) > cold)
+	if (z != FSR_NONE && fsr_static_beats(r, card, fsr_score(r, fsr_idx(r, layer, c->expert)), cold))
 		return 1;
 	if (fsr_quota(cd, layer, FSR_TIER_RECENCY) > 0) {
 		c->tier = FSR_TIER_RECENCY;

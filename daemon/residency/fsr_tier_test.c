@@ -415,3 +415,109 @@ Test(tiers, layer_moving_cards_trims_reserved_sizes)
 	ok(r);
 	fsr_destroy(r);
 }
+
+/* ---- issue 18's levers ----------------------------------------------- */
+
+/* The size gauges are the reserved sizes, and the tiers' sizes add up to
+ * the card's slots less the spare ones, whatever ghost hits moved. */
+static void sizes_add_up(const struct fsr *r, uint32_t total)
+{
+	uint64_t rec = 0, pred = 0;
+	for (uint32_t l = 0; l < TL; l++) {
+		rec += info(r, l, FSR_TIER_RECENCY).quota;
+		pred += info(r, l, FSR_TIER_PREDICTED).quota;
+	}
+	uint64_t st = info(r, 0, FSR_TIER_STATIC).quota;
+	cr_assert_eq(cc_[FS_CC_size_recency], rec);
+	cr_assert_eq(cc_[FS_CC_size_predicted], pred);
+	cr_assert_eq(cc_[FS_CC_size_static], st);
+	cr_assert_eq(st + rec + pred, total);
+}
+
+/* tier_adapt: a miss on an expert the recency tier evicted lately is a
+ * recency ghost hit, and the layer's recency size grows by one (the static
+ * tier, the card's, gives the slot). */
+Test(levers, recency_ghost_hit_grows_the_recency_tier)
+{
+	struct fsr_config c = tcfg(100, 3, 2, 4);
+	c.tier_adapt = 1;
+	struct fsr *r = mk(c);
+	static uint32_t counts[TL * TE];
+	profile(counts);
+	fsr_profile_load(r, counts);
+	settle(r, 0);
+	sizes_add_up(r, 96);
+	cr_assert_eq(info(r, 1, FSR_TIER_RECENCY).quota, 3);
+	/* Five cold experts of layer 1 miss in turn, each once per window:
+	 * three recency slots cannot hold them, so each comes back as a
+	 * recency ghost hit until the tier holds all five. */
+	uint32_t w = 1;
+	for (; w <= 40; w++) {
+		post(r, FS_REC_WIN_BEGIN, 0, 0, 0, w, 0);
+		use(r, 1, 50 + w % 5, fsr_lookup(r, 0, 1, 50 + w % 5) != FSR_NONE, w);
+		post(r, FS_REC_WIN_END, 0, 0, 0, w, 0);
+		settle(r, 0);
+		sizes_add_up(r, 96);
+	}
+	cr_assert_gt(cc_[FS_CC_ghost_recency], 0);
+	cr_assert_gt(info(r, 1, FSR_TIER_RECENCY).quota, 3, "recency ghost hits did not grow the tier");
+	cr_assert_eq(info(r, 0, FSR_TIER_RECENCY).quota, 3, "layer 0 moved without a ghost hit there");
+	fsr_destroy(r);
+}
+
+/* Without tier_adapt the same misses move nothing, and the ghost counters
+ * stay 0 (there are no ghost lists). */
+Test(levers, fixed_sizes_without_tier_adapt)
+{
+	struct fsr_config c = tcfg(100, 3, 2, 4);
+	struct fsr *r = mk(c);
+	static uint32_t counts[TL * TE];
+	profile(counts);
+	fsr_profile_load(r, counts);
+	settle(r, 0);
+	for (uint32_t w = 1; w <= 40; w++) {
+		post(r, FS_REC_WIN_BEGIN, 0, 0, 0, w, 0);
+		use(r, 1, 50 + w % 5, fsr_lookup(r, 0, 1, 50 + w % 5) != FSR_NONE, w);
+		post(r, FS_REC_WIN_END, 0, 0, 0, w, 0);
+		settle(r, 0);
+	}
+	cr_assert_eq(info(r, 1, FSR_TIER_RECENCY).quota, 3);
+	cr_assert_eq(cc_[FS_CC_ghost_recency] + cc_[FS_CC_ghost_static], 0);
+	sizes_add_up(r, 96);
+	fsr_destroy(r);
+}
+
+/* cross_window: what a window used at layer 0 is predicted for the next
+ * window's layer 0 when the window ends (a predicted copy), while a use at
+ * layer 3 stays the recency tier's want. */
+Test(levers, cross_window_predicts_the_next_windows_first_layers)
+{
+	for (int on = 0; on <= 1; on++) {
+		struct fsr_config c = tcfg(100, 3, 2, 4);
+		c.adapt = 0;
+		c.cross_window = on ? FSR_CROSS_DEFAULT : 0;
+		struct fsr *r = mk(c);
+		static uint32_t counts[TL * TE];
+		profile(counts);
+		fsr_profile_load(r, counts);
+		settle(r, 0);
+		post(r, FS_REC_WIN_BEGIN, 0, 0, 0, 1, 0);
+		use(r, 0, 55, 0, 1);
+		use(r, 3, 56, 0, 1);
+		post(r, FS_REC_WIN_END, 0, 0, 0, 1, 0);
+		settle(r, 0);
+		cr_assert_eq(tier_of(r, 0, 55), on ? FSR_TIER_PREDICTED : FSR_TIER_RECENCY);
+		cr_assert_eq(tier_of(r, 3, 56), FSR_TIER_RECENCY);
+		fsr_destroy(r);
+	}
+}
+
+Test(levers, bad_lever_values_are_refused)
+{
+	struct fsr_config c = tcfg(100, 3, 2, 4);
+	c.cross_window = FSR_CROSS_MAX + 1;
+	cr_assert_null(fsr_create(&c));
+	c = tcfg(100, 3, 2, 4);
+	c.tier_adapt = 2;
+	cr_assert_null(fsr_create(&c));
+}

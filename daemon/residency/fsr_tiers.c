@@ -32,6 +32,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fsr_internal.h"
 
@@ -66,6 +67,16 @@ int fsr_tiers_init(struct fsr *r, uint32_t card)
 	cd->cold_ok = calloc(r->layers, 1);
 	if (!cd->tl || !cd->quota || !cd->cand || !cd->ncand || !cd->cold || !cd->cold_ok)
 		return -ENOMEM;
+	if (r->tier_adapt) {
+		cd->rec_size = malloc(r->layers * sizeof(*cd->rec_size));
+		cd->ghost = malloc(n * FSR_GHOST * sizeof(*cd->ghost));
+		cd->ghost_head = calloc(n, 1);
+		if (!cd->rec_size || !cd->ghost || !cd->ghost_head)
+			return -ENOMEM;
+		for (uint32_t l = 0; l < r->layers; l++)
+			cd->rec_size[l] = FSR_NONE;
+		memset(cd->ghost, 0xff, n * FSR_GHOST * sizeof(*cd->ghost)); /* FSR_GHOST_EMPTY */
+	}
 	for (size_t i = 0; i < n; i++)
 		cd->tl[i] = (struct fsr_tlist){FSR_NONE, FSR_NONE, 0};
 	fsr_tiers_quotas(r, card);
@@ -118,6 +129,16 @@ void fsr_tiers_quotas(struct fsr *r, uint32_t card)
 			continue;
 		uint32_t share = base + (i++ < extra), k, p;
 		split_share(r, share, &k, &p);
+		if (cd->rec_size) {
+			/* tier_adapt: the size ghost hits moved it to, within
+			 * 1 .. what the predicted size leaves of the share. */
+			if (cd->rec_size[l] == FSR_NONE)
+				cd->rec_size[l] = k;
+			uint32_t most = share - p;
+			k = cd->rec_size[l] < most ? cd->rec_size[l] : most;
+			if (k == 0 && most > 0)
+				k = 1;
+		}
 		q[FSR_TIER_RECENCY] = k;
 		q[FSR_TIER_PREDICTED] = p;
 		left -= k + p;
@@ -125,6 +146,13 @@ void fsr_tiers_quotas(struct fsr *r, uint32_t card)
 	for (unsigned t = 0; t < FSR_NTIERS; t++)
 		cd->card_quota[t] = 0;
 	cd->card_quota[FSR_TIER_STATIC] = left;
+	/* The size gauges (fs_tiers.h rows, in tier order). */
+	for (unsigned t = FSR_TIER_STATIC; t < FSR_NTIERS; t++) {
+		uint64_t sum = cd->card_quota[t];
+		for (uint32_t l = 0; l < r->layers && !fsr_tier_ops(t)->card_wide; l++)
+			sum += cd->quota[l * FSR_NTIERS + t];
+		fsr_ctr_set(&cd->ctr[FS_CC_size_static + (t - FSR_TIER_STATIC)], sum);
+	}
 }
 
 /* The slot the tier gives up first: its own order where it has one (the
@@ -176,4 +204,50 @@ int fsr_tier_room(struct fsr *r, uint32_t card, uint32_t layer, unsigned tier, u
 			fsr_slot_evict(r, card, v);
 	}
 	return 1;
+}
+
+/*
+ * Sizes that follow ghost hits (tier_adapt), per layer and online, as ARC
+ * sizes its two lists: a miss on an expert the layer's recency tier evicted
+ * lately says the recency tier there is too small, one on an expert the
+ * static tier evicted at that layer says the static tier is.  Each moves
+ * one slot of the layer's share between them: recency grows by one (the
+ * static tier, the card's, shrinks by one: its coldest goes) or shrinks by
+ * one (back to the static tier).  ARC's step is 1 scaled by the ratio of
+ * the ghost lists' lengths; ours is 1, since the ghost lists here are
+ * counted over a fixed length.  Bounds: at least 1 recency slot (so it
+ * still evicts and can show it is too small), at most the share less the
+ * predicted size.  Ghost lists count the newest entries up to the tier's
+ * size at the layer (the static tier's: its slots of that layer), at least
+ * 4: a tier of 2 slots would otherwise never see a ghost hit.
+ */
+static uint32_t ghost_len(const struct fsr_card *cd, uint32_t layer)
+{
+	uint32_t n = fsr_quota(cd, layer, FSR_TIER_RECENCY);
+	return n < 4 ? 4 : n;
+}
+
+void fsr_tiers_ghost_miss(struct fsr *r, uint32_t card, uint32_t layer, uint32_t expert)
+{
+	struct fsr_card *cd = &r->card[card];
+	if (!r->tier_adapt || cd->rec_size == NULL || cd->rec_size[layer] == FSR_NONE)
+		return;
+	int hit[FSR_NTIERS] = {0};
+	for (unsigned t = FSR_TIER_STATIC; t < FSR_NTIERS; t++) {
+		hit[t] = fsr_ghost_take(cd, layer, t, expert, ghost_len(cd, layer));
+		if (hit[t])
+			fsr_ctr_add(&cd->ctr[FS_CC_ghost_static + (t - FSR_TIER_STATIC)], 1);
+	}
+	int rec = hit[FSR_TIER_RECENCY], sta = hit[FSR_TIER_STATIC];
+	if (rec == sta)
+		return; /* neither, or both: no tier is the one short */
+	uint32_t k = fsr_quota(cd, layer, FSR_TIER_RECENCY);
+	if (rec)
+		cd->rec_size[layer] = k + 1;
+	else if (k > 1)
+		cd->rec_size[layer] = k - 1;
+	else
+		return;
+	fsr_tiers_quotas(r, card);
+	cd->retrim = 1;
 }

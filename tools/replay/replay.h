@@ -69,6 +69,8 @@ struct replay_model {
 	float decay;
 	float pred_min_score;
 	uint32_t bus_share_pct;
+	/* Levers of issue 18, each -1 (the core's default), 0 or 1. */
+	int tier_adapt, admit_value, cross_window;
 };
 void replay_model_defaults(struct replay_model *m);
 

@@ -43,6 +43,9 @@ void replay_model_defaults(struct replay_model *m)
 		.predicted = FSR_AUTO,
 		.spare = FSR_AUTO,
 		.adapt = 1,
+		.tier_adapt = -1,
+		.admit_value = -1,
+		.cross_window = -1,
 	};
 	replay_recall_default(&m->recall);
 }
@@ -88,6 +91,9 @@ static void usage(FILE *f)
 		"Our tiers (the baselines ignore these):\n"
 		"  --recency N|auto  --predicted N|auto  --spare N|auto   slots per layer / per card\n"
 		"  --no-adapt          freeze the static tier at its profile\n"
+		"  --tier-adapt on|off   recency vs static sizes per layer from ghost hits (ARC-like)\n"
+		"  --admit-value on|off  a copy must be worth more than the resident it displaces\n"
+		"  --cross-window on|off layers 0-2 of the next window predicted from this one's routing\n"
 		"  --decay F (0.95 per token)  --bus-share PCT (80)  --pred-min-score S (0)\n"
 		"Predictor (oracle-noised router-ahead):\n"
 		"  --recall H:A,B,C    recall %% within ranks 10/24/48 (scaled to top-k), H layers ahead;\n"
@@ -180,6 +186,9 @@ enum {
 	O_MODEL_SET,
 	O_CALIBRATE,
 	O_NO_BOUND,
+	O_TIER_ADAPT,
+	O_ADMIT_VALUE,
+	O_CROSS_WINDOW,
 };
 
 static const struct option longopts[] = {
@@ -223,9 +232,23 @@ static const struct option longopts[] = {
 	{"model-set", required_argument, NULL, O_MODEL_SET},
 	{"calibrate", no_argument, NULL, O_CALIBRATE},
 	{"no-bound", no_argument, NULL, O_NO_BOUND},
+	{"tier-adapt", required_argument, NULL, O_TIER_ADAPT},
+	{"admit-value", required_argument, NULL, O_ADMIT_VALUE},
+	{"cross-window", required_argument, NULL, O_CROSS_WINDOW},
 	{"help", no_argument, NULL, 'h'},
 	{0},
 };
+
+static int on_off(const char *a, int *v)
+{
+	if (strcmp(a, "on") == 0)
+		*v = 1;
+	else if (strcmp(a, "off") == 0)
+		*v = 0;
+	else
+		return -1;
+	return 0;
+}
 
 static int add_policy(struct replay_opts *o, enum replay_policy_id p)
 {
@@ -315,6 +338,12 @@ static int one(struct replay_opts *o, int ch, const char *a)
 	case O_NOADAPT:
 		m->adapt = 0;
 		return 0;
+	case O_TIER_ADAPT:
+		return on_off(a, &m->tier_adapt);
+	case O_ADMIT_VALUE:
+		return on_off(a, &m->admit_value);
+	case O_CROSS_WINDOW:
+		return on_off(a, &m->cross_window);
 	case O_DECAY:
 		if (num(a, 1e-6, 1, &d))
 			return -1;

@@ -92,6 +92,12 @@ int replay_policy_config(enum replay_policy_id p, const struct replay_model *m, 
 		cfg->pred_min_score = m->pred_min_score;
 		cfg->bus_gbps = m->bus_gbps;
 		cfg->bus_share_pct = m->bus_share_pct;
+		if (m->tier_adapt >= 0)
+			cfg->tier_adapt = (uint32_t)m->tier_adapt;
+		if (m->admit_value >= 0)
+			cfg->admit_value = (uint32_t)m->admit_value;
+		if (m->cross_window >= 0)
+			cfg->cross_window = m->cross_window ? FSR_CROSS_DEFAULT : 0;
 		break;
 	default:
 		return -EINVAL;
