@@ -99,6 +99,14 @@ static int map_daemon(struct fs_client *c, struct fs_att *a)
 		fs_set_error(c, "daemon region: inconsistent header");
 		return -EBADMSG;
 	}
+	/* The layers' ready words (the arena may still be loading): read the
+	 * offset once, check it, keep the pointer. */
+	uint64_t off_lr = fs_load_relaxed(&h->off_layer_ready);
+	if (!fs_layer_ready_ok(off_lr, h->layers, sz)) {
+		fs_set_error(c, "daemon region: layer ready words out of bounds");
+		return -EBADMSG;
+	}
+	a->layer_ready = off_lr ? (const uint32_t *)((const char *)h + off_lr) : NULL;
 	const struct fs_card_desc *cd = (const void *)((const char *)h + h->off_cards);
 	for (uint32_t i = 0; i < h->cards; i++) {
 		if (cd[i].slots == 0 ||
@@ -234,6 +242,9 @@ int fs_att_create(struct fs_client *c, struct fs_att **out)
 		cJSON_AddStringToObject(req, "model", c->model);
 	if (c->ring_entries)
 		cJSON_AddNumberToObject(req, "ring_entries", c->ring_entries);
+	/* We check the layers' ready words (fs_arena_expert): serve us while
+	 * the arena loads. */
+	cJSON_AddTrueToObject(req, "partial_arena");
 	r = fs_ctl_call(c->req, req, &rep, err, sizeof(err));
 	cJSON_Delete(req);
 	if (r < 0) {
@@ -294,6 +305,7 @@ int fs_att_create(struct fs_client *c, struct fs_att **out)
 	arena_fd = -1;
 	if (r < 0)
 		goto fail;
+	fs_arena_note_ready(a);
 	if (a->cards != ncards) {
 		fs_set_error(c, "attach: %u cards in the reply, %u in the daemon region", ncards, a->cards);
 		r = -EPROTO;

@@ -36,6 +36,11 @@ struct fs_arena_map {
 	const struct fs_arena_entry *idx;
 	uint32_t layers, experts;
 	uint64_t dev, ino;
+	/* Bit l: layer l's experts are known to be in this arena (its ready
+	 * word was seen FS_LAYER_READY; a word never goes back).  Kept here,
+	 * not read from a daemon region, so that it outlives the attachment:
+	 * a daemon that dies while loading leaves the layers it loaded. */
+	uint64_t layer_in[FS_MAX_LAYERS / 64]; /* atomic */
 	struct fs_arena_map *next;
 };
 
@@ -48,6 +53,7 @@ struct fs_att {
 	uint32_t cards, layers, experts, epoch_bufs;
 	uint64_t instance;
 	const uint32_t *ready[FS_MAX_CARDS];
+	const uint32_t *layer_ready; /* [layers] in the daemon region, or NULL: every layer is in */
 	const uint8_t *pool_base[FS_MAX_CARDS]; /* host cards */
 	void *dev_base[FS_MAX_CARDS];           /* CUDA cards: pool in this process */
 	int dev_index[FS_MAX_CARDS];
@@ -108,6 +114,11 @@ struct fs_client {
 	char err[256];
 };
 
+/* fs_epoch.c: whether `layer` of the attachment's arena is in (caches
+ * what it sees in a->arena->layer_in); note_ready: every layer whose word
+ * is ready now, at attach. */
+int fs_arena_layer_in(const struct fs_att *a, struct fs_arena_map *m, uint32_t layer);
+void fs_arena_note_ready(const struct fs_att *a);
 /* fs_attach.c */
 int fs_att_create(struct fs_client *c, struct fs_att **out);
 void fs_att_destroy(struct fs_client *c, struct fs_att *a, int detach);

@@ -175,14 +175,51 @@ const uint32_t *fs_card_ready_words(const fs_client *c, uint32_t card)
 	return a && card < a->cards ? a->ready[card] : NULL;
 }
 
+int fs_arena_layer_in(const struct fs_att *a, struct fs_arena_map *m, uint32_t layer)
+{
+	uint64_t bit = 1ull << (layer % 64);
+	if (fs_load_acquire(&m->layer_in[layer / 64]) & bit)
+		return 1;
+	/* Not seen in yet: ask the daemon that fills this arena.  Its word is
+	 * FS_LAYER_READY or the layer is not in (0 while loading; any other
+	 * value is not trusted either).  No daemon (or another arena's): not
+	 * known to be in. */
+	if (!a || a->arena != m)
+		return 0;
+	if (a->layer_ready && fs_load_acquire(&a->layer_ready[layer]) != FS_LAYER_READY)
+		return 0;
+	__atomic_fetch_or(&m->layer_in[layer / 64], bit, __ATOMIC_RELEASE);
+	return 1;
+}
+
+void fs_arena_note_ready(const struct fs_att *a)
+{
+	for (uint32_t l = 0; a->arena && l < a->layers && l < a->arena->layers; l++)
+		(void)fs_arena_layer_in(a, a->arena, l);
+}
+
+int fs_layer_ready(const fs_client *c, uint32_t layer)
+{
+	struct fs_arena_map *m = fs_load_acquire(&c->arena_cur);
+	if (!m)
+		return -ENOTCONN;
+	if (layer >= m->layers)
+		return -EINVAL;
+	return fs_arena_layer_in(fs_load_acquire(&c->att), m, layer);
+}
+
 int fs_arena_expert(const fs_client *c, uint32_t layer, uint32_t expert, struct fs_expert_blob *out)
 {
 	/* Any arena ever mapped stays mapped until fs_client_close. */
-	const struct fs_arena_map *m = fs_load_acquire(&c->arena_cur);
+	struct fs_arena_map *m = fs_load_acquire(&c->arena_cur);
 	if (!m)
 		return -ENOTCONN;
 	if (layer >= m->layers || expert >= m->experts)
 		return -EINVAL;
+	/* A layer still loading: the bytes are not there yet (the engine
+	 * serves it from its own copy of the model). */
+	if (!fs_arena_layer_in(fs_load_acquire(&c->att), m, layer))
+		return -EAGAIN;
 	const struct fs_arena_entry *e = &m->idx[(uint64_t)layer * m->experts + expert];
 	out->data = (const uint8_t *)m->ah + e->offset;
 	out->bytes = e->bytes;

@@ -217,7 +217,8 @@ struct fsd {
 	uv_signal_t sig_term, sig_int, sig_hup;
 	uv_timer_t timer;
 	int stopping;
-	int loading; /* the arena is being filled: the control socket serves stats, refuses attach */
+	int loading; /* the arena is being filled: its layers are served as they land (layer_ready) */
+	uint32_t *layer_ready; /* [layers] in the daemon region: FS_LAYER_READY once the layer is in */
 };
 
 /* fsd_region.c */

@@ -182,11 +182,15 @@ static void progress(void *arg, uint64_t done, uint64_t total, uint64_t ns)
 	fsd_notify(st);
 }
 
-/* From any loader thread, once per layer (dense layers at the start). */
+/* From any loader thread, once per layer (dense layers at the start),
+ * after the layer's bytes and checksums are written: the release store
+ * publishes them to the engines (fs_arena_expert) and to the residency
+ * core, which serves the layer from then on. */
 static void layer_done(void *arg, uint32_t layer)
 {
 	struct fsd *d = arg;
-	(void)layer;
+	if (layer < d->cfg.layers)
+		fs_store_release(&d->layer_ready[layer], FS_LAYER_READY);
 	__atomic_add_fetch(&d->counters_daemon[FS_C_arena_layers_loaded], 1, __ATOMIC_RELAXED);
 }
 

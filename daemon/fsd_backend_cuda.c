@@ -86,6 +86,7 @@ struct cuda_priv {
 	pfn_write_value32 write_value32;
 	int use_memops;
 	int daemon_registered, arena_registered;
+	int arena_pageable; /* pinning the whole arena failed: copies stay pageable */
 	const struct fs_arena_entry *idx;
 	double budget_gbps; /* bus budget: --bus-gbps; 0 = none (the link's own speed) */
 };
@@ -180,11 +181,16 @@ static int cuda_start(struct fsd *d)
 	d->backend_priv = cp;
 	cp->idx = (const struct fs_arena_entry *)((const char *)d->arena + d->arena->off_index);
 
-	/* The arena: pinned, readable by every card's copy engine. */
-	if (cerr(cudaHostRegister(d->arena_shm.base, d->arena_shm.bytes, cudaHostRegisterPortable),
-		 "cudaHostRegister(arena)"))
-		return -EIO;
-	cp->arena_registered = 1;
+	/* The arena: pinned, readable by every card's copy engine.  While it
+	 * still loads (served layer by layer) it is pinned at the first copy
+	 * after the load (pin_arena): pinning faults in every page on one
+	 * thread, which the loader's threads do in parallel. */
+	if (!__atomic_load_n(&d->loading, __ATOMIC_ACQUIRE)) {
+		if (cerr(cudaHostRegister(d->arena_shm.base, d->arena_shm.bytes, cudaHostRegisterPortable),
+			 "cudaHostRegister(arena)"))
+			return -EIO;
+		cp->arena_registered = 1;
+	}
 	/* The daemon region: mapped into every card, so a stream can write ready words. */
 	if (cerr(cudaHostRegister(d->daemon_shm.base, d->daemon_shm.bytes,
 				  cudaHostRegisterPortable | cudaHostRegisterMapped),
@@ -321,10 +327,28 @@ static void cuda_card_down(struct fsd *d, uint32_t card)
 	cp->cards[card].ninflight = 0;
 }
 
+/* Hot thread: the arena, whole now, pinned (a copy from pageable memory is
+ * right but staged through the driver's buffers, so slower). */
+static void pin_arena(struct fsd *d, struct cuda_priv *cp)
+{
+	uint64_t t0 = fs_now_ns();
+	cudaError_t e = cudaHostRegister(d->arena_shm.base, d->arena_shm.bytes, cudaHostRegisterPortable);
+	if (e != cudaSuccess) {
+		fsd_log(FSD_WARN, "cuda: cudaHostRegister(arena) after the load: %s; copies stay pageable",
+			cudaGetErrorString(e));
+		cp->arena_pageable = 1;
+		return;
+	}
+	cp->arena_registered = 1;
+	fsd_log(FSD_INFO, "cuda: the loaded arena pinned in %.2f s", (double)(fs_now_ns() - t0) / 1e9);
+}
+
 static void cuda_submit(struct fsd *d, const struct fsr_copy *cpy)
 {
 	struct cuda_priv *cp = d->backend_priv;
 	struct cuda_card *c = &cp->cards[cpy->card];
+	if (!cp->arena_registered && !cp->arena_pageable && !__atomic_load_n(&d->loading, __ATOMIC_ACQUIRE))
+		pin_arena(d, cp);
 	if (c->down)
 		return; /* abandoned: the core drops the slot when it applies the fall */
 	/* The size is the core's (fsr_copy.bytes, the blob's); the slot

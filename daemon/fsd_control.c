@@ -430,9 +430,15 @@ static cJSON *handle(struct fsd *d, const char *body, size_t len, const struct f
 		rep = reply_err(EACCES, "refused: %s", why);
 		goto out;
 	}
+	/* While the arena loads, an engine is served layer by layer only if it
+	 * says it checks the layers' ready words ("partial_arena": true, as
+	 * libforesight-client does): an older one would read a layer's bytes
+	 * before they are in.  A profile would want experts not in yet. */
 	if (__atomic_load_n(&d->loading, __ATOMIC_ACQUIRE) &&
-	    (!strcmp(v, "attach") || !strcmp(v, "profile") || !strcmp(v, "card")))
-		rep = loading_reply(d, v); /* no residency core or hot thread yet */
+	    ((!strcmp(v, "attach") &&
+	      !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "partial_arena"))) ||
+	     !strcmp(v, "profile")))
+		rep = loading_reply(d, v);
 	else if (strcmp(v, "attach") == 0)
 		rep = do_attach(d, req, pe);
 	else if (strcmp(v, "detach") == 0)

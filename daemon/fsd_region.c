@@ -79,6 +79,8 @@ int fsd_regions_create(struct fsd *d)
 		off_ready_card[i] = off;
 		off = line_round(off + FS_ISSUED_OFFSET(c->slots) + (uint64_t)c->slots * sizeof(uint64_t));
 	}
+	uint64_t off_layer_ready = off; /* the arena's per-layer ready words */
+	off = line_round(off + (uint64_t)c->layers * sizeof(uint32_t));
 	uint64_t off_counters = off;
 	uint64_t counters_bytes = fs_counters_bytes(c->cards, c->layers, c->max_clients);
 	off = line_round(off + counters_bytes);
@@ -102,6 +104,8 @@ int fsd_regions_create(struct fsd *d)
 	h->off_ready = off_ready;
 	memcpy(h->off_ready_card, off_ready_card, sizeof(off_ready_card));
 	h->off_counters = off_counters;
+	h->off_layer_ready = off_layer_ready;
+	d->layer_ready = (uint32_t *)((char *)h + off_layer_ready); /* 0: not in yet */
 	h->counters_bytes = counters_bytes;
 	h->max_clients = c->max_clients;
 	h->heartbeat_ms = c->heartbeat_ms;

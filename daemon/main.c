@@ -63,14 +63,16 @@ static void close_walk(uv_handle_t *h, void *arg)
 		uv_close(h, NULL);
 }
 
-/* The second half of the start, once the arena is whole: the residency
- * core, the backend (the CUDA backend pins the filled arena), the hot
- * thread; then attach is open and systemd hears READY=1. */
+/* The second half of the start: the residency core (fed the layers'
+ * ready words: it acts on a layer only once the layer is in), the backend
+ * (the CUDA backend pins the arena once it is whole), the hot thread.  It
+ * runs as soon as the arena memfd exists, while a GGUF arena still loads:
+ * engines that say they read the layer ready words attach and are served
+ * layer by layer (fs_arena_expert answers -EAGAIN for the layers not in). */
 static uint64_t watchdog_usec;
 static int serve(struct fsd *d)
 {
 	int r;
-	fsd_arena_keep_store(d); /* systemd's fd store keeps it across a restart */
 	struct fsr_config rc = {0};
 	rc.cards = d->cfg.cards;
 	for (uint32_t i = 0; i < rc.cards; i++)
@@ -83,6 +85,7 @@ static int serve(struct fsd *d)
 	rc.expert_bytes = d->expert_bytes; /* GGUF: per-layer blob sizes; synthetic: NULL */
 	rc.counters = (struct fsr_counters){d->counters_daemon, d->counters_card, d->counters_layer,
 					    d->counters_client};
+	rc.layer_ready = d->layer_ready;
 	fsd_config_residency(&d->cfg, &rc);
 	fsr_config_defaults(&rc);
 	d->core = fsr_create(&rc);
@@ -99,11 +102,20 @@ static int serve(struct fsd *d)
 		return r;
 	if ((r = fsd_hot_start(d)) < 0)
 		return r;
-	/* Every layer is in (loaded, kept or synthetic). */
-	fs_store_relaxed(&d->counters_daemon[FS_C_arena_layers_loaded], (uint64_t)d->cfg.layers);
-	__atomic_store_n(&d->loading, 0, __ATOMIC_RELEASE);
 	fs_store_release(&d->dh->heartbeat_ns, fs_now_ns());
 	fs_store_release(&d->dh->state, (uint32_t)FS_DAEMON_RUNNING);
+	return 0;
+}
+
+/* The arena is whole (loaded, kept or synthetic): the fd store gets it,
+ * ping answers, every attach is open and systemd hears READY=1. */
+static void whole(struct fsd *d)
+{
+	fsd_arena_keep_store(d); /* systemd's fd store keeps it across a restart */
+	for (uint32_t l = 0; l < d->cfg.layers; l++)
+		fs_store_release(&d->layer_ready[l], FS_LAYER_READY);
+	fs_store_relaxed(&d->counters_daemon[FS_C_arena_layers_loaded], (uint64_t)d->cfg.layers);
+	__atomic_store_n(&d->loading, 0, __ATOMIC_RELEASE);
 	fsd_log(FSD_INFO, "ready: pid %d, backend %s, model %s (%u layers x %u experts), %u cards x %u slots",
 		(int)getpid(), d->backend->name, d->cfg.model, d->cfg.layers, d->cfg.experts, d->cfg.cards,
 		d->cfg.slots);
@@ -116,15 +128,16 @@ static int serve(struct fsd *d)
 	fsd_notify(status);
 	watchdog_ns = watchdog_usec * 1000 / 2;
 	watchdog_sent_ns = fs_now_ns();
-	return 0;
 }
 
 static int start_rc;
 
 static void on_loaded(struct fsd *d, int r)
 {
-	if (r == 0 && !d->stopping && (r = serve(d)) == 0)
+	if (r == 0 && !d->stopping) {
+		whole(d);
 		return;
+	}
 	if (r != -ECANCELED) {
 		start_rc = 1;
 		fsd_notify("STATUS=failed to start (see the log)");
@@ -161,7 +174,7 @@ static int start(struct fsd *d)
 			return r;
 		loaded = r == 1; /* taken over from the fd store */
 	}
-	d->loading = 1;
+	d->loading = !loaded; /* the layers' words say which are in (serve) */
 	if ((r = fsd_fdsock_start(d)) < 0) {
 		fsd_log(FSD_ERR, "fd socket %s: %s", d->cfg.fd_socket_path, strerror(-r));
 		return r;
@@ -170,8 +183,14 @@ static int start(struct fsd *d)
 		return r;
 	if ((r = fsd_metrics_start(d, d->cfg.metrics_listen, (int)d->cfg.metrics_allow_remote)) < 0)
 		return r;
-	if (loaded)
-		return serve(d);
+	if ((r = serve(d)) < 0)
+		return r;
+	if (loaded) {
+		whole(d);
+		return 0;
+	}
+	/* Layers are served as they land (the loader takes them in file
+	 * order, layer 0 first); the rest of the start is whole(). */
 	if ((r = fsd_arena_gguf_fill_start(d, on_loaded)) < 0)
 		fsd_log(FSD_ERR, "arena: the loader thread: %s", strerror(-r));
 	return r;

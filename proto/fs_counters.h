@@ -42,6 +42,7 @@
 	X(arena_load_bps, "arena load rate so far, bytes per second (gauge)")         \
 	X(arena_load_left_ns, "arena load: nanoseconds left at that rate (gauge)")    \
 	X(arena_layers_loaded, "layers whose experts are all in the arena (gauge)")   \
+	X(arena_unloaded_recs, "uses/predictions of layers not in yet (no action)")   \
 	X(backoff_refused, "attaches refused: revoked for an overlong hold, backing off")
 
 /* Per card. */

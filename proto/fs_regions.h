@@ -160,7 +160,15 @@ struct fs_daemon_hdr {
 	 * Lookups on a card whose bit is set answer "not resident" whatever
 	 * the view.  0 (a daemon before this field): no card down. */
 	uint32_t cards_down;
-	uint32_t pad2[8];
+	/* The arena's per-layer ready words: uint32_t[layers] at this offset
+	 * (cache-line aligned), set once at creation.  Word l is
+	 * FS_LAYER_READY once every expert of layer l is in the arena (its
+	 * bytes and its index entry: the daemon stores the word with release
+	 * after them); anything else: not yet (read it with acquire).  A word
+	 * only ever goes from 0 to FS_LAYER_READY.  0 (a daemon before this
+	 * field, which served only a whole arena): every layer is in. */
+	uint64_t off_layer_ready;
+	uint32_t pad2[6];
 };
 _Static_assert(sizeof(struct fs_daemon_hdr) == 5 * FS_CACHELINE, "daemon header is 5 lines");
 _Static_assert(offsetof(struct fs_daemon_hdr, state) == 4 * FS_CACHELINE, "dynamic part on line 4");
@@ -168,6 +176,23 @@ _Static_assert(offsetof(struct fs_daemon_hdr, peer_reach) == 3 * FS_CACHELINE + 
 	       "peer_reach where pad0 was");
 _Static_assert(offsetof(struct fs_daemon_hdr, cards_down) == 4 * FS_CACHELINE + 28,
 	       "cards_down where pad2 began");
+_Static_assert(offsetof(struct fs_daemon_hdr, off_layer_ready) == 4 * FS_CACHELINE + 32,
+	       "off_layer_ready where pad2 began");
+
+/* A layer's ready word (off_layer_ready): its experts are in the arena.
+ * Not 1, so that a stray small value is not taken for it. */
+#define FS_LAYER_READY 0x59445246u /* "FRDY" */
+
+/* Whether a daemon region of `size` bytes may be trusted with its layer
+ * ready words: 1 (off 0 included: none, every layer in), 0 (reject the
+ * region).  `off` and `layers` are the header's, read once by the caller. */
+static inline int fs_layer_ready_ok(uint64_t off, uint32_t layers, uint64_t size)
+{
+	if (off == 0)
+		return 1;
+	return off % FS_CACHELINE == 0 && off >= sizeof(struct fs_daemon_hdr) && off <= size &&
+	       (uint64_t)layers * sizeof(uint32_t) <= size - off;
+}
 
 /* ---- client region ---------------------------------------------------- */
 

@@ -107,6 +107,14 @@ struct fsr_config {
 	 * it runs).  When any card reads another, the cards form one tier: see
 	 * "Placement" below. */
 	uint16_t reach[FS_MAX_CARDS];
+
+	/* The arena's per-layer ready words (the daemon region's, read with
+	 * acquire), or NULL: every layer is in.  A prediction or a use of a
+	 * layer whose word is not FS_LAYER_READY is counted (predicted, a
+	 * miss; arena_unloaded_recs) and goes no further: no want, no copy, no
+	 * slot published for bytes the arena does not have yet.  A word only
+	 * goes from not ready to ready, so a want admitted stays good. */
+	const uint32_t *layer_ready;
 };
 
 /*

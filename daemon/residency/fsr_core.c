@@ -236,6 +236,7 @@ struct fsr *fsr_create(const struct fsr_config *cfg)
 	if (cfg->expert_bytes != NULL)
 		memcpy(r->expert_bytes, cfg->expert_bytes, n * sizeof(*r->expert_bytes));
 
+	r->layer_ready = cfg->layer_ready;
 	uint64_t *p = r->c_priv;
 	if (cfg->counters.daemon) {
 		r->c_daemon = cfg->counters.daemon;

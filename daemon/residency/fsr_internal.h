@@ -179,6 +179,7 @@ struct fsr {
 	uint64_t *expert_bytes; /* own copy, or NULL */
 	uint64_t published;     /* last published epoch, 0 = none */
 	int dirty;
+	const uint32_t *layer_ready; /* [layers] or NULL (fsr_config.layer_ready) */
 	/* placement across cards (fsr_place.c) */
 	uint16_t *home;                   /* [layers]: card that last reported a use (one tier: see fsr.h) */
 	uint16_t *serves;                 /* [layers]: bit c: card c keeps the layer's reserved sizes */

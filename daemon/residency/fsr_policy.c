@@ -151,6 +151,26 @@ static void usage(struct fsr *r, uint32_t client, const struct fs_rec *rec)
 		want(r, card, client, rec, 0);
 }
 
+/* Whether the layer's experts are in the arena (fsr_config.layer_ready). */
+static int layer_in(const struct fsr *r, uint32_t layer)
+{
+	return !r->layer_ready || fs_load_acquire(&r->layer_ready[layer]) == FS_LAYER_READY;
+}
+
+/* A prediction or a use of a layer still loading: counted as what it is
+ * (a use is a miss: nothing of the layer can be resident), acted on not. */
+static void not_in(struct fsr *r, uint32_t client, const struct fs_rec *rec)
+{
+	uint32_t from = rec_card(r, rec);
+	if (rec->type == FS_REC_PREDICT) {
+		count3(r, from, client, rec->layer, FS_CC_predicted, FS_CL_predicted, FS_CCL_predicted);
+		fsr_ctr_add(&r->card[from].ctr[FS_CC_dropped], 1);
+	} else {
+		count3(r, from, client, rec->layer, FS_CC_misses, FS_CL_misses, FS_CCL_misses);
+	}
+	fsr_ctr_add(&r->c_daemon[FS_C_arena_unloaded_recs], 1);
+}
+
 void fsr_record(struct fsr *r, uint32_t client, const struct fs_rec *rec, uint64_t now_ns)
 {
 	if (rec == NULL)
@@ -163,6 +183,10 @@ void fsr_record(struct fsr *r, uint32_t client, const struct fs_rec *rec, uint64
 	note_window(r, client, rec->window);
 	if (r->tiers)
 		fsr_clock_record(r, client, rec, now_ns);
+	if ((rec->type == FS_REC_PREDICT || rec->type == FS_REC_USAGE) && !layer_in(r, rec->layer)) {
+		not_in(r, client, rec);
+		return;
+	}
 	switch (rec->type) {
 	case FS_REC_PREDICT: {
 		/* Wanted where the record says (or, for FS_CARD_NONE, where

@@ -7,6 +7,7 @@
  * arena that cannot be locked, the load's progress while it runs.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <signal.h>
@@ -23,6 +24,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "fs_regions.h"
+
+#include "foresight/foresight.h"
 #include "fs_harness.h"
 #include "fsg_moe.h"
 #include "fsg_types.h"
@@ -414,4 +418,141 @@ Test(gguf_e2e, stops_during_the_load)
 	cr_expect_lt(fsh_now_ms() - t, 5000, "it stopped without finishing the load");
 	cr_assert_gt(fsh_read_file(log, g_out, sizeof(g_out)), 0);
 	cr_expect(strstr(g_out, "load cancelled") != NULL, "log: %s", g_out);
+}
+
+/* The model file's bytes of expert x's blob part by part, against `blob`:
+ * 1 when every part matches. */
+static int blob_is_file(int fd, const struct fsg_plan *p, uint32_t l, uint32_t x, const uint8_t *blob,
+			uint8_t *buf)
+{
+	const struct fsg_layer *ly = &p->layer[l];
+	for (uint32_t i = 0; i < ly->nparts; i++) {
+		const struct fsg_part *pt = &ly->part[i];
+		if (pread(fd, buf, pt->bytes, (off_t)fsg_part_src(pt, x)) != (ssize_t)pt->bytes ||
+		    memcmp(blob + pt->blob_off, buf, pt->bytes) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* Served while it loads (FORESIGHT_TEST_LOAD_MBPS slows the load to
+ * seconds): the library attaches at once; a layer's experts answer
+ * -EAGAIN until the layer is in, then the model file's bytes (never zero
+ * or stale ones), as do the slots its lookups find; lookups hit only in
+ * layers that are in, and start hitting before the load ends; a layer in
+ * stays in; uses of layers still loading are counted, not acted on. */
+Test(gguf_e2e, served_while_it_loads)
+{
+	char path[160], sock[200], log[200], err[256];
+	struct fsgw_model m;
+	fsgw_model_defaults(&m, "qwen3moe");
+	m.type = fsg_type_by_name("Q4_K");
+	m.layers = 8, m.experts = 32, m.embd = 256, m.ff = 256; /* 8 x 3.5 MB */
+	snprintf(path, sizeof(path), "%s/slow.gguf", g_dir);
+	cr_assert_eq(fsgw_model_write(&m, path, err, sizeof(err)), 0, "%s", err);
+	struct fsg_file f;
+	struct fsg_plan p;
+	plan_of(path, &f, &p);
+	snprintf(sock, sizeof(sock), "%s/s.sock", g_dir);
+	snprintf(log, sizeof(log), "%s/d.log", g_dir);
+	pid_t pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setenv("FORESIGHT_TEST_LOAD_MBPS", "8", 1); /* about 3.5 s */
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 2);
+		execl(FS_DAEMON_BIN, FS_DAEMON_BIN, "--socket", sock, "--model", path, "--allow-unlocked",
+		      "--slots", "64", (char *)NULL);
+		_exit(127);
+	}
+	fs_client *c = NULL;
+	struct fs_client_opts o = {.socket_path = sock, .name = "early", .no_reattach = 1};
+	for (uint64_t end = fsh_now_ms() + 20000; fsh_now_ms() < end && !c;)
+		if (fs_client_open(&c, &o) < 0)
+			usleep(20000);
+	cr_assert_not_null(c, "no attach during the load: %s", fs_open_error());
+	struct fs_model_info mi;
+	fs_client_model(c, &mi);
+	cr_assert_eq(mi.layers, p.layers);
+	cr_assert_eq(mi.experts, p.experts);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	uint8_t *buf = malloc(p.max_blob);
+	cr_assert_not_null(buf);
+	int in[FS_MAX_LAYERS] = {0}, checked[FS_MAX_LAYERS] = {0};
+	unsigned partial = 0, eagain = 0, bad = 0, hits = 0, early_hits = 0, wrong_hits = 0;
+	uint32_t nin = 0;
+	for (uint32_t w = 1; nin < p.layers || w < 8; w++) {
+		cr_assert_lt(w, 20000u, "the load never finished");
+		struct fs_view v;
+		fs_window_begin(c, w, 1);
+		cr_assert_eq(fs_acquire(c, &v), 0);
+		uint32_t now_in = 0;
+		for (uint32_t l = 0; l < p.layers; l++) {
+			int r = fs_layer_ready(c, l);
+			cr_assert(r == 0 || r == 1, "fs_layer_ready %d", r);
+			cr_expect(r || !in[l], "layer %u was in and is not now", l);
+			in[l] = r;
+			now_in += (uint32_t)r;
+			for (uint32_t x = 0; x < p.experts; x++) {
+				struct fs_expert_blob b;
+				int rc = fs_arena_expert(c, l, x, &b);
+				if (!r) {
+					cr_expect_eq(rc, -EAGAIN, "layer %u not in: %d", l, rc);
+					eagain += rc == -EAGAIN;
+					continue;
+				}
+				cr_assert_eq(rc, 0, "layer %u in: %d", l, rc);
+				if (checked[l])
+					continue;
+				/* Once per layer, as soon as it is in: every byte is the file's. */
+				if (!blob_is_file(fd, &p, l, x, b.data, buf) ||
+				    fs_checksum(b.data, b.bytes) != b.checksum)
+					bad++;
+			}
+			checked[l] |= r;
+			/* Four experts of every layer predicted, loaded or not; the
+			 * slots the view holds for them checked like the arena. */
+			for (uint32_t x = 0; x < 4; x++) {
+				struct fs_slot s;
+				if (fs_lookup(c, &v, 0, l, x, &s)) {
+					hits++;
+					wrong_hits += fs_layer_ready(c, l) != 1;
+					early_hits += nin < p.layers;
+					if (!blob_is_file(fd, &p, l, x, s.host, buf))
+						bad++;
+					fs_post_usage(c, w, l, x, 0, 1);
+				} else {
+					fs_post_usage(c, w, l, x, 0, 0);
+				}
+				fs_post_predict(c, w + 1, l, x, 0, 1.0f, 1, FS_SOURCE_HOST);
+			}
+		}
+		fs_window_end(c, w);
+		fs_release(c, &v);
+		partial += now_in > 0 && now_in < p.layers;
+		nin = now_in;
+		usleep(20000);
+	}
+	cr_expect_eq(bad, 0u, "bytes that are not the file's");
+	cr_expect_eq(wrong_hits, 0u, "lookups that hit in a layer not in");
+	cr_expect_gt(eagain, 0u, "experts of layers not in answered EAGAIN");
+	cr_expect_geq(partial, 2u, "rounds with some layers in, not all: %u", partial);
+	cr_expect_gt(early_hits, 0u, "hits before the load ended (%u hits in all)", hits);
+	for (uint32_t l = 0; l < p.layers; l++)
+		cr_expect(checked[l], "layer %u checked", l);
+	cr_assert_eq(sh(0, "%s --socket %s stats --json", FSCTL_BIN, sock), 0, "%s", g_out);
+	cJSON *j = cJSON_Parse(g_out);
+	cr_assert_not_null(j);
+	const cJSON *dm = cJSON_GetObjectItem(j, "daemon");
+	cr_expect_gt(jnum(dm, "arena_unloaded_recs"), 0, "uses and predictions of layers loading counted");
+	cr_expect_eq(jnum(dm, "arena_layers_loaded"), p.layers);
+	cJSON_Delete(j);
+	free(buf);
+	close(fd);
+	fs_client_close(c);
+	kill(pid, SIGTERM);
+	cr_expect_eq(fsh_wait(pid, 10000), 0);
+	fsg_plan_free(&p);
+	fsg_close(&f);
 }

@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 #define FS_CLIENT_VERSION_MAJOR 0
-#define FS_CLIENT_VERSION_MINOR 2 /* 2: fs_card_info.down (cards that go down) */
+#define FS_CLIENT_VERSION_MINOR 3 /* 2: fs_card_info.down (cards that go down); 3: fs_layer_ready */
 
 /* Default control socket; FORESIGHT_SOCKET in the environment overrides it. */
 #define FS_DEFAULT_SOCKET "/run/foresight/control.sock"
@@ -242,7 +242,17 @@ struct fs_expert_blob {
 	uint64_t bytes;
 	uint64_t checksum; /* FNV-1a 64 of the bytes */
 };
+/* The expert's bytes in the arena: 0 and *out filled; -EAGAIN while its
+ * layer is not in the arena yet (the daemon is still loading the model and
+ * serves it layer by layer, layer 0 first: compute the expert from the
+ * engine's own copy of the model, e.g. its mapping of the file, and ask
+ * again for a later token); -EINVAL out of range; -ENOTCONN before any
+ * attach.  A layer once in stays in, also after the daemon is gone. */
 FS_API int fs_arena_expert(const fs_client *c, uint32_t layer, uint32_t expert, struct fs_expert_blob *out);
+/* 1 when the layer's experts are in the arena (fs_arena_expert answers),
+ * 0 while it loads, or a negative errno as fs_arena_expert.  Lookups of a
+ * layer not in answer "miss": the daemon copies none of its experts. */
+FS_API int fs_layer_ready(const fs_client *c, uint32_t layer);
 /* FNV-1a 64, the arena's checksum function. */
 FS_API uint64_t fs_checksum(const void *p, size_t n);
 

@@ -526,6 +526,12 @@ class Client:
                     "arena_expert(%d, %d)" % (layer, expert))
         return Blob(self, layer, expert, b.data, b.bytes, b.checksum)
 
+    def layer_ready(self, layer):
+        """True when the layer's experts are in the arena; False while the
+        daemon still loads it (arena_expert raises EAGAIN for it then)."""
+        self._check_le(layer, 0)
+        return self._check(self._lib.fs_layer_ready(self._h(), layer), "layer_ready(%d)" % layer) == 1
+
     def arena_parts(self, layer, expert):
         """The parts of an expert's blob (a GGUF arena), in blob order; []
         for a synthetic arena or a dense layer."""
