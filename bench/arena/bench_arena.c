@@ -14,8 +14,12 @@
  *   arena, cold, buffered the same through the page cache
  *   cat, warm             the file now cached
  *   arena, warm           the daemon's default (auto: buffered when cached)
- *   the bounds            fresh memory write on 1 and N threads, FNV-1a
- *                         on N threads (N: the loader's threads)
+ *   the bounds            fresh pages brought in (MADV_POPULATE_WRITE, as
+ *                         the loader's jobs do; locked with --lock) on 1
+ *                         and N threads, then on those pages the memory
+ *                         write on 1 and N threads and FNV-1a on N threads
+ *                         (N: the loader's threads)
+ * (--warm-only: the warm rows and the bounds alone, for sweeps)
  * and prints a table, the ratios against cat and the bounds, the issue's
  * goals (met or not), huge pages and the peak RSS.  A row that fails or
  * is missing prints FAILED and the exit status is 1.
@@ -30,6 +34,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,6 +55,7 @@ struct opts {
 	int drop_caches;
 	unsigned threads;
 	uint64_t chunk;
+	int warm_only;
 };
 
 struct row {
@@ -85,17 +91,19 @@ static int size_arg(const char *v, uint64_t *out)
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: fs-bench-arena [--bytes N[K|M|G]] [--file F.gguf] [--dir D] [--keep] [--lock]\n"
-		     "                      [--threads N] [--chunk N[K|M]] [--drop-caches] [--quick]\n\n"
-		     "  --bytes N    size of the generated GGUF file (default 2G)\n"
-		     "  --file F     use this GGUF MoE file instead (not deleted)\n"
-		     "  --dir D      where to write the generated file (default /tmp)\n"
-		     "  --keep       keep the generated file\n"
-		     "  --lock       lock the arena like foresightd (default: not locked)\n"
-		     "  --threads N  loader threads, 1..64 (default: the daemon's choice)\n"
-		     "  --chunk N    bytes of blobs per loader job (default: the daemon's, 8M)\n"
-		     "  --drop-caches  cold rows: also drop the machine's page cache (root only)\n"
-		     "  --quick      a 32 MiB file (the smoke test)\n");
+	fprintf(out,
+		"usage: fs-bench-arena [--bytes N[K|M|G]] [--file F.gguf] [--dir D] [--keep] [--lock]\n"
+		"                      [--threads N] [--chunk N[K|M]] [--drop-caches] [--warm-only] [--quick]\n\n"
+		"  --bytes N    size of the generated GGUF file (default 2G)\n"
+		"  --file F     use this GGUF MoE file instead (not deleted)\n"
+		"  --dir D      where to write the generated file (default /tmp)\n"
+		"  --keep       keep the generated file\n"
+		"  --lock       lock the arena like foresightd (default: not locked)\n"
+		"  --threads N  loader threads, 1..64 (default: the daemon's choice)\n"
+		"  --chunk N    bytes of blobs per loader job (default: the daemon's, 8M)\n"
+		"  --drop-caches  cold rows: also drop the machine's page cache (root only)\n"
+		"  --warm-only  only the warm rows and the bounds (a sweep of --threads, --chunk)\n"
+		"  --quick      a 32 MiB file (the smoke test)\n");
 }
 
 /* A qwen3moe-like model of about `bytes`: Q4_K experts of 2048 x 768
@@ -208,6 +216,12 @@ struct bound_job {
 static void *bound_thread(void *arg)
 {
 	struct bound_job *j = arg;
+	if (j->fnv == 2) { /* fresh pages, in the loader's 8 MiB steps */
+		for (uint64_t o = 0; o < j->n; o += 8ull << 20)
+			(void)madvise(j->p + o, (size_t)(j->n - o < (8ull << 20) ? j->n - o : 8ull << 20),
+				      MADV_POPULATE_WRITE);
+		return NULL;
+	}
 	if (!j->fnv) {
 		memset(j->p, 0x5a, (size_t)j->n);
 		return NULL;
@@ -220,7 +234,7 @@ static void *bound_thread(void *arg)
 	return NULL;
 }
 
-/* One pass of memset (fnv 0) or FNV-1a x4 (fnv 1) over [p, p + bytes) on
+/* One pass of memset (fnv 0), FNV-1a x4 (fnv 1) or page population (fnv 2) over [p, p + bytes) on
  * `threads` threads, each its own slice: seconds, or < 0. */
 static double parallel_pass(uint8_t *p, uint64_t bytes, unsigned threads, int fnv)
 {
@@ -245,26 +259,77 @@ static double parallel_pass(uint8_t *p, uint64_t bytes, unsigned threads, int fn
 	return s;
 }
 
-/* The costs the arena load cannot avoid, measured on an arena-sized memfd
- * whose pages are populated first (as the loader's jobs do): writing every
- * byte (1 thread, and the loader's N), and the index checksum (FNV-1a 64,
+/* The costs the arena load cannot avoid, on an arena-sized memfd set up as
+ * the loader sets up its arena (huge pages asked for; with --lock, locked
+ * on fault): bringing in its fresh pages (MADV_POPULATE_WRITE: the page
+ * allocation, its zeroing and the lock, which the loader's jobs do) on 1
+ * and N threads, each on a memfd of its own; then, on populated pages,
+ * writing every byte (1 and N threads) and the index checksum (FNV-1a 64,
  * four streams a thread, on N threads). */
-static int run_bounds(uint64_t bytes, unsigned threads, double *write1_s, double *writen_s, double *fnv_s)
+struct bounds {
+	double pop1, popn, popsplit, write1, writen, fnv;
+};
+
+static int fresh_arena(struct fs_shm *shm, uint64_t bytes, int lock)
 {
-	struct fs_shm shm;
-	int r = fs_shm_create(&shm, "fs-bench-arena", (size_t)bytes);
+	int r = fs_shm_create(shm, "fs-bench-arena", (size_t)bytes);
 	if (r < 0) {
 		fprintf(stderr, "fs-bench-arena: FAILED: memfd of %llu bytes: %s\n",
 			(unsigned long long)bytes, strerror(-r));
 		return r;
 	}
-	(void)madvise(shm.base, shm.bytes, MADV_HUGEPAGE); /* as the loader does */
-	(void)madvise(shm.base, shm.bytes, MADV_POPULATE_WRITE);
-	*write1_s = parallel_pass(shm.base, bytes, 1, 0);
-	*writen_s = parallel_pass(shm.base, bytes, threads, 0);
-	*fnv_s = parallel_pass(shm.base, bytes, threads, 1);
+	(void)madvise(shm->base, shm->bytes, MADV_HUGEPAGE); /* as the loader does */
+	if (lock)
+		(void)syscall(SYS_mlock2, shm->base, shm->bytes, 1 /* MLOCK_ONFAULT */);
+	return 0;
+}
+
+static int run_bounds(uint64_t bytes, unsigned threads, int lock, struct bounds *b)
+{
+	struct fs_shm shm;
+	int r;
+	if ((r = fresh_arena(&shm, bytes, lock)) < 0)
+		return r;
+	b->pop1 = parallel_pass(shm.base, bytes, 1, 2);
 	fs_shm_close(&shm);
-	if (*write1_s <= 0 || *writen_s <= 0 || *fnv_s <= 0) {
+	if ((r = fresh_arena(&shm, bytes, lock)) < 0)
+		return r;
+	b->popn = parallel_pass(shm.base, bytes, threads, 2);
+	/* The same on a memfd per thread: how much of the population's cost
+	 * is the one file's locks (the page cache's, shmem's accounting). */
+	{
+		struct fs_shm part[64];
+		memset(part, 0, sizeof(part));
+		unsigned n = 0;
+		uint64_t per = bytes / threads / 4096 * 4096;
+		pthread_t th[64];
+		struct bound_job j[64];
+		for (; n < threads && r == 0; n++)
+			r = fresh_arena(&part[n], n + 1 == threads ? bytes - n * per : per, lock);
+		double t = now_s();
+		unsigned started = 0;
+		for (unsigned k = 0; r == 0 && k < n; k++, started++) {
+			j[k] = (struct bound_job){part[k].base, part[k].bytes, 2, 0};
+			if (pthread_create(&th[k], NULL, bound_thread, &j[k]) != 0)
+				break;
+		}
+		for (unsigned k = 0; k < started; k++)
+			pthread_join(th[k], NULL);
+		b->popsplit = r == 0 && started == n ? now_s() - t : -1;
+		for (unsigned k = 0; k < n; k++)
+			if (part[k].base)
+				fs_shm_close(&part[k]);
+		if (r < 0) {
+			fs_shm_close(&shm);
+			return r;
+		}
+	}
+	b->write1 = parallel_pass(shm.base, bytes, 1, 0);
+	b->writen = parallel_pass(shm.base, bytes, threads, 0);
+	b->fnv = parallel_pass(shm.base, bytes, threads, 1);
+	fs_shm_close(&shm);
+	if (b->pop1 <= 0 || b->popn <= 0 || b->popsplit <= 0 || b->write1 <= 0 || b->writen <= 0 ||
+	    b->fnv <= 0) {
 		fprintf(stderr, "fs-bench-arena: FAILED: a bound's thread did not start\n");
 		return -EAGAIN;
 	}
@@ -354,6 +419,11 @@ static double gbps(const struct row *r)
 	return r->s > 0 ? (double)r->bytes / r->s / 1e9 : 0;
 }
 
+static double ratio(double a, double b)
+{
+	return b > 0 ? a / b : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {.bytes = 2ull << 30, .dir = "/tmp"};
@@ -368,6 +438,8 @@ int main(int argc, char **argv)
 			o.keep = 1;
 		} else if (!strcmp(a, "--lock")) {
 			o.lock = 1;
+		} else if (!strcmp(a, "--warm-only")) {
+			o.warm_only = 1;
 		} else if (!strcmp(a, "--drop-caches")) {
 			o.drop_caches = 1;
 		} else if (!strcmp(a, "--bytes") && v && size_arg(v, &o.bytes) == 0) {
@@ -399,7 +471,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fs-bench-arena: FAILED: %s: %s\n", path, strerror(errno));
 		return 1;
 	}
-	enum { CAT_COLD, AR_COLD_D, AR_COLD_B, CAT_WARM, AR_WARM, W1, WN, FNVN, NROWS };
+	enum { CAT_COLD, AR_COLD_D, AR_COLD_B, CAT_WARM, AR_WARM, P1, PN, PS, W1, WN, FNVN, NROWS };
 	uint64_t file_bytes = (uint64_t)st.st_size;
 	struct row rows[NROWS] = {{0}};
 	struct arena_run ar[NROWS] = {{0}};
@@ -407,10 +479,14 @@ int main(int argc, char **argv)
 	double left_cold[NROWS] = {0};
 	int rc = 0;
 	double s = 0;
-	/* Cold: cat, the loader with O_DIRECT, the loader buffered. */
-	evict(path, o.drop_caches, &how);
+	/* Cold: cat, the loader with O_DIRECT, the loader buffered (not with
+	 * --warm-only). */
+	if (!o.warm_only)
+		evict(path, o.drop_caches, &how);
 	left_cold[CAT_COLD] = cached(path);
-	if ((rc = run_cat(path, &s)) == 0)
+	if (o.warm_only)
+		rc = 0;
+	else if ((rc = run_cat(path, &s)) == 0)
 		rows[CAT_COLD] = (struct row){"cat FILE >/dev/null", "cold", file_bytes, s};
 	else
 		fprintf(stderr, "fs-bench-arena: FAILED: cat %s: %s\n", path, strerror(-rc));
@@ -421,7 +497,7 @@ int main(int argc, char **argv)
 		{AR_COLD_D, FSG_DIRECT_ON, "arena load, O_DIRECT", "cold"},
 		{AR_COLD_B, FSG_DIRECT_OFF, "arena load, buffered", "cold"},
 	};
-	for (unsigned k = 0; k < 2 && rc == 0; k++) {
+	for (unsigned k = 0; k < 2 && rc == 0 && !o.warm_only; k++) {
 		evict(path, o.drop_caches, &how);
 		left_cold[loads[k].row] = cached(path);
 		if ((rc = run_arena(&o, path, loads[k].direct, &ar[loads[k].row])) == 0)
@@ -435,13 +511,20 @@ int main(int argc, char **argv)
 		rows[AR_WARM] = (struct row){ar[AR_WARM].direct ? "arena load, auto=O_DIRECT" :
 								  "arena load, auto=buffered",
 					     "warm", ar[AR_WARM].bytes, ar[AR_WARM].s};
+	/* The peak RSS so far: the loads' (the bounds below map memfds of
+	 * their own). */
+	struct rusage self;
+	getrusage(RUSAGE_SELF, &self);
 	unsigned threads = ar[AR_WARM].threads ? ar[AR_WARM].threads : 1;
 	uint64_t arena_read = ar[AR_WARM].bytes;
-	double w1 = 0, wn = 0, fn = 0;
-	if (rc == 0 && (rc = run_bounds(arena_read, threads, &w1, &wn, &fn)) == 0) {
-		rows[W1] = (struct row){"fresh memory write, 1 thread", "-", arena_read, w1};
-		rows[WN] = (struct row){"fresh memory write, N threads", "-", arena_read, wn};
-		rows[FNVN] = (struct row){"FNV-1a 64 x4, N threads", "-", arena_read, fn};
+	struct bounds bd = {0};
+	if (rc == 0 && (rc = run_bounds(arena_read, threads, o.lock, &bd)) == 0) {
+		rows[P1] = (struct row){"fresh pages (populate), 1 thr", "-", arena_read, bd.pop1};
+		rows[PN] = (struct row){"fresh pages (populate), N thr", "-", arena_read, bd.popn};
+		rows[PS] = (struct row){"fresh pages, N thr, N memfds", "-", arena_read, bd.popsplit};
+		rows[W1] = (struct row){"fresh memory write, 1 thread", "-", arena_read, bd.write1};
+		rows[WN] = (struct row){"fresh memory write, N threads", "-", arena_read, bd.writen};
+		rows[FNVN] = (struct row){"FNV-1a 64 x4, N threads", "-", arena_read, bd.fnv};
 	}
 	if (!o.file && !o.keep)
 		unlink(path);
@@ -451,6 +534,8 @@ int main(int argc, char **argv)
 	       "----------", "---------");
 	int missing = 0;
 	for (int i = 0; i < NROWS; i++) {
+		if (o.warm_only && (i == CAT_COLD || i == AR_COLD_D || i == AR_COLD_B))
+			continue; /* not asked for */
 		if (!rows[i].what || rows[i].s <= 0) {
 			printf("| %-30s | %-5s | %14s | %8s | %7s |\n", "(row missing)", "-", "-", "-",
 			       "FAILED");
@@ -464,6 +549,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fs-bench-arena: FAILED: %d of %d rows missing\n", missing, NROWS);
 		return 1;
 	}
+	if (o.warm_only) { /* the cold rows' ratios below print as 0 */
+		rows[CAT_COLD] = rows[AR_COLD_D] = rows[AR_COLD_B] = (struct row){"-", "-", 0, 1};
+		how = "not measured (--warm-only)";
+	}
 	double cold_best = gbps(&rows[AR_COLD_D]) > gbps(&rows[AR_COLD_B]) ? gbps(&rows[AR_COLD_D]) :
 									     gbps(&rows[AR_COLD_B]);
 	double bound = gbps(&rows[W1]) < gbps(&rows[FNVN]) ? gbps(&rows[W1]) : gbps(&rows[FNVN]);
@@ -473,20 +562,31 @@ int main(int argc, char **argv)
 	       (unsigned long long)(o.chunk ? o.chunk : 8ull << 20), how, 100.0 * left_cold[CAT_COLD],
 	       100.0 * left_cold[AR_COLD_D], 100.0 * left_cold[AR_COLD_B]);
 	printf("arena/cat throughput ratio: %.2f (cold, O_DIRECT), %.2f (cold, buffered), %.2f (warm)\n",
-	       gbps(&rows[AR_COLD_D]) / gbps(&rows[CAT_COLD]), gbps(&rows[AR_COLD_B]) / gbps(&rows[CAT_COLD]),
-	       gbps(&rows[AR_WARM]) / gbps(&rows[CAT_WARM]));
+	       ratio(gbps(&rows[AR_COLD_D]), gbps(&rows[CAT_COLD])),
+	       ratio(gbps(&rows[AR_COLD_B]), gbps(&rows[CAT_COLD])),
+	       ratio(gbps(&rows[AR_WARM]), gbps(&rows[CAT_WARM])));
 	printf("arena warm / bounds: %.2f x fresh memory write (1 thread), %.2f x (N threads), %.2f x FNV-1a "
 	       "(N threads)\n",
-	       gbps(&rows[AR_WARM]) / gbps(&rows[W1]), gbps(&rows[AR_WARM]) / gbps(&rows[WN]),
-	       gbps(&rows[AR_WARM]) / gbps(&rows[FNVN]));
+	       ratio(gbps(&rows[AR_WARM]), gbps(&rows[W1])), ratio(gbps(&rows[AR_WARM]), gbps(&rows[WN])),
+	       ratio(gbps(&rows[AR_WARM]), gbps(&rows[FNVN])));
+	/* Where the warm load's time goes: bringing in the fresh pages is
+	 * part of it (the memory write bounds above run on populated pages). */
+	printf("warm load %.3f s; of that at least the page population on N threads, %.3f s alone (%.2f GB/s), "
+	       "%.2f x the population's rate; population 1 -> N threads: %.1f x faster (%.1f x with a memfd "
+	       "each)\n",
+	       rows[AR_WARM].s, bd.popn, gbps(&rows[PN]), ratio(gbps(&rows[AR_WARM]), gbps(&rows[PN])),
+	       bd.pop1 / bd.popn, bd.pop1 / bd.popsplit);
 	printf("auto's choice: %s when cold (%s was faster here), buffered when warm (%s)\n", "O_DIRECT",
 	       gbps(&rows[AR_COLD_D]) >= gbps(&rows[AR_COLD_B]) ? "O_DIRECT" : "buffered",
 	       ar[AR_WARM].direct ? "it read O_DIRECT: the file was not cached?" : "as chosen");
 	printf("goal (issue 23, at 16 GiB or more): cold >= 0.90 x cat cold: %.2f, %s; warm >= 0.70 x the lower "
 	       "bound (%.2f GB/s): %.2f, %s%s\n",
-	       cold_best / gbps(&rows[CAT_COLD]),
-	       cold_best >= 0.9 * gbps(&rows[CAT_COLD]) ? "met" : "NOT met", bound,
-	       gbps(&rows[AR_WARM]) / bound, gbps(&rows[AR_WARM]) >= 0.7 * bound ? "met" : "NOT met",
+	       ratio(cold_best, gbps(&rows[CAT_COLD])),
+	       o.warm_only                              ? "not measured" :
+	       cold_best >= 0.9 * gbps(&rows[CAT_COLD]) ? "met" :
+							  "NOT met",
+	       bound, ratio(gbps(&rows[AR_WARM]), bound),
+	       gbps(&rows[AR_WARM]) >= 0.7 * bound ? "met" : "NOT met",
 	       file_bytes < (16ull << 30) ? " (this file is under 16 GiB)" : "");
 	char thp[160], thp_anon[160];
 	read_line("/sys/kernel/mm/transparent_hugepage/shmem_enabled", thp, sizeof(thp));
@@ -498,8 +598,6 @@ int main(int argc, char **argv)
 	/* The arena's pages are mapped, so they count in the RSS; the rest is
 	 * the loader's own memory (no mapping of the file; O_DIRECT: one bounce
 	 * buffer per thread). */
-	struct rusage self;
-	getrusage(RUSAGE_SELF, &self);
 	double rss = (double)self.ru_maxrss / 1024.0, arena = (double)ar[AR_WARM].arena_bytes / 1048576.0;
 	printf("peak RSS: %.1f MiB = the %.1f MiB arena (%s) + %.1f MiB besides\n", rss, arena,
 	       ar[AR_WARM].locked ? "locked" : "not locked", rss - arena);
