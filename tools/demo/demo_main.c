@@ -27,6 +27,7 @@ struct run {
 	uint32_t cards;
 	uint64_t hits, misses, verified, mismatches;
 	uint64_t arena_errors; /* reads the arena could not serve (also mismatches) */
+	uint64_t not_loaded;   /* experts of layers the daemon was still loading */
 	/* since the last progress line */
 	uint64_t hits_mark, misses_mark;
 	uint64_t next_report_ns;
@@ -95,7 +96,16 @@ static void use_expert(struct run *r, const struct fs_view *v, uint32_t w, uint3
 {
 	struct fs_expert_blob b;
 	struct fs_slot s;
-	if (fs_arena_expert(r->c, layer, expert, &b) != 0) {
+	int rc = fs_arena_expert(r->c, layer, expert, &b);
+	if (rc == -EAGAIN) {
+		/* The daemon is still loading this layer: a real engine computes
+		 * it from its own copy of the model (this demo has none), a miss. */
+		r->not_loaded++;
+		r->misses++;
+		fs_post_usage(r->c, w, layer, expert, card, 0);
+		return;
+	}
+	if (rc != 0) {
 		r->arena_errors++;
 		if (r->mismatches++ < 5)
 			fprintf(stderr, "fs-demo-engine: window %u: no arena entry for layer %u expert %u\n",
@@ -253,6 +263,9 @@ int main(int argc, char **argv)
 	if (r.arena_errors)
 		printf("arena unreadable for %llu reads (counted as mismatches)\n",
 		       (unsigned long long)r.arena_errors);
+	if (r.not_loaded)
+		printf("experts of layers still loading: %llu (served from the engine's own copy: misses)\n",
+		       (unsigned long long)r.not_loaded);
 	printf("predictions posted: %llu  posts dropped: %llu  attaches: %llu\n",
 	       (unsigned long long)r.pred.posted, (unsigned long long)fs_client_dropped(r.c),
 	       (unsigned long long)fs_client_attach_count(r.c));
