@@ -166,6 +166,8 @@ class WithDaemon(unittest.TestCase):
                 del sb
             # Different experts are different bytes (the test can fail).
             self.assertNotEqual(c.arena_expert(2, 1).tobytes(), c.arena_expert(2, 3).tobytes())
+            # A synthetic arena is whole from the start: every layer is in.
+            self.assertTrue(c.layer_ready(2))
             self.assertIsNone(v.lookup(0, 2, 6), "never predicted, never used")
         self.assertFalse(v.held)
         with self.assertRaises(foresight.Error):
