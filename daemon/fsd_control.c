@@ -222,6 +222,12 @@ static cJSON *do_attach(struct fsd *d, const cJSON *req, const struct fsd_peer *
 	cJSON_AddStringToObject(o, "instance", inst);
 	cJSON_AddStringToObject(o, "model", d->cfg.model);
 	cJSON_AddItemToObject(o, "layout", layout_json(d, c));
+	/* Attached while the arena loads: how many layers are in so far (the
+	 * ready words say which). */
+	cJSON_AddBoolToObject(o, "arena_loading", __atomic_load_n(&d->loading, __ATOMIC_ACQUIRE) != 0);
+	cJSON_AddNumberToObject(
+		o, "layers_loaded",
+		(double)__atomic_load_n(&d->counters_daemon[FS_C_arena_layers_loaded], __ATOMIC_RELAXED));
 	return o;
 }
 

@@ -259,8 +259,9 @@ Test(gguf_e2e, refuses_an_unlockable_arena)
 
 /* A load slowed to take seconds (FORESIGHT_TEST_LOAD_MBPS): the control
  * socket is up from the start, `fsctl stats` shows the bytes loaded, the
- * rate and the time left growing and shrinking, ping and attach answer
- * EAGAIN ("loading") until the arena is whole, systemd hears STATUS= lines
+ * rate and the time left growing and shrinking, ping and an attach without
+ * partial_arena answer EAGAIN ("loading") until the arena is whole (one
+ * with it is attached, told arena_loading), systemd hears STATUS= lines
  * with the percentage and EXTEND_TIMEOUT_USEC, then READY=1; afterwards the
  * demo engine reads every expert right. */
 Test(gguf_e2e, stats_show_the_load_while_it_runs)
@@ -295,7 +296,7 @@ Test(gguf_e2e, stats_show_the_load_while_it_runs)
 		      "--slots", "16", (char *)NULL);
 		_exit(127);
 	}
-	unsigned partial = 0, attach_refused = 0, ping_refused = 0, some_layers = 0;
+	unsigned partial = 0, attach_refused = 0, ping_refused = 0, some_layers = 0, partial_attach = 0;
 	double last_layers = 0;
 	double first_done = -1, last_done = -1, total = 0;
 	int ready = 0;
@@ -330,6 +331,20 @@ Test(gguf_e2e, stats_show_the_load_while_it_runs)
 			if (fsh_request(sock, "{\"verb\":\"attach\",\"proto\":1}", rep, sizeof(rep)) == 0 &&
 			    strstr(rep, "EAGAIN") && strstr(rep, "loading the arena"))
 				attach_refused++;
+			/* Once: a client that checks the layers' ready words is
+			 * attached at once, and told the arena is loading. */
+			char big[8192];
+			if (!partial_attach &&
+			    fsh_request(sock, "{\"verb\":\"attach\",\"proto\":1,\"partial_arena\":true}", big,
+					sizeof(big)) == 0) {
+				cJSON *a = cJSON_Parse(big);
+				partial_attach = cJSON_IsTrue(cJSON_GetObjectItem(a, "ok")) &&
+						 cJSON_IsTrue(cJSON_GetObjectItem(a, "arena_loading")) &&
+						 jnum(a, "layers_loaded") < p.layers;
+				cr_expect(partial_attach, "%s", big);
+				cJSON_Delete(a);
+				partial_attach = 1;
+			}
 		}
 		ready = sh(0, "%s --socket %s ping 2>/dev/null", FSCTL_BIN, sock) == 0;
 	}
@@ -338,6 +353,7 @@ Test(gguf_e2e, stats_show_the_load_while_it_runs)
 	cr_expect_gt(last_done, first_done, "stats showed the load moving");
 	cr_expect_gt(ping_refused, 0u, "ping said 'loading' while it loaded");
 	cr_expect_gt(attach_refused, 0u, "attach answered EAGAIN while it loaded");
+	cr_expect_gt(partial_attach, 0u, "an attach with partial_arena while it loaded");
 	cr_expect_gt(some_layers, 0u, "stats showed some layers of %u loaded", p.layers);
 
 	cr_assert_eq(sh(0, "%s --socket %s stats --json", FSCTL_BIN, sock), 0, "%s", g_out);
