@@ -1083,19 +1083,3 @@ out:
 	fsd_notify("READY=1");
 	return rc < 0 ? -1 : 0;
 }
-
-void fsd_config_residency(const struct fsd_config *c, struct fsr_config *rc)
-{
-	if (!c->tiers)
-		return;
-	fsr_config_tiers(rc);
-	rc->recency_slots = c->recency_slots < 0 ? FSR_AUTO : (uint32_t)c->recency_slots;
-	rc->predicted_slots = c->predicted_slots < 0 ? FSR_AUTO : (uint32_t)c->predicted_slots;
-	rc->spare_slots = c->spare_slots < 0 ? FSR_AUTO : (uint32_t)c->spare_slots;
-	rc->bus_share_pct = c->bus_share_pct;
-	rc->freq_decay = (float)c->freq_decay;
-	rc->admit_value = c->admit_value;
-	rc->tier_adapt = c->tier_adapt;
-	rc->cross_window = c->cross_window ? FSR_CROSS_DEFAULT : 0;
-	rc->bus_gbps = c->bus_gbps; /* the host backend's emulated link; a card's x8 Gen4 by default */
-}

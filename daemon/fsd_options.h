@@ -172,7 +172,10 @@ void fsd_config_defaults(struct fsd_config *c);
 /* Parse argv over the defaults; exits on --help/--version.  0 or -1 (message
  * printed). */
 int fsd_config_parse(struct fsd_config *c, int argc, char **argv);
-/* The residency core's tier and scheduler settings from the options. */
+/* fsd_core_config.c: the residency core's whole configuration from the
+ * options (sizes, tiers, scheduler, then the core's own defaults): the only
+ * place an fsr_config is assembled from settings.  The caller adds what a
+ * running daemon has (counters, GGUF blob sizes) before fsr_create. */
 void fsd_config_residency(const struct fsd_config *c, struct fsr_config *rc);
 /* SIGHUP (loop thread): re-read the settings as at start (config file, then
  * the flags over it); apply the keys marked reloadable, log the changed

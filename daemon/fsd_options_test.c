@@ -112,3 +112,49 @@ Test(options, defaults_written)
 	cr_expect_eq(c.check_config, 0u);
 	cr_expect_str_eq(c.fd_socket_path, "");
 }
+
+/* fsd_config_residency: the whole fsr_config from the options, one place;
+ * what it makes from the defaults is a core that starts. */
+Test(options, core_config_from_the_options)
+{
+	struct fsd_config c;
+	fsd_config_defaults(&c);
+	c.cards = 3;
+	c.slots = 40;
+	c.recency_slots = 2;
+	c.freq_decay = 0.5;
+	struct fsr_config rc;
+	memset(&rc, 0xa5, sizeof(rc));
+	fsd_config_residency(&c, &rc);
+	cr_expect_eq(rc.cards, 3u);
+	for (uint32_t i = 0; i < FS_MAX_CARDS; i++)
+		cr_expect_eq(rc.slots[i], i < 3 ? 40u : 0u, "card %u", i);
+	cr_expect_eq(rc.layers, c.layers);
+	cr_expect_eq(rc.experts, c.experts);
+	cr_expect_eq(rc.max_clients, c.max_clients);
+	cr_expect_eq(rc.max_inflight, c.max_inflight);
+	cr_expect_eq(rc.uniform_bytes, c.expert_bytes);
+	cr_expect_null(rc.expert_bytes);
+	cr_expect_eq(rc.tiers, 1u);
+	cr_expect_eq(rc.adapt, 1u);
+	cr_expect_eq(rc.recency_slots, 2u);
+	cr_expect_eq(rc.predicted_slots, FSR_AUTO);
+	cr_expect_eq(rc.spare_slots, FSR_AUTO);
+	cr_expect_eq(rc.bus_share_pct, c.bus_share_pct);
+	cr_expect_eq(rc.freq_decay, 0.5f);
+	cr_expect_eq(rc.bus_gbps, c.bus_gbps);
+	cr_expect_gt(rc.cand_per_layer, 0u); /* the core's own defaults filled in */
+	cr_expect_gt(rc.layer_ns, 0u);
+	struct fsr *core = fsr_create(&rc);
+	cr_assert_not_null(core);
+	fsr_destroy(core);
+
+	c.tiers = 0; /* the untiered policy: no tier settings */
+	fsd_config_residency(&c, &rc);
+	cr_expect_eq(rc.tiers, 0u);
+	cr_expect_eq(rc.recency_slots, 0u);
+	cr_expect_eq(rc.bus_gbps, 0.0);
+	core = fsr_create(&rc);
+	cr_assert_not_null(core);
+	fsr_destroy(core);
+}

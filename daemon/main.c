@@ -73,21 +73,12 @@ static uint64_t watchdog_usec;
 static int serve(struct fsd *d)
 {
 	int r;
-	struct fsr_config rc = {0};
-	rc.cards = d->cfg.cards;
-	for (uint32_t i = 0; i < rc.cards; i++)
-		rc.slots[i] = d->cfg.slots;
-	rc.layers = d->cfg.layers;
-	rc.experts = d->cfg.experts;
-	rc.max_clients = d->cfg.max_clients;
-	rc.max_inflight = d->cfg.max_inflight;
-	rc.uniform_bytes = d->cfg.expert_bytes;
+	struct fsr_config rc;
+	fsd_config_residency(&d->cfg, &rc);
 	rc.expert_bytes = d->expert_bytes; /* GGUF: per-layer blob sizes; synthetic: NULL */
 	rc.counters = (struct fsr_counters){d->counters_daemon, d->counters_card, d->counters_layer,
 					    d->counters_client};
 	rc.layer_ready = d->layer_ready;
-	fsd_config_residency(&d->cfg, &rc);
-	fsr_config_defaults(&rc);
 	d->core = fsr_create(&rc);
 	if (!d->core) {
 		fsd_log(FSD_ERR, "residency core: %s", strerror(errno));

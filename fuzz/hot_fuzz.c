@@ -252,25 +252,10 @@ static void setup_daemon(uint32_t tiers)
 	dh->cards_down = 0; /* the header outlives an input: every card up again */
 	for (uint32_t i = 0; i < CARDS; i++)
 		dh->peer_reach[i] = (uint16_t)((1u << CARDS) - 1u); /* as published with peer on */
-	struct fsr_config rc = {0};
-	rc.cards = CARDS;
-	for (uint32_t i = 0; i < CARDS; i++)
-		rc.slots[i] = SLOTS;
-	rc.layers = LAYERS;
-	rc.experts = EXPERTS;
-	rc.max_clients = 2;
-	rc.max_inflight = 4;
-	rc.uniform_bytes = 4096;
+	struct fsr_config rc;
+	fsd_config_residency(&d.cfg, &rc); /* as foresightd's start, from d.cfg above */
 	rc.counters = (struct fsr_counters){d.counters_daemon, d.counters_card, d.counters_layer,
 					    d.counters_client};
-	if (tiers) { /* as fsd_config_residency() does with the defaults */
-		fsr_config_tiers(&rc);
-		rc.recency_slots = rc.predicted_slots = rc.spare_slots = FSR_AUTO;
-		rc.bus_share_pct = 80;
-		rc.freq_decay = 0.01f;
-		rc.bus_gbps = 10;
-	}
-	fsr_config_defaults(&rc);
 	d.core = fsr_create(&rc);
 	if (!d.core)
 		abort();
