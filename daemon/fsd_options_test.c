@@ -143,6 +143,9 @@ Test(options, core_config_from_the_options)
 	cr_expect_eq(rc.bus_share_pct, c.bus_share_pct);
 	cr_expect_eq(rc.freq_decay, 0.5f);
 	cr_expect_eq(rc.bus_gbps, c.bus_gbps);
+	cr_expect_eq(rc.admit_value, c.admit_value);
+	cr_expect_eq(rc.tier_adapt, c.tier_adapt);
+	cr_expect_eq(rc.cross_window, c.cross_window ? FSR_CROSS_DEFAULT : 0u);
 	cr_expect_gt(rc.cand_per_layer, 0u); /* the core's own defaults filled in */
 	cr_expect_gt(rc.layer_ns, 0u);
 	struct fsr *core = fsr_create(&rc);

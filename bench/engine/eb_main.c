@@ -6,11 +6,11 @@
  *   fs-engine-bench calibrate [options]  dense-part iterations for a time per layer
  *   fs-engine-bench report FILE.csv...   the tables of the CSVs `run` wrote
  */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "eb.h"
+#include "fs_opt.h"
 
 #define EB_MODE_ROW(id, name, peer, daemon, predicts) {name, peer, daemon, predicts},
 static const struct {
@@ -64,24 +64,25 @@ int eb_opt_pick(const char *opt, const char *arg, const char *a, const char *b)
  * (card 0), at 3 tokens a window.  Prints "dense_iters N us X". */
 int eb_calibrate_main(int argc, char **argv)
 {
-	static const struct option lo[] = {{"device", required_argument, NULL, 'd'},
-					   {"dense-us", required_argument, NULL, 'u'},
-					   {NULL, 0, NULL, 0}};
-	enum eb_device kind = EB_DEV_HOST;
+	static const char *const devices[] = {"host", "cuda", NULL};
+	int dev = 0;
 	double us = 250;
-	int ch;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		if (ch == 'd')
-			kind = strcmp(optarg, "cuda") == 0 ? EB_DEV_CUDA : EB_DEV_HOST;
-		else if (ch == 'u')
-			us = strtod(optarg, NULL);
-		else {
-			fprintf(stderr,
-				"usage: fs-engine-bench calibrate --device host|cuda --dense-us US\n");
-			return 2;
-		}
-	}
+	const struct fs_opt opts[] = {
+		FS_OPT_CHOICE("device", "host|cuda", &dev, devices,
+			      "the device whose dense loop is timed (card 0)"),
+		FS_OPT_DBL("dense-us", "US", &us, 0.001, 1e9,
+			   "the time per layer to calibrate for, microseconds"),
+	};
+	const struct fs_opt_cmd cmd = {
+		"fs-engine-bench calibrate",
+		"usage: fs-engine-bench calibrate --device host|cuda --dense-us US\n\n"
+		"Prints \"dense_iters N us X\": the dense loop's iterations that take US\n"
+		"per layer at 3 tokens a window, and the time they took.\n\n",
+		NULL, opts, FS_OPT_N(opts)};
+	int rc = fs_opt_parse(&cmd, argc, argv);
+	if (rc != 0)
+		return rc == FS_OPT_HELP ? 0 : 2;
+	enum eb_device kind = dev == 1 ? EB_DEV_CUDA : EB_DEV_HOST;
 	struct eb_dev *d;
 	char err[256];
 	if (eb_dev_open(&d, kind, 1, err, sizeof(err)) != 0) {
