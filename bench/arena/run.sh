@@ -16,7 +16,9 @@
 #    the thread count, the lock);
 # 3. writes every table to OUTDIR/arena-results.md (and the log to
 #    OUTDIR/arena-run.log) and fails when a run fails or a row is missing
-#    (fs-bench-arena exits 1 then).  The warm-only runs are skipped (and
+#    (fs-bench-arena exits 1 then).  ARENA_TRY_SHMEM_THP=1 adds a warm run
+#    with shmem huge pages (shmem_enabled set to advise and put back; only
+#    where /sys is writable).  The warm-only runs are skipped (and
 #    say so) once ${ARENA_BUDGET_S:-420} s have passed, so the whole stays
 #    under 10 minutes.
 # About 6-7 minutes on 16 cores / 128 GiB / NVMe.
@@ -82,6 +84,19 @@ if [ -f "$BIGF" ]; then
 		# shellcheck disable=SC2086
 		run "$BIG warm, ${v%%:*}" --file "$BIGF" --warm-only ${v#*:}
 	done
+	# Opt-in (ARENA_TRY_SHMEM_THP=1): the warm load with huge pages for
+	# shmem (shmem_enabled = advise: the arena asks with MADV_HUGEPAGE),
+	# where /sys is writable; the setting is put back right after.
+	THP=/sys/kernel/mm/transparent_hugepage/shmem_enabled
+	if [ "${ARENA_TRY_SHMEM_THP:-0}" = 1 ]; then
+		old=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$THP" 2>/dev/null || true)
+		if [ -n "$old" ] && ((SECONDS <= BUDGET)) && echo advise >"$THP" 2>/dev/null; then
+			run "$BIG warm, shmem huge pages (advise)" --file "$BIGF" --warm-only --lock
+			echo "$old" >"$THP" || echo "FAILED to put shmem_enabled back to $old"
+		else
+			echo "== $BIG warm, shmem huge pages: SKIPPED ($THP not writable, or over budget)" | tee -a "$RES"
+		fi
+	fi
 	rm -f "$BIGF"
 else
 	echo "FAILED: the $BIG file was not kept"
