@@ -2,64 +2,78 @@
 /*
  * router_ahead.cu: the router-ahead kernel (foresight/router_ahead.h).
  *
- * One launch does everything, so the whole thing is one node of a graph:
+ * Two kernels, launched back to back into the caller's stream (so the pair
+ * is two nodes of a graph):
  *
- *  1. Logits.  Block (x, k) computes eight router rows of horizon k (one
- *     warp a row) against all tokens, eight tokens at a time, with the
- *     hidden rows staged in shared memory as f32.  The router is the only
- *     large input and is read once from memory for T <= 8 (again from L2
- *     for each further group of eight tokens).
- *  2. Selection.  The last block to finish a horizon (a counter per
- *     horizon; CUDA's threadFenceReduction pattern) picks each token's
- *     top-M (one warp a token), aggregates votes and margins in shared
- *     memory, skips resident experts, ranks the candidates and writes the
- *     horizon's prediction records.
- *  3. Posting.  The last horizon to finish posts every horizon's records to
+ *  1. fs_ra_logits_kernel: the GEMV.  One warp a router row, a group of up
+ *     to eight tokens per warp, grid (rows / 4, horizons, token groups):
+ *     every SM gets work even when E is small, each lane streams its row
+ *     with 16-byte loads (RA_G of them in flight) and reads the hidden rows
+ *     straight from L1/L2 (no shared-memory staging, no barrier).  When
+ *     there are too few rows to fill the device the token groups shrink
+ *     (more warps re-read the router from L2, in parallel).
+ *  2. fs_ra_select_kernel: one block per horizon, one warp per token (up
+ *     to 32 at once): each token's top-M (a lane's logits cached in
+ *     registers for E <= 512), votes and margins in shared memory, the
+ *     resident experts skipped, the candidates ranked into prediction
+ *     records; the last horizon to finish posts every horizon's records to
  *     the device ring (block-wide writes, system fence, one tail store per
- *     horizon) and resets the counters for the next launch.
+ *     horizon) and resets the counter for the next launch.
+ *
+ * On sm_90 and newer the second kernel is a programmatic dependent launch:
+ * its blocks start while the GEMV runs and wait in
+ * cudaGridDependencySynchronize(), so the pair pays about one launch
+ * (FS_RA_PDL=0 in the environment turns that off).
+ *
+ * Splitting the GEMV from the selection replaced one kernel whose last
+ * block did every horizon's selection after a device-wide counter: that
+ * kernel cost 9x to 1400x its memory floor at T <= 8 and grew linearly
+ * in T (docs/results/kernels.md).
  *
  * Arithmetic follows the rule in the header exactly (explicit __fmaf_rn and
  * __fadd_rn, so nvcc's contraction cannot change a bit), which is what lets
- * the CPU reference check the kernel bit for bit.
+ * the CPU reference check the kernel bit for bit: a (row, token) dot
+ * product is still one warp's, lane (i / 8) % 32 accumulating its elements
+ * in increasing order, whatever the grid.
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <errno.h>
+#include <stdlib.h>
 
 #include "foresight/router_ahead.h"
 #include "fs_ring_dev.h"
 #include "router_ahead_rule.h"
 
-#define RA_WARPS 8u
-#define RA_THREADS (RA_WARPS * 32u)
-#define RA_TG 8u            /* tokens per group (accumulators per lane) */
-#define RA_CH 2048u         /* hidden elements staged per chunk (multiple of 256) */
-#define RA_G (RA_CH / 256u) /* 8-element groups per lane per chunk */
+#define RA_LWARPS 4u                 /* rows (warps) per GEMV block */
+#define RA_LTHREADS (RA_LWARPS * 32u)
+#define RA_TG 8u                     /* most tokens per warp (accumulators per lane) */
+#define RA_CH 2048u                  /* router elements loaded per lane batch (multiple of 256) */
+#define RA_G (RA_CH / 256u)          /* 8-element groups per lane per batch */
+#define RA_SWARPS_MAX 32u            /* selection warps (tokens at once) */
+#define RA_REG_J 16                 /* logits a lane caches in registers: E <= 512 */
 #define RA_NONE 0xffffffffu
 #define RA_PICK_OWNER 0x8000u
 
-/* Scratch: counters first (reset by each launch's last block), then the
- * per-horizon results and records, then the logits. */
+/* Scratch: the counter first (reset by each launch's last horizon), then
+ * the per-horizon results and records, then the logits. */
 struct ra_scratch {
-	uint32_t cnt[FS_RA_MAX_HORIZONS]; /* blocks of horizon k done */
-	uint32_t done;                    /* horizons done */
+	uint32_t done; /* horizons done */
 	uint32_t res_n[FS_RA_MAX_HORIZONS];
-	uint32_t pad[9];
+	uint32_t pad[12];
 	struct fs_rec recs[FS_RA_MAX_HORIZONS][FS_RA_MAX_OUT];
 	/* float logits[K][T][E] follows */
 };
 
 /*
- * Shared memory (dynamic, one buffer for the two phases):
- *  phase 1: float h[RA_TG][RA_CH], the hidden rows staged as f32;
- *  phase 2: uint32_t votes[E], margk[E] (ordered keys of the best margins),
- *           uint16_t pick_e[T*M] (rounded to 4 bytes), float pick_m[T*M]
- *           (then the candidates), float rows[RA_WARPS][E] (eight tokens'
- *           logits: the top-M scans read shared memory, not L2).
+ * The selection kernel's shared memory (dynamic): uint32_t votes[E],
+ * margk[E] (ordered keys of the best margins), uint16_t pick_e[T*M]
+ * (rounded to 16 bytes), float pick_m[T*M] (then the candidates).
+ * At most 8 * 4096 + 6 * 64 * 32 + 32 bytes: under the 48 KiB default.
  */
 struct ra_layout {
-	uint32_t votes, margk, pick_e, pick_m, rows, bytes;
+	uint32_t votes, margk, pick_e, pick_m, bytes;
 };
 
 __host__ __device__ static inline struct ra_layout ra_layout_of(uint32_t E, uint32_t T, uint32_t M)
@@ -70,11 +84,7 @@ __host__ __device__ static inline struct ra_layout ra_layout_of(uint32_t E, uint
 	l.margk = l.votes + 4 * E;
 	l.pick_e = l.margk + 4 * E;
 	l.pick_m = l.pick_e + (2 * tm + 15) / 16 * 16;
-	l.rows = l.pick_m + (4 * tm + 15) / 16 * 16;
-	l.bytes = l.rows + 4 * RA_WARPS * E;
-	uint32_t p1 = (uint32_t)(sizeof(float) * RA_TG * RA_CH);
-	if (l.bytes < p1)
-		l.bytes = p1;
+	l.bytes = l.pick_m + (4 * tm + 15) / 16 * 16;
 	return l;
 }
 
@@ -161,162 +171,173 @@ __device__ __forceinline__ const uint32_t *resident_of(const struct fs_ra_params
 	return k == 0 ? p.resident[0] : k == 1 ? p.resident[1] : p.resident[2];
 }
 
-/* Phase 1: logits of this block's rows for every token. */
-__device__ static void ra_logits(const struct fs_ra_params &p, unsigned char *smem, float *logits)
+/* Kernel 1: logits[k][t][e] for this warp's row and token group. */
+__global__ void __launch_bounds__(RA_LTHREADS)
+	fs_ra_logits_kernel(const struct fs_ra_params p, float *logits, uint32_t tpw)
 {
-	float(*h)[RA_CH] = (float(*)[RA_CH])smem;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	/* The selection kernel may be scheduled now: it waits for this grid's
+	 * completion (and memory) in cudaGridDependencySynchronize(). */
+	cudaTriggerProgrammaticLaunchCompletion();
+#endif
 	const uint32_t k = blockIdx.y, warp = threadIdx.x / 32u, lane = threadIdx.x % 32u;
-	const uint32_t e = blockIdx.x * RA_WARPS + warp, d = p.dim, T = p.tokens;
+	const uint32_t e = blockIdx.x * RA_LWARPS + warp, d = p.dim, T = p.tokens;
+	const uint32_t tg = blockIdx.z * tpw;
+	if (e >= p.experts || tg >= T)
+		return; /* no barrier below: a warp may leave */
+	const uint32_t tn = T - tg < tpw ? T - tg : tpw;
 	const size_t esz = p.router_type == FS_RA_F32 ? 4 : 2;
-	const char *row = (const char *)router_of(p, k) + (size_t)(e < p.experts ? e : 0) * d * esz;
+	const char *row = (const char *)router_of(p, k) + (size_t)e * d * esz;
 	const bool vec = ((uintptr_t)row % 16u) == 0;
 	/* The hidden rows load 8 elements at a time when every row starts
 	 * 16-byte aligned. */
 	const size_t hsz = p.hidden_type == FS_RA_F32 ? 4 : 2;
 	const bool hvec = ((uintptr_t)p.hidden % 16u) == 0 && (d * hsz) % 16u == 0;
-	for (uint32_t tg = 0; tg < T; tg += RA_TG) {
-		float acc[RA_TG];
+	const char *hid = (const char *)p.hidden + (size_t)tg * d * hsz;
+	float acc[RA_TG];
 #pragma unroll
-		for (uint32_t t = 0; t < RA_TG; t++)
-			acc[t] = 0.0f;
-		for (uint32_t c0 = 0; c0 < d; c0 += RA_CH) {
-			/* This chunk of the router row, in flight while the block
-			 * stages the hidden rows. */
-			struct ra_raw raw[RA_G];
-			if (e < p.experts) {
+	for (uint32_t t = 0; t < RA_TG; t++)
+		acc[t] = 0.0f;
+	for (uint32_t c0 = 0; c0 < d; c0 += RA_CH) {
+		/* This batch of the router row in flight before any arithmetic. */
+		struct ra_raw raw[RA_G];
 #pragma unroll
-				for (uint32_t g = 0; g < RA_G; g++)
-					ra_load(row, p.router_type, c0 + g * 256u + lane * 8u, d, vec,
-						&raw[g]);
-			}
-			__syncthreads();
-			const uint32_t tn = T - tg < RA_TG ? T - tg : RA_TG;
-			const uint32_t cn = d - c0 < RA_CH ? d - c0 : RA_CH;
-			if (hvec && cn % 8u == 0) {
-				/* 8 elements per load (16 bytes of bf16/f16, 32 of f32) */
-				const uint32_t gpr = cn / 8u;
-#pragma unroll 4
-				for (uint32_t x = threadIdx.x; x < tn * gpr; x += RA_THREADS) {
-					uint32_t t = x / gpr, i = (x % gpr) * 8u;
-					const char *src = (const char *)p.hidden +
-							  ((size_t)(tg + t) * d + c0 + i) * hsz;
-					struct ra_raw r;
-					if (p.hidden_type == FS_RA_F32) {
-						r.a = __ldg((const uint4 *)src);
-						r.b = __ldg((const uint4 *)src + 1);
-					} else {
-						r.a = __ldg((const uint4 *)src);
-					}
-					float v[8];
-					ra_unpack(src, p.hidden_type, 0, 8, true, &r, v);
-					*(float4 *)&h[t][i] = make_float4(v[0], v[1], v[2], v[3]);
-					*(float4 *)&h[t][i + 4u] = make_float4(v[4], v[5], v[6], v[7]);
-				}
-			} else {
-				for (uint32_t x = threadIdx.x; x < tn * RA_CH; x += RA_THREADS) {
-					uint32_t t = x / RA_CH, i = x % RA_CH;
-					if (i < cn)
-						h[t][i] = ld_elem(p.hidden, p.hidden_type,
-								  (size_t)(tg + t) * d + c0 + i);
-				}
-			}
-			__syncthreads();
-			if (e >= p.experts)
-				continue;
+		for (uint32_t g = 0; g < RA_G; g++)
+			ra_load(row, p.router_type, c0 + g * 256u + lane * 8u, d, vec, &raw[g]);
 #pragma unroll
-			for (uint32_t g = 0; g < RA_G; g++) {
-				uint32_t j = g * 256u, i = c0 + j + lane * 8u;
-				if (i >= d)
+		for (uint32_t g = 0; g < RA_G; g++) {
+			uint32_t i = c0 + g * 256u + lane * 8u;
+			if (i >= d)
+				break;
+			uint32_t n = d - i < 8u ? d - i : 8u;
+			float w[8];
+			ra_unpack(row, p.router_type, i, n, vec, &raw[g], w);
+#pragma unroll
+			for (uint32_t t = 0; t < RA_TG; t++) {
+				if (t >= tn)
 					break;
-				uint32_t n = d - i < 8u ? d - i : 8u;
-				float w[8];
-				ra_unpack(row, p.router_type, i, n, vec, &raw[g], w);
-#pragma unroll
-				for (uint32_t t = 0; t < RA_TG; t++) {
-					if (t >= tn)
-						break;
-					/* two 16-byte shared loads: 2-way bank conflicts at worst */
-					float4 a = *(const float4 *)&h[t][j + lane * 8u];
-					float4 b = *(const float4 *)&h[t][j + lane * 8u + 4u];
-					float hv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-#pragma unroll
-					for (uint32_t q = 0; q < 8; q++)
-						if (q < n)
-							acc[t] = __fmaf_rn(w[q], hv[q], acc[t]);
+				const char *hrow = hid + (size_t)t * d * hsz;
+				struct ra_raw hr = {};
+				float hv[8];
+				if (hvec && n == 8u) {
+					const uint4 *src = (const uint4 *)(hrow + (size_t)i * hsz);
+					hr.a = __ldg(src);
+					if (p.hidden_type == FS_RA_F32)
+						hr.b = __ldg(src + 1);
 				}
+				ra_unpack(hrow, p.hidden_type, i, n, hvec, &hr, hv);
+#pragma unroll
+				for (uint32_t q = 0; q < 8; q++)
+					if (q < n)
+						acc[t] = __fmaf_rn(w[q], hv[q], acc[t]);
 			}
 		}
-		if (e >= p.experts)
-			continue;
-#pragma unroll
-		for (uint32_t t = 0; t < RA_TG; t++)
-			for (uint32_t o = 16; o >= 1; o /= 2)
-				acc[t] = __fadd_rn(acc[t], __shfl_xor_sync(0xffffffffu, acc[t], (int)o));
-		if (lane == 0)
-			for (uint32_t t = 0; t < RA_TG && tg + t < T; t++)
-				logits[((size_t)k * T + tg + t) * p.experts + e] = acc[t];
 	}
+#pragma unroll
+	for (uint32_t t = 0; t < RA_TG; t++)
+		for (uint32_t o = 16; o >= 1; o /= 2)
+			acc[t] = __fadd_rn(acc[t], __shfl_xor_sync(0xffffffffu, acc[t], (int)o));
+	if (lane == 0)
+		for (uint32_t t = 0; t < RA_TG && t < tn; t++)
+			logits[((size_t)k * T + tg + t) * p.experts + e] = acc[t];
 }
 
-/* Phase 2: the horizon's candidates, ranked, as records. */
-__device__ static void ra_select(const struct fs_ra_params &p, unsigned char *smem, struct ra_scratch *sc,
-				 const float *logits, uint32_t *sh)
+/* Token t's top-M into pick_e/pick_m (one warp): pick m is the best key
+ * below pick m-1.  J > 0: the lane's logits (e = lane + 32 j) are first
+ * cached in registers (E <= 32 J); J == 0: read from L2 each pass.  The
+ * logits are read L2-only (__ldcg): with a dependent launch this block
+ * began before the GEMV ended, so its SM's L1 may hold a previous
+ * launch's lines. */
+template <int J>
+__device__ static void ra_topm(const float *lg, uint32_t E, uint32_t M, uint32_t t, uint32_t lane,
+			       uint16_t *pick_e, float *pick_m)
 {
-	const uint32_t k = blockIdx.y, warp = threadIdx.x / 32u, lane = threadIdx.x % 32u;
+	constexpr uint32_t JN = J > 0 ? (uint32_t)J : 1u;
+	float v[JN];
+	if (J > 0) {
+#pragma unroll
+		for (uint32_t j = 0; j < JN; j++)
+			v[j] = lane + 32u * j < E ? __ldcg(lg + lane + 32u * j) : 0.0f;
+	}
+	float prev_l = 0.0f, top = 0.0f;
+	uint32_t prev_e = RA_NONE, m = 0;
+	for (; m < M; m++) {
+		float bl = 0.0f;
+		uint32_t be = RA_NONE;
+		if (J > 0) {
+#pragma unroll
+			for (uint32_t j = 0; j < JN; j++) {
+				uint32_t e = lane + 32u * j;
+				float l = v[j];
+				if (e >= E)
+					break;
+				if (prev_e != RA_NONE && !fs_ra_key_below(l, e, prev_l, prev_e))
+					continue;
+				if (be == RA_NONE || fs_ra_key_below(bl, be, l, e))
+					bl = l, be = e;
+			}
+		} else {
+			for (uint32_t e = lane; e < E; e += 32u) {
+				float l = __ldcg(lg + e);
+				if (prev_e != RA_NONE && !fs_ra_key_below(l, e, prev_l, prev_e))
+					continue;
+				if (be == RA_NONE || fs_ra_key_below(bl, be, l, e))
+					bl = l, be = e;
+			}
+		}
+		for (int o = 16; o >= 1; o /= 2) {
+			float ol = __shfl_xor_sync(0xffffffffu, bl, o);
+			uint32_t oe = __shfl_xor_sync(0xffffffffu, be, o);
+			if (oe != RA_NONE && (be == RA_NONE || fs_ra_key_below(bl, be, ol, oe)))
+				bl = ol, be = oe;
+		}
+		if (be == RA_NONE)
+			break; /* NaN logits: nothing ranks below */
+		if (m == 0)
+			top = bl;
+		if (lane == 0) {
+			pick_e[t * M + m] = (uint16_t)be;
+			pick_m[t * M + m] = __fsub_rn(bl, top);
+		}
+		prev_l = bl, prev_e = be;
+	}
+	for (m += lane; m < M; m += 32u)
+		pick_e[t * M + m] = 0xffffu;
+}
+
+/* Kernel 2: horizon k's candidates, ranked, as records; the last horizon
+ * posts them all. */
+__global__ void __launch_bounds__(RA_SWARPS_MAX * 32u)
+	fs_ra_select_kernel(const struct fs_ra_params p, struct ra_scratch *sc, const float *logits)
+{
+	extern __shared__ __align__(16) unsigned char smem[];
+	__shared__ uint32_t sh[4];
+	const uint32_t k = blockIdx.x, warp = threadIdx.x / 32u, lane = threadIdx.x % 32u;
+	const uint32_t nw = blockDim.x / 32u, nt = blockDim.x;
 	const uint32_t E = p.experts, T = p.tokens, M = p.top_m;
 	const struct ra_layout L = ra_layout_of(E, T, M);
 	uint32_t *votes = (uint32_t *)(smem + L.votes), *margk = (uint32_t *)(smem + L.margk);
 	uint16_t *pick_e = (uint16_t *)(smem + L.pick_e);
-	float *pick_m = (float *)(smem + L.pick_m), *rows = (float *)(smem + L.rows);
-	for (uint32_t e = threadIdx.x; e < E; e += RA_THREADS)
+	float *pick_m = (float *)(smem + L.pick_m);
+	for (uint32_t e = threadIdx.x; e < E; e += nt)
 		votes[e] = margk[e] = 0;
-	/* Each token's top-M (one warp a token, eight at a time, their logits
-	 * in shared memory): pick m is the best key below pick m-1. */
-	for (uint32_t t0 = 0; t0 < T; t0 += RA_WARPS) {
-		const uint32_t tn = T - t0 < RA_WARPS ? T - t0 : RA_WARPS;
-		const float *src = logits + ((size_t)k * T + t0) * E;
-		for (uint32_t x = threadIdx.x; x < tn * E; x += RA_THREADS)
-			rows[x] = __ldcg(src + x);
-		__syncthreads();
-		const uint32_t t = t0 + warp;
-		if (warp < tn) {
-			const float *lg = rows + (size_t)warp * E;
-			float prev_l = 0.0f, top = 0.0f;
-			uint32_t prev_e = RA_NONE, m = 0;
-			for (; m < M; m++) {
-				float bl = 0.0f;
-				uint32_t be = RA_NONE;
-				for (uint32_t e = lane; e < E; e += 32u) {
-					float l = lg[e];
-					if (prev_e != RA_NONE && !fs_ra_key_below(l, e, prev_l, prev_e))
-						continue;
-					if (be == RA_NONE || fs_ra_key_below(bl, be, l, e))
-						bl = l, be = e;
-				}
-				for (int o = 16; o >= 1; o /= 2) {
-					float ol = __shfl_xor_sync(0xffffffffu, bl, o);
-					uint32_t oe = __shfl_xor_sync(0xffffffffu, be, o);
-					if (oe != RA_NONE &&
-					    (be == RA_NONE || fs_ra_key_below(bl, be, ol, oe)))
-						bl = ol, be = oe;
-				}
-				if (be == RA_NONE)
-					break; /* NaN logits: nothing ranks below */
-				if (m == 0)
-					top = bl;
-				if (lane == 0) {
-					pick_e[t * M + m] = (uint16_t)be;
-					pick_m[t * M + m] = __fsub_rn(bl, top);
-				}
-				prev_l = bl, prev_e = be;
-			}
-			for (m += lane; m < M; m += 32u)
-				pick_e[t * M + m] = 0xffffu;
-		}
-		__syncthreads();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	/* The logits are complete and visible past this point (a no-op when
+	 * this was an ordinary launch). */
+	cudaGridDependencySynchronize();
+#endif
+	for (uint32_t t = warp; t < T; t += nw) {
+		const float *lg = logits + ((size_t)k * T + t) * E;
+		if (E <= 32u * 4u)
+			ra_topm<4>(lg, E, M, t, lane, pick_e, pick_m);
+		else if (E <= 32u * (uint32_t)RA_REG_J)
+			ra_topm<RA_REG_J>(lg, E, M, t, lane, pick_e, pick_m);
+		else
+			ra_topm<0>(lg, E, M, t, lane, pick_e, pick_m);
 	}
+	__syncthreads();
 	/* Votes and best margins; the first vote marks its pick as the owner. */
-	for (uint32_t i = threadIdx.x; i < T * M; i += RA_THREADS) {
+	for (uint32_t i = threadIdx.x; i < T * M; i += nt) {
 		uint32_t e = pick_e[i];
 		if (e == 0xffffu)
 			continue;
@@ -330,7 +351,7 @@ __device__ static void ra_select(const struct fs_ra_params &p, unsigned char *sm
 	/* Candidates: owners that are not resident (into pick_m's space). */
 	uint32_t *cand = (uint32_t *)pick_m;
 	const uint32_t *res = resident_of(p, k);
-	for (uint32_t i = threadIdx.x; i < T * M; i += RA_THREADS) {
+	for (uint32_t i = threadIdx.x; i < T * M; i += nt) {
 		uint32_t pe = pick_e[i];
 		if (pe == 0xffffu || !(pe & RA_PICK_OWNER))
 			continue;
@@ -343,7 +364,7 @@ __device__ static void ra_select(const struct fs_ra_params &p, unsigned char *sm
 	/* Rank by counting who beats whom: exact and order-free. */
 	const uint32_t n = sh[2], out = n < p.max_out ? n : p.max_out;
 	const uint32_t window = p.window_dev ? *(volatile const uint32_t *)p.window_dev : p.window;
-	for (uint32_t c = threadIdx.x; c < n; c += RA_THREADS) {
+	for (uint32_t c = threadIdx.x; c < n; c += nt) {
 		uint32_t e = cand[c], v = votes[e], rank = 0;
 		float mg = ord_float(margk[e]);
 		for (uint32_t x = 0; x < n; x++) {
@@ -372,30 +393,9 @@ __device__ static void ra_select(const struct fs_ra_params &p, unsigned char *sm
 		if (p.out_count)
 			p.out_count[k] = out;
 	}
-}
 
-__global__ void __launch_bounds__(RA_THREADS) fs_ra_kernel(const struct fs_ra_params p)
-{
-	extern __shared__ __align__(16) unsigned char smem[];
-	__shared__ uint32_t sh[4];
-	struct ra_scratch *sc = (struct ra_scratch *)p.scratch;
-	float *logits = (float *)(sc + 1);
-	const uint32_t k = blockIdx.y;
-
-	ra_logits(p, smem, logits);
-
-	/* Last block of horizon k?  (fence: our logits before the count) */
-	__threadfence();
-	__syncthreads();
-	if (threadIdx.x == 0)
-		sh[0] = atomicAdd(&sc->cnt[k], 1u) == gridDim.x - 1u;
-	__syncthreads();
-	if (!sh[0])
-		return;
-	__threadfence();
-	ra_select(p, smem, sc, logits, sh);
-
-	/* Last horizon?  It posts them all. */
+	/* Last horizon?  It posts them all.  (fence: our records before the
+	 * count; CUDA's threadFenceReduction pattern) */
 	__threadfence();
 	__syncthreads();
 	if (threadIdx.x == 0)
@@ -408,11 +408,8 @@ __global__ void __launch_bounds__(RA_THREADS) fs_ra_kernel(const struct fs_ra_pa
 		for (uint32_t h = 0; h < p.horizons; h++)
 			fs_dev_ring_post_block((struct fs_dev_desc *)p.desc, sc->recs[h],
 					       *(volatile uint32_t *)&sc->res_n[h], sh);
-	if (threadIdx.x == 0) {
-		for (uint32_t h = 0; h < FS_RA_MAX_HORIZONS; h++)
-			sc->cnt[h] = 0;
+	if (threadIdx.x == 0)
 		sc->done = 0;
-	}
 }
 
 extern "C" size_t fs_ra_scratch_bytes(const struct fs_ra_params *p)
@@ -421,44 +418,74 @@ extern "C" size_t fs_ra_scratch_bytes(const struct fs_ra_params *p)
 	       sizeof(float) * (size_t)FS_RA_MAX_HORIZONS * p->tokens * p->experts;
 }
 
-/* Shared memory a launch needs, against what the device allows a block
- * (its opt-in maximum less the kernel's static shared memory); the
- * kernel's dynamic limit is raised as far as a launch needs it. */
-static int ra_smem_ok(uint32_t bytes)
+/* Per device, once: how many SMs (the GEMV's grid is sized to fill them)
+ * and whether the selection kernel may be a programmatic dependent launch
+ * (sm_90 and newer, unless FS_RA_PDL=0). */
+struct ra_dev {
+	int sms, pdl, ok;
+};
+
+static const struct ra_dev *ra_dev_of(void)
 {
-	static int limit[64];
-	static uint32_t raised[64];
+	static struct ra_dev devs[64];
 	int dev = 0;
 	if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
-		return 0;
-	if (!limit[dev]) {
-		int optin = 0;
-		cudaFuncAttributes fa;
-		if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
+		return NULL;
+	struct ra_dev *d = &devs[dev];
+	if (!d->ok) {
+		int major = 0, sms = 0;
+		if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) !=
 			    cudaSuccess ||
-		    cudaFuncGetAttributes(&fa, fs_ra_kernel) != cudaSuccess)
-			return 0;
-		limit[dev] = optin - (int)fa.sharedSizeBytes;
+		    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+			return NULL;
+		const char *env = getenv("FS_RA_PDL");
+		d->sms = sms > 0 ? sms : 1;
+		d->pdl = major >= 9 && !(env && env[0] == '0');
+		d->ok = 1;
 	}
-	if (bytes > (uint32_t)limit[dev])
-		return 0;
-	if (bytes > 48u * 1024u && bytes > raised[dev]) {
-		if (cudaFuncSetAttribute(fs_ra_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-					 (int)bytes) != cudaSuccess)
-			return 0;
-		raised[dev] = bytes;
-	}
-	return 1;
+	return d;
 }
 
 extern "C" int fs_ra_launch(const struct fs_ra_params *p, void *stream)
 {
 	if (fs_ra_check(p, NULL, 0) < 0 || !p->scratch)
 		return -EINVAL;
+	const struct ra_dev *dev = ra_dev_of();
+	if (!dev)
+		return -EIO;
+	struct ra_scratch *sc = (struct ra_scratch *)p->scratch;
+	float *logits = (float *)(sc + 1);
+	cudaStream_t st = (cudaStream_t)stream;
+
+	/* Tokens per warp: eight (the router read once per eight tokens) unless
+	 * that leaves the device with fewer than two blocks per SM. */
+	const uint32_t rb = (p->experts + RA_LWARPS - 1) / RA_LWARPS;
+	uint32_t tpw = RA_TG;
+	while (tpw > 1 && (uint64_t)rb * p->horizons * ((p->tokens + tpw - 1) / tpw) <
+				  2u * (uint64_t)dev->sms)
+		tpw /= 2;
+	dim3 g1(rb, p->horizons, (p->tokens + tpw - 1) / tpw);
+	fs_ra_logits_kernel<<<g1, RA_LTHREADS, 0, st>>>(*p, logits, tpw);
+	if (cudaGetLastError() != cudaSuccess)
+		return -EIO;
+
+	uint32_t nw = p->tokens < RA_SWARPS_MAX ? p->tokens : RA_SWARPS_MAX;
 	uint32_t smem = ra_layout_of(p->experts, p->tokens, p->top_m).bytes;
-	if (!ra_smem_ok(smem))
-		return -EINVAL; /* more experts x tokens than this device's shared memory holds */
-	dim3 grid((p->experts + RA_WARPS - 1) / RA_WARPS, p->horizons);
-	fs_ra_kernel<<<grid, RA_THREADS, smem, (cudaStream_t)stream>>>(*p);
-	return cudaGetLastError() == cudaSuccess ? 0 : -EIO;
+	const struct fs_ra_params pc = *p;
+	cudaLaunchConfig_t cfg = {};
+	cudaLaunchAttribute attr[1];
+	cfg.gridDim = dim3(p->horizons);
+	cfg.blockDim = dim3(nw * 32u);
+	cfg.dynamicSmemBytes = smem;
+	cfg.stream = st;
+	if (dev->pdl) {
+		attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+		attr[0].val.programmaticStreamSerializationAllowed = 1;
+		cfg.attrs = attr;
+		cfg.numAttrs = 1;
+	}
+	const float *lg = logits;
+	if (cudaLaunchKernelEx(&cfg, fs_ra_select_kernel, pc, sc, lg) != cudaSuccess)
+		return -EIO;
+	return 0;
 }
