@@ -46,13 +46,13 @@
 #include "fs_ring_dev.h"
 #include "router_ahead_rule.h"
 
-#define RA_LWARPS 4u                 /* rows (warps) per GEMV block */
+#define RA_LWARPS 4u /* rows (warps) per GEMV block */
 #define RA_LTHREADS (RA_LWARPS * 32u)
-#define RA_TG 8u                     /* most tokens per warp (accumulators per lane) */
-#define RA_CH 2048u                  /* router elements loaded per lane batch (multiple of 256) */
-#define RA_G (RA_CH / 256u)          /* 8-element groups per lane per batch */
-#define RA_SWARPS_MAX 32u            /* selection warps (tokens at once) */
-#define RA_REG_J 16                 /* logits a lane caches in registers: E <= 512 */
+#define RA_TG 8u            /* most tokens per warp (accumulators per lane) */
+#define RA_CH 2048u         /* router elements loaded per lane batch (multiple of 256) */
+#define RA_G (RA_CH / 256u) /* 8-element groups per lane per batch */
+#define RA_SWARPS_MAX 32u   /* selection warps (tokens at once) */
+#define RA_REG_J 16         /* logits a lane caches in registers: E <= 512 */
 #define RA_NONE 0xffffffffu
 #define RA_PICK_OWNER 0x8000u
 
@@ -434,8 +434,7 @@ static const struct ra_dev *ra_dev_of(void)
 	struct ra_dev *d = &devs[dev];
 	if (!d->ok) {
 		int major = 0, sms = 0;
-		if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) !=
-			    cudaSuccess ||
+		if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
 		    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
 			return NULL;
 		const char *env = getenv("FS_RA_PDL");
@@ -461,8 +460,8 @@ extern "C" int fs_ra_launch(const struct fs_ra_params *p, void *stream)
 	 * that leaves the device with fewer than two blocks per SM. */
 	const uint32_t rb = (p->experts + RA_LWARPS - 1) / RA_LWARPS;
 	uint32_t tpw = RA_TG;
-	while (tpw > 1 && (uint64_t)rb * p->horizons * ((p->tokens + tpw - 1) / tpw) <
-				  2u * (uint64_t)dev->sms)
+	while (tpw > 1 &&
+	       (uint64_t)rb * p->horizons * ((p->tokens + tpw - 1) / tpw) < 2u * (uint64_t)dev->sms)
 		tpw /= 2;
 	dim3 g1(rb, p->horizons, (p->tokens + tpw - 1) / tpw);
 	fs_ra_logits_kernel<<<g1, RA_LTHREADS, 0, st>>>(*p, logits, tpw);
@@ -485,7 +484,15 @@ extern "C" int fs_ra_launch(const struct fs_ra_params *p, void *stream)
 		cfg.numAttrs = 1;
 	}
 	const float *lg = logits;
-	if (cudaLaunchKernelEx(&cfg, fs_ra_select_kernel, pc, sc, lg) != cudaSuccess)
+	if (cudaLaunchKernelEx(&cfg, fs_ra_select_kernel, pc, sc, lg) == cudaSuccess)
+		return 0;
+	/* A stream that refuses the dependent launch (outside a capture, which
+	 * a failed launch would have invalidated): an ordinary one. */
+	cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+	if (!dev->pdl || cudaStreamIsCapturing(st, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
 		return -EIO;
-	return 0;
+	(void)cudaGetLastError();
+	cfg.attrs = NULL;
+	cfg.numAttrs = 0;
+	return cudaLaunchKernelEx(&cfg, fs_ra_select_kernel, pc, sc, lg) == cudaSuccess ? 0 : -EIO;
 }
