@@ -42,13 +42,9 @@ cat /sys/kernel/mm/transparent_hugepage/shmem_enabled || true
 grep -E "HugePages_(Total|Free)" /proc/meminfo || true
 ulimit -l || true
 
-echo "== build"
-if [ -d .debs ]; then
-	# shellcheck disable=SC1091
-	source tools/device-setup.sh /tmp/fsdeps >/dev/null
-fi
-cmake -S . -B build-arena -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build-arena -j"$(nproc)" --target fs-bench-arena 2>&1 | grep -E "error|warning" || true
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+FS_BENCH_PREBUILT=0 bench_build build-arena gpu fs-bench-arena
 B=build-arena/bench/arena/fs-bench-arena
 test -x "$B"
 

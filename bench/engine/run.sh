@@ -85,13 +85,10 @@ NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 
 DEVICE=${EB_DEVICE:-cuda} # host: a smoke test of this script without a GPU
 BD=${FS_BENCH_BUILD:-build-engine}
-if [ "${FS_BENCH_PREBUILT:-0}" != 1 ]; then
-	echo "== dependencies and build"
-	# shellcheck disable=SC1091
-	source tools/device-setup.sh /tmp/fsdeps >/dev/null
-	cmake -S . -B "$BD" -DCMAKE_BUILD_TYPE=Release -DFS_BUILD_TESTS=OFF >/dev/null
-	cmake --build "$BD" -j"$(nproc)" --target foresightd fs-engine-bench 2>&1 | grep -E "error|warning" || true
-fi
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+BENCH_CMAKE_ARGS=(-DFS_BUILD_TESTS=OFF)
+bench_build "$BD" gpu foresightd fs-engine-bench
 B=$BD/bench/engine/fs-engine-bench
 D=$BD/daemon/foresightd
 test -x "$B" && test -x "$D"

@@ -8,10 +8,12 @@
  *                            (device -> host copy + memcmp), plus a kernel that
  *                            reads slots on the device through the ready word.
  *                            Prints "landings N mismatches M".
- *   latency SOCKET N [GAP_US]  N times: post one prediction for a non-resident
- *                            expert, then spin until the slot is usable.
- *                            Prints p50/p99 of post->issue and post->ready,
- *                            the plain transfer of one expert, and post->ready
+ *   latency SOCKET N [GAP_US [RUNS]]  RUNS (default 1) runs of N samples
+ *                            (bench/latency/fs_post_lat.h: post one prediction
+ *                            for a non-resident expert, spin until the slot is
+ *                            usable).  Prints each run's p50/p99 of post->issue
+ *                            and post->ready, their spread across runs, the
+ *                            plain transfer of one expert, and post->ready
  *                            minus that transfer.
  *   bandwidth SOCKET ROUNDS  prefetch a full pool of experts through the
  *                            daemon, against raw cudaMemcpyAsync of the same
@@ -31,12 +33,11 @@
 #include <foresight/foresight.h>
 
 #include "fs_gpu_kernel.h"
+#include "fs_post_lat.h"
 
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return fs_post_lat_now_ns();
 }
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -199,63 +200,24 @@ static double transfer_us(fs_client *c, const struct fs_model_info *m)
 	return t[5 + 25] / 1e3;
 }
 
-static int latency(const char *sock, unsigned n, unsigned gap_us)
+static int latency(const char *sock, unsigned runs, unsigned n, unsigned gap_us)
 {
 	fs_client *c = open_client(sock, "gpu-latency");
 	struct fs_model_info m;
 	fs_client_model(c, &m);
-	uint64_t *issue = calloc(n, 8), *seen = calloc(n, 8);
-	unsigned got = 0, timeouts = 0;
-	uint32_t w = 1;
-	for (unsigned i = 0; i < n; i++) {
-		struct fs_view v;
-		fs_acquire(c, &v);
-		uint32_t l, e;
-		struct fs_slot s;
-		do {
-			l = (uint32_t)(rnd() % m.layers);
-			e = (uint32_t)(rnd() % m.experts);
-		} while (fs_lookup_live(c, &v, card_of(&m, l), l, e, &s));
-		uint64_t t0 = now_ns();
-		fs_post_predict(c, w, l, e, card_of(&m, l), 1.0f, 1, FS_SOURCE_HOST);
-		uint64_t t1 = 0;
-		while (now_ns() - t0 < 1000000000ull) {
-			if (fs_lookup_live(c, &v, card_of(&m, l), l, e, &s)) {
-				t1 = now_ns();
-				break;
-			}
-			/* Windows pass: holding one epoch for the whole wait would keep
-			 * the slot this copy needs in its grace period. */
-			fs_release(c, &v);
-			fs_acquire(c, &v);
-		}
-		if (t1) {
-			uint64_t is = fs_slot_issued_ns(c, &s);
-			issue[got] = is > t0 ? is - t0 : 0;
-			seen[got] = t1 - t0;
-			got++;
-		} else {
-			timeouts++;
-		}
-		fs_release(c, &v);
-		if ((i & 63) == 63) {
-			fs_window_end(c, w);
-			w++;
-		}
-		if (gap_us)
-			usleep(gap_us);
+	struct fs_post_lat l;
+	int r = fs_post_lat_runs(c, runs, n, gap_us, &l);
+	if (r < 0) {
+		fprintf(stderr, "fs-gpu-check: latency: %s\n", fs_strerror(r));
+		exit(2);
 	}
-	qsort(issue, got, 8, cmp_u64);
-	qsort(seen, got, 8, cmp_u64);
 	double xfer = transfer_us(c, &m);
-	if (got)
-		printf("samples %u timeouts %u post_to_issue_us p50 %.2f p99 %.2f post_to_ready_us p50 %.2f p99 %.2f "
-		       "transfer_us %.2f ready_over_transfer_us p50 %.2f p99 %.2f\n",
-		       got, timeouts, issue[got / 2] / 1e3, issue[got * 99 / 100] / 1e3, seen[got / 2] / 1e3,
-		       seen[got * 99 / 100] / 1e3, xfer, seen[got / 2] / 1e3 - xfer,
-		       seen[got * 99 / 100] / 1e3 - xfer);
+	char extra[160];
+	snprintf(extra, sizeof(extra), "transfer_us %.2f ready_over_transfer_us p50 %.2f p99 %.2f", xfer,
+		 l.seen_p50 - xfer, l.seen_p99_med - xfer);
+	fs_post_lat_print(&l, extra);
 	fs_client_close(c);
-	return got && !timeouts && xfer > 0 ? 0 : 1;
+	return l.got && !l.timeouts && xfer > 0 ? 0 : 1;
 }
 
 /* idle SOCKET SECONDS: attach and do nothing, so the caller can read what
@@ -371,13 +333,14 @@ int main(int argc, char **argv)
 	if (argc >= 4 && strcmp(argv[1], "integrity") == 0)
 		return integrity(argv[2], strtoul(argv[3], NULL, 10), argc > 4 ? atof(argv[4]) : 600.0);
 	if (argc >= 4 && strcmp(argv[1], "latency") == 0)
-		return latency(argv[2], (unsigned)atoi(argv[3]), argc > 4 ? (unsigned)atoi(argv[4]) : 100);
+		return latency(argv[2], argc > 5 ? (unsigned)atoi(argv[5]) : 1, (unsigned)atoi(argv[3]),
+			       argc > 4 ? (unsigned)atoi(argv[4]) : 100);
 	if (argc >= 4 && strcmp(argv[1], "idle") == 0)
 		return idle(argv[2], atof(argv[3]));
 	if (argc >= 4 && strcmp(argv[1], "bandwidth") == 0)
 		return bandwidth(argv[2], (unsigned)atoi(argv[3]));
 	fprintf(stderr,
-		"usage: fs-gpu-check integrity SOCKET N [MAX_S] | latency SOCKET N [GAP_US] | bandwidth SOCKET ROUNDS | "
+		"usage: fs-gpu-check integrity SOCKET N [MAX_S] | latency SOCKET N [GAP_US [RUNS]] | bandwidth SOCKET ROUNDS | "
 		"idle SOCKET SECONDS\n");
 	return 2;
 }

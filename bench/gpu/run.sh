@@ -64,13 +64,9 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pc
 nproc
 
 B=${FS_BENCH_BUILD:-build-gpu}
-if [ "${FS_BENCH_PREBUILT:-0}" != 1 ]; then
-	echo "== dependencies and build"
-	# shellcheck disable=SC1091
-	source tools/device-setup.sh /tmp/fsdeps >/dev/null
-	cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release >/dev/null
-	cmake --build "$B" -j"$(nproc)" 2>&1 | grep -E "error|warning" || true
-fi
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+bench_build "$B" gpu
 D=$B/daemon/foresightd
 C=$B/bench/gpu/fs-gpu-check
 test -x "$D" && test -x "$C"
@@ -117,6 +113,11 @@ trap 'stop_daemon; rm -rf "$RUN"' EXIT
 # "ready_over_transfer_us" (sed's greedy .* found that one, and no figure).
 field() { sed -n "s/\(.* \|^\)$1 \([-0-9.]*\).*/\2/p" <<<"$2"; }
 p99() { sed -n "s/.*$1 p50 [-0-9.]* p99 \([-0-9.]*\).*/\1/p" <<<"$2"; }
+# "min-max" of the runs' p99 (fs_post_lat.h's summary line)
+spread() { sed -n "s/.*$1 p50 [-0-9.]* p99 [-0-9.]* min \([-0-9.]*\) max \([-0-9.]*\).*/\1-\2/p" <<<"$2"; }
+# Latency: LAT_RUNS runs of LAT_N samples per policy (a p99 with its spread).
+LAT_N=${LAT_N:-1000}
+LAT_RUNS=${LAT_RUNS:-5}
 
 echo "== bandwidth"
 POLICY=(--tiers 0)
@@ -167,7 +168,7 @@ for pol in idle spin adapt; do
 	LAT[$pol]="latency run FAILED (daemon did not start)"
 	if start_daemon --layers 8 --experts 128 --expert-bytes 1887436 --slots 256 --publish-us 0 --tiers 0 "${extra[@]}"; then
 		t0=$(ticks) n0=$(date +%s%N)
-		LAT[$pol]=$(timeout 60 "$C" latency "$RUN/s.sock" 2000 200 2>&1) || LAT[$pol]="${LAT[$pol]} latency run FAILED"
+		LAT[$pol]=$(timeout 120 "$C" latency "$RUN/s.sock" "$LAT_N" 200 "$LAT_RUNS" 2>&1) || LAT[$pol]="${LAT[$pol]} latency run FAILED"
 		t1=$(ticks) n1=$(date +%s%N)
 		row_ok "cpu-busy-$pol" "$(awk -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v ns=$((n1 - n0)) \
 			'BEGIN { printf "%.0f %% of a core", 100 * d / hz / (ns / 1e9) }')"
@@ -175,14 +176,15 @@ for pol in idle spin adapt; do
 	fi
 	echo "hot thread $pol: ${LAT[$pol]}"
 	stop_daemon
-	r=${LAT[$pol]}
+	# The summary line (fs_post_lat.h): p99 = the runs' median, min/max their spread.
+	r=$(grep -E '^samples|FAILED' <<<"${LAT[$pol]}" || true)
 	if grep -q FAILED <<<"$r" || [ -z "$(p99 post_to_issue_us "$r")" ]; then
 		row_fail "lat-issue-$pol" "$(tr '\n' ' ' <<<"$r" | cut -c1-160)"
 		[ $pol = adapt ] || row_fail "lat-ready-$pol" "latency run failed"
 	else
-		row_ok "lat-issue-$pol" "$(p99 post_to_issue_us "$r") us" "p50 $(sed -n 's/.*post_to_issue_us p50 \([0-9.]*\).*/\1/p' <<<"$r")"
+		row_ok "lat-issue-$pol" "$(p99 post_to_issue_us "$r") us" "p50 $(sed -n 's/.*post_to_issue_us p50 \([0-9.]*\).*/\1/p' <<<"$r"); p99 over $LAT_RUNS runs of $LAT_N: $(spread post_to_issue_us "$r") us"
 		[ $pol = adapt ] || row_ok "lat-ready-$pol" "$(p99 ready_over_transfer_us "$r") us" \
-			"post -> ready p99 $(p99 post_to_ready_us "$r") us, transfer $(field transfer_us "$r") us"
+			"post -> ready p99 $(p99 post_to_ready_us "$r") us ($(spread post_to_ready_us "$r")), transfer $(field transfer_us "$r") us"
 	fi
 done
 
@@ -197,7 +199,7 @@ done
 	echo "| latency (1.8 MiB expert, --tiers 0) | post -> copy issued p50 / p99 (us) | post -> ready seen p50 / p99 (us) | transfer (us) |"
 	echo "|---|---|---|---|"
 	for pol in idle spin adapt; do
-		r=${LAT[$pol]}
+		r=$(grep -E '^samples' <<<"${LAT[$pol]}" || true)
 		i50=$(sed -n 's/.*post_to_issue_us p50 \([0-9.]*\) p99 \([0-9.]*\).*/\1 \/ \2/p' <<<"$r")
 		s50=$(sed -n 's/.*post_to_ready_us p50 \([0-9.]*\) p99 \([0-9.]*\).*/\1 \/ \2/p' <<<"$r")
 		echo "| hot thread $pol (idle: the default policy; adapt: --spin-adapt-us 1000) | $i50 | $s50 | $(field transfer_us "$r") |"

@@ -46,14 +46,10 @@ date -u +%Y-%m-%dT%H:%MZ
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
 
 B=${FS_BENCH_BUILD:-build-gpu}
-if [ "${FS_BENCH_PREBUILT:-0}" != 1 ]; then
-	echo "== build"
-	# shellcheck disable=SC1091
-	source tools/device-setup.sh /tmp/fsdeps >/dev/null
-	cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release >/dev/null
-	cmake --build "$B" -j"$(nproc)" --target foresightd fsctl fs-bench-ra router_ahead_ref_test \
-		router_ahead_gpu_test router_ahead_e2e_test 2>&1 | grep -E "error|warning" || true
-fi
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+bench_build "$B" gpu foresightd fsctl fs-bench-ra router_ahead_ref_test router_ahead_gpu_test \
+	router_ahead_e2e_test
 
 echo "== tests"
 for t in "${TESTS[@]}"; do

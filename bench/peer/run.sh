@@ -69,13 +69,9 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv || tr
 nvidia-smi topo -m || true
 
 B=${FS_BENCH_BUILD:-build-gpu}
-if [ "${FS_BENCH_PREBUILT:-0}" != 1 ]; then
-	echo "== dependencies and build"
-	# shellcheck disable=SC1091
-	source tools/device-setup.sh /tmp/fsdeps >/dev/null
-	cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release >/dev/null
-	cmake --build "$B" -j"$(nproc)" --target foresightd fsctl fs-peer-bench 2>&1 | grep -E "error|warning" || true
-fi
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+bench_build "$B" gpu foresightd fsctl fs-peer-bench
 D=$B/daemon/foresightd
 P=$B/bench/peer/fs-peer-bench
 F=$B/tools/fsctl/fsctl

@@ -32,10 +32,9 @@ row_promise ring-asym info "one record per post: asymmetric / seq_cst post, cons
 row_promise ring-sleep-entry info "consumer going to sleep: asymmetric (membarrier) / seq_cst"
 
 B=${FS_BENCH_BUILD:-build}
-if [ "${FS_BENCH_PREBUILT:-0}" != 1 ]; then
-	cmake -S . -B "$B" >/dev/null
-	cmake --build "$B" -j"$(nproc)" --target fs-bench-ring 2>&1 | grep -E "error|warning" || true
-fi
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+bench_build "$B" host fs-bench-ring
 R=$B/bench/ring/fs-bench-ring
 # shellcheck disable=SC2206 # a word list on purpose
 ARGS=(${RING_ARGS:---max-run-ms 600 --samples 50000})
