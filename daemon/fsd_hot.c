@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "fs_futex.h"
+#include "fsd_stamps.h"
 #include "fs_rec.h"
 #include "fs_time.h"
 #include "fsd.h"
@@ -283,8 +284,10 @@ static uint32_t hot_issue(struct fsd *d, uint64_t now)
 		if (down >> card & 1u)
 			continue;
 		unsigned n = fsr_take_copies(d->core, card, cps, 64, now);
-		for (unsigned i = 0; i < n; i++)
+		for (unsigned i = 0; i < n; i++) {
+			fsd_stamp_submit(card, cps[i].slot, now, fs_now_ns()); /* bench builds only */
 			d->backend->submit(d, &cps[i]);
+		}
 		total += n;
 	}
 	return total;
@@ -712,8 +715,10 @@ static void *hot_main(void *arg)
 						0;
 			timeout = left < timeout ? left : timeout;
 		}
-		if (timeout > 0)
+		if (timeout > 0) {
 			hot_sleep(d, timeout);
+			fsd_stamp_wake(fs_now_ns()); /* bench builds only (fsd_stamps.h) */
+		}
 		/* Still idle since idle_since: a wake-up that finds nothing (a
 		 * timeout) sleeps again at once instead of spinning again. */
 	}

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "fsd.h"
+#include "fsd_stamps.h"
 
 static uint64_t line_round(uint64_t x)
 {
@@ -37,6 +38,7 @@ uint64_t *fsd_issued_ns(struct fsd *d, uint32_t card)
 void fsd_issued(struct fsd *d, uint32_t card, uint32_t slot, uint64_t now)
 {
 	fs_store_relaxed(&fsd_issued_ns(d, card)[slot], now);
+	fsd_stamp_issued(card, slot, now); /* bench builds only (fsd_stamps.h) */
 }
 
 /*

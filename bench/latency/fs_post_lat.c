@@ -42,7 +42,7 @@ static uint32_t card_of(const struct fs_model_info *m, uint32_t layer)
 
 /* One run: n samples into issue[]/seen[] (ns, sorted). */
 static void one_run(fs_client *c, const struct fs_model_info *m, unsigned n, unsigned gap_us, uint64_t *rng,
-		    uint32_t *w, uint64_t *issue, uint64_t *seen, struct fs_post_lat_run *r)
+		    uint32_t *w, uint64_t *issue, uint64_t *seen, struct fs_post_lat_run *r, FILE *stamps)
 {
 	unsigned got = 0, timeouts = 0;
 	for (unsigned i = 0; i < n; i++) {
@@ -56,6 +56,7 @@ static void one_run(fs_client *c, const struct fs_model_info *m, unsigned n, uns
 		} while (fs_lookup_live(c, &v, card_of(m, l), l, e, &s));
 		uint64_t t0 = fs_post_lat_now_ns(), t1 = 0;
 		fs_post_predict(c, *w, l, e, card_of(m, l), 1.0f, 1, FS_SOURCE_HOST);
+		uint64_t tp = fs_post_lat_now_ns(); /* the post's own cost: the kick */
 		while (fs_post_lat_now_ns() - t0 < 1000000000ull) {
 			if (fs_lookup_live(c, &v, card_of(m, l), l, e, &s)) {
 				t1 = fs_post_lat_now_ns();
@@ -70,6 +71,10 @@ static void one_run(fs_client *c, const struct fs_model_info *m, unsigned n, uns
 			uint64_t is = fs_slot_issued_ns(c, &s);
 			issue[got] = is > t0 ? is - t0 : 0;
 			seen[got] = t1 - t0;
+			if (stamps)
+				fprintf(stamps, "%llu %llu %llu %llu\n", (unsigned long long)t0,
+					(unsigned long long)tp, (unsigned long long)is,
+					(unsigned long long)t1);
 			got++;
 		} else {
 			timeouts++;
@@ -115,8 +120,13 @@ int fs_post_lat_runs(fs_client *c, unsigned runs, unsigned n, unsigned gap_us, s
 	uint64_t rng = 0x9e3779b97f4a7c15ull;
 	uint32_t w = 1;
 	*out = (struct fs_post_lat){.runs = runs};
+	/* Bench builds' profile (bench/latency/profile.sh): every sample's
+	 * "post_ns posted_ns issued_ns seen_ns", joined there with the
+	 * daemon's stage stamps on issued_ns. */
+	const char *sp = getenv("FS_POST_LAT_STAMPS");
+	FILE *stamps = sp ? fopen(sp, "w") : NULL;
 	for (unsigned i = 0; i < runs; i++) {
-		one_run(c, &m, n, gap_us, &rng, &w, issue, seen, &out->run[i]);
+		one_run(c, &m, n, gap_us, &rng, &w, issue, seen, &out->run[i], stamps);
 		out->got += out->run[i].got;
 		out->timeouts += out->run[i].timeouts;
 	}
@@ -135,6 +145,8 @@ int fs_post_lat_runs(fs_client *c, unsigned runs, unsigned n, unsigned gap_us, s
 	spread(s50, k, &out->seen_p50, &x, &y);
 	spread(i99, k, &out->issue_p99_med, &out->issue_p99_min, &out->issue_p99_max);
 	spread(s99, k, &out->seen_p99_med, &out->seen_p99_min, &out->seen_p99_max);
+	if (stamps)
+		fclose(stamps);
 	free(issue), free(seen);
 	return 0;
 }
