@@ -14,7 +14,8 @@
 #    cudaMemcpyAsync of the same blobs from the same pinned pages, at expert
 #    sizes 256 KiB, 1.8 MiB and 16 MiB; latency post -> copy issued and
 #    post -> ready word seen by the engine (hot thread sleeping when idle,
-#    the default, and spinning);
+#    the default, and spinning), LAT_RUNS runs (5) of LAT_N samples (1000):
+#    the p99 row is the runs' median p99, their min-max beside it;
 # 4. prints a table and writes it to OUTDIR/gpu-results.md, and the rows
 #    it promised (bench/rows.sh) to OUTDIR/gpu-rows.tsv with their summary
 #    (goal / measured / met / status).
