@@ -63,7 +63,7 @@ const char *fs_strerror(int err)
 	case EACCES:
 		return "refused by foresightd";
 	case EBUSY:
-		return "all epoch holds in use";
+		return "busy: all epoch holds in use, or foresightd at its client limit";
 	case EAGAIN:
 		return "foresightd is loading the arena: retry";
 	default:

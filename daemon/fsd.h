@@ -62,9 +62,7 @@ struct fsd_client {
 	uint8_t token[16];
 	uint64_t attach_ns;
 	uint64_t pending_deadline_ns;
-	int pidfd;
-	uv_poll_t pidfd_poll;
-	int pidfd_polling;
+	struct fsd_pidwatch *pidw; /* its pidfd's watch (fsd_clients.c), NULL: none */
 	char name[48];
 	struct fs_shm region; /* its client region (daemon maps read-write) */
 
@@ -310,6 +308,14 @@ int fsd_client_activate(struct fsd *d, struct fsd_client *c);
 void fsd_client_detach(struct fsd *d, struct fsd_client *c, uint32_t reason);
 void fsd_clients_reap(struct fsd *d); /* loop thread: finish rows the hot thread dropped */
 void fsd_clients_expire_pending(struct fsd *d, uint64_t now);
+/* Fair shares of the client table (fsd_clients.c says why). */
+#define FSD_ROWS_PER_PID 8u
+#define FSD_PENDING_PER_PID 2u
+#define FSD_PENDING_PER_UID 4u
+uint32_t fsd_rows_reserved(const struct fsd *d); /* the last rows, for root and foresightd's user */
+uint32_t fsd_rows_per_uid(const struct fsd *d);  /* a non-admin user's share */
+/* Does pid have an attach waiting for its fd handshake? (fsd_fdsock.c) */
+unsigned fsd_clients_pending_of(const struct fsd *d, pid_t pid);
 struct fsd_client *fsd_client_by_row(struct fsd *d, uint32_t row);
 
 /* fsd_fdsock.c */

@@ -20,7 +20,11 @@
 #define SYS_pidfd_open 434
 #endif
 
-#define PENDING_TIMEOUT_NS 5000000000ull /* attach -> fd handshake */
+/* attach -> fd handshake.  The library makes the handshake right after
+ * the attach reply (microseconds; tens of ms on a loaded host): a row that
+ * waits longer is a client that will not come, and it holds a row.  It was
+ * 5 s, which let one process keep all 32 rows with 7 attaches a second. */
+#define PENDING_TIMEOUT_NS 2000000000ull
 
 static const char *reason_name(uint32_t r)
 {
@@ -75,47 +79,89 @@ static void row_free(struct fsd *d, struct fsd_client *c)
 	c->phase = FSD_CL_FREE;
 }
 
-static void pidfd_closed(uv_handle_t *h)
-{
-	struct fsd_client *c = h->data;
-	struct fsd *d = h->loop->data;
-	close(c->pidfd);
-	c->pidfd = -1;
-	c->pidfd_polling = 0;
-	if (c->phase == FSD_CL_CLOSING)
-		row_free(d, c);
-}
+/*
+ * A client's pidfd watch lives outside its row: a row is free for the next
+ * attach the moment it is released, while libuv closes the old watch
+ * (uv_close finishes on a later loop turn).  Twice the rows: a watch being
+ * closed for each row in use at most.  (Static: one daemon a process; at
+ * exit close_walk in main.c closes those still open.)
+ */
+struct fsd_pidwatch {
+	uv_poll_t poll;
+	int fd;
+	int state; /* 0 free, 1 watching, 2 closing */
+	struct fsd_client *c;
+};
+static struct fsd_pidwatch watches[2 * FSD_MAX_CLIENTS];
 
-/* Finish a row on the loop thread once the hot thread no longer uses it. */
-static void row_release(struct fsd *d, struct fsd_client *c)
+static void watch_closed(uv_handle_t *h)
 {
-	c->phase = FSD_CL_CLOSING;
-	if (c->pidfd_polling == 1) {
-		c->pidfd_polling = 2;
-		uv_close((uv_handle_t *)&c->pidfd_poll, pidfd_closed);
-		return; /* pidfd_closed frees the row */
-	}
-	if (c->pidfd_polling == 2)
-		return;
-	if (c->pidfd >= 0) {
-		close(c->pidfd);
-		c->pidfd = -1;
-	}
-	row_free(d, c);
+	struct fsd_pidwatch *w = h->data;
+	close(w->fd);
+	w->fd = -1;
+	w->state = 0;
 }
 
 static void on_pidfd(uv_poll_t *h, int status, int events)
 {
 	(void)status;
 	(void)events;
-	struct fsd_client *c = h->data;
+	struct fsd_pidwatch *w = h->data;
+	struct fsd_client *c = w->c;
 	struct fsd *d = h->loop->data;
-	if (c->phase == FSD_CL_FREE || c->phase == FSD_CL_CLOSING)
+	uv_poll_stop(h);
+	if (!c || c->phase == FSD_CL_FREE || c->phase == FSD_CL_CLOSING)
 		return;
 	fsd_log(FSD_INFO, "client %u (%s, pid %d): process exited", c->row, c->name, (int)c->pid);
 	fsd_count(&d->counters_daemon[FS_C_deaths], 1);
-	uv_poll_stop(h);
 	fsd_client_detach(d, c, FS_DETACH_DEAD);
+}
+
+static void watch_start(struct fsd *d, struct fsd_client *c)
+{
+	c->pidw = NULL;
+	int fd = (int)syscall(SYS_pidfd_open, c->pid, 0);
+	if (fd < 0) {
+		fsd_log(FSD_WARN,
+			"pidfd_open(%d): %s: this client's death will be seen by its heartbeat only",
+			(int)c->pid, strerror(errno));
+		return;
+	}
+	for (size_t i = 0; i < sizeof(watches) / sizeof(watches[0]); i++) {
+		struct fsd_pidwatch *w = &watches[i];
+		if (w->state != 0)
+			continue;
+		w->fd = fd;
+		w->c = c;
+		w->state = 1;
+		uv_poll_init(d->loop, &w->poll, fd);
+		w->poll.data = w;
+		uv_poll_start(&w->poll, UV_READABLE, on_pidfd);
+		c->pidw = w;
+		return;
+	}
+	close(fd);
+	fsd_log(FSD_WARN,
+		"client %u (pid %d): no free pidfd watch: its death will be seen by its heartbeat only",
+		c->row, (int)c->pid);
+}
+
+static void watch_stop(struct fsd_client *c)
+{
+	struct fsd_pidwatch *w = c->pidw;
+	c->pidw = NULL;
+	if (!w || w->state != 1)
+		return;
+	w->c = NULL;
+	w->state = 2;
+	uv_close((uv_handle_t *)&w->poll, watch_closed);
+}
+
+/* Finish a row on the loop thread once the hot thread no longer uses it. */
+static void row_release(struct fsd *d, struct fsd_client *c)
+{
+	watch_stop(c);
+	row_free(d, c);
 }
 
 /*
@@ -179,6 +225,134 @@ static void backoff_strike(struct fsd *d, const struct fsd_client *c)
 		c->name, (int)c->pid, (int)c->uid, b->strikes, (unsigned long long)(wait / 1000000u));
 }
 
+/*
+ * Fair shares of the client table (issue 22, attack 3).  One member of the
+ * group once took all 32 rows with attaches that never made the fd
+ * handshake.  Now:
+ *  - a process holds at most FSD_ROWS_PER_PID rows, of them at most
+ *    FSD_PENDING_PER_PID waiting for their handshake;
+ *  - a user other than root and foresightd's own (an "admin") holds at most
+ *    half the rows (max_clients / 2, at least 1), at most FSD_PENDING_PER_UID
+ *    of them waiting, and no user but an admin takes the last
+ *    fsd_rows_reserved() rows;
+ *  - a half-open row expires PENDING_TIMEOUT_NS after its attach;
+ *  - when no row is free, an attach takes the newest half-open row of the
+ *    user with the most half-open rows (two at least, more than the asker
+ *    has), not the oldest: a flood evicts the flooder's own, never an
+ *    honest engine's that is a few ms from its handshake.
+ * Each refusal and eviction is counted (attach_capped).  The cost: more
+ * than max_clients / 2 engines under one non-admin user need a larger
+ * max_clients (64 at most).
+ */
+static int is_admin(uid_t uid)
+{
+	return uid == 0 || uid == geteuid();
+}
+
+uint32_t fsd_rows_reserved(const struct fsd *d)
+{
+	uint32_t r = d->cfg.max_clients / 8;
+	return r < 1 ? (d->cfg.max_clients > 1 ? 1 : 0) : r;
+}
+
+uint32_t fsd_rows_per_uid(const struct fsd *d)
+{
+	uint32_t r = d->cfg.max_clients / 2;
+	return r ? r : 1;
+}
+
+static int row_for(struct fsd *d, pid_t pid, uid_t uid, uint32_t *out, char *err, size_t errlen)
+{
+	uint32_t n = d->cfg.max_clients, pid_rows = 0, pid_pend = 0, uid_rows = 0, uid_pend = 0;
+	uint32_t free_rows = 0, free_row = n;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct fsd_client *c = &d->clients[i];
+		if (c->phase == FSD_CL_FREE) {
+			free_rows++;
+			if (free_row == n)
+				free_row = i;
+			continue;
+		}
+		int pend = c->phase == FSD_CL_PENDING;
+		if (c->pid == pid) {
+			pid_rows++;
+			pid_pend += pend;
+		}
+		if (c->uid == uid) {
+			uid_rows++;
+			uid_pend += pend;
+		}
+	}
+	int admin = is_admin(uid);
+	const char *why = NULL;
+	char buf[160];
+	if (pid_pend >= FSD_PENDING_PER_PID) {
+		snprintf(buf, sizeof(buf), "pid %d already has %u attaches waiting for their fd handshake",
+			 (int)pid, pid_pend);
+		why = buf;
+	} else if (pid_rows >= FSD_ROWS_PER_PID) {
+		snprintf(buf, sizeof(buf), "pid %d already holds %u client rows (at most %u a process)",
+			 (int)pid, pid_rows, FSD_ROWS_PER_PID);
+		why = buf;
+	} else if (!admin && uid_pend >= FSD_PENDING_PER_UID) {
+		snprintf(buf, sizeof(buf), "uid %d already has %u attaches waiting for their fd handshake",
+			 (int)uid, uid_pend);
+		why = buf;
+	} else if (!admin && uid_rows >= fsd_rows_per_uid(d)) {
+		snprintf(buf, sizeof(buf),
+			 "uid %d already holds %u client rows (at most max_clients / 2 = %u a user)",
+			 (int)uid, uid_rows, fsd_rows_per_uid(d));
+		why = buf;
+	}
+	if (why) {
+		fsd_count(&d->counters_daemon[FS_C_attach_capped], 1);
+		snprintf(err, errlen, "too many clients of this %s: %s",
+			 pid_rows >= FSD_ROWS_PER_PID || pid_pend >= FSD_PENDING_PER_PID ? "process" : "user",
+			 why);
+		return -EBUSY;
+	}
+	/* The last rows are the admins'. */
+	if (free_row < n && (admin || free_rows > fsd_rows_reserved(d))) {
+		*out = free_row;
+		return 0;
+	}
+	/* None free for this asker: the newest half-open row of the user with
+	 * the most of them, when that is another user with two or more. */
+	uint32_t pend_of[FSD_MAX_CLIENTS] = {0}, worst = n, worst_pend = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct fsd_client *c = &d->clients[i];
+		if (c->phase != FSD_CL_PENDING || c->uid == uid)
+			continue;
+		for (uint32_t j = 0; j < n; j++) /* count per user, at its first row */
+			if (d->clients[j].phase == FSD_CL_PENDING && d->clients[j].uid == c->uid)
+				pend_of[i]++;
+		if (pend_of[i] > worst_pend ||
+		    (pend_of[i] == worst_pend && worst < n && c->attach_ns > d->clients[worst].attach_ns)) {
+			worst = i;
+			worst_pend = pend_of[i];
+		}
+	}
+	if (worst < n && worst_pend >= 2 && worst_pend > uid_pend) {
+		struct fsd_client *v = &d->clients[worst];
+		fsd_count(&d->counters_daemon[FS_C_attach_capped], 1);
+		fsd_log(FSD_WARN,
+			"client %u (%s, pid %d, uid %d): half-open row taken for pid %d (uid %d): that user has %u "
+			"attaches waiting for their fd handshake",
+			v->row, v->name, (int)v->pid, (int)v->uid, (int)pid, (int)uid, worst_pend);
+		fsd_client_detach(d, v, FS_DETACH_REQUESTED);
+		*out = worst; /* a pending row is freed at once */
+		return 0;
+	}
+	fsd_count(&d->counters_daemon[FS_C_attach_capped], 1);
+	if (free_row < n)
+		snprintf(err, errlen,
+			 "too many clients: the last %u of max_clients %u are for root and foresightd's user",
+			 fsd_rows_reserved(d), n);
+	else
+		snprintf(err, errlen, "too many clients (max_clients %u)", n);
+	return -EBUSY;
+}
+
 int fsd_client_attach(struct fsd *d, pid_t pid, uid_t uid, gid_t gid, const char *name, uint32_t ring_entries,
 		      struct fsd_client **out, char *err, size_t errlen)
 {
@@ -194,13 +368,9 @@ int fsd_client_attach(struct fsd *d, pid_t pid, uid_t uid, gid_t gid, const char
 		return -EAGAIN;
 	}
 	uint32_t row;
-	for (row = 0; row < d->cfg.max_clients; row++)
-		if (d->clients[row].phase == FSD_CL_FREE)
-			break;
-	if (row == d->cfg.max_clients) {
-		snprintf(err, errlen, "too many clients (max_clients %u)", d->cfg.max_clients);
-		return -EBUSY;
-	}
+	int r = row_for(d, pid, uid, &row, err, errlen);
+	if (r < 0)
+		return r;
 	if (ring_entries == 0)
 		ring_entries = d->cfg.ring_entries;
 	if (ring_entries < FS_RING_MIN_ENTRIES || ring_entries > FS_RING_MAX_ENTRIES ||
@@ -212,7 +382,6 @@ int fsd_client_attach(struct fsd *d, pid_t pid, uid_t uid, gid_t gid, const char
 	struct fsd_client *c = &d->clients[row];
 	memset(c, 0, sizeof(*c));
 	c->row = row;
-	c->pidfd = -1;
 	c->pid = pid;
 	c->uid = uid;
 	c->gid = gid;
@@ -232,7 +401,7 @@ int fsd_client_attach(struct fsd *d, pid_t pid, uid_t uid, gid_t gid, const char
 	uint64_t off_ring = sizeof(struct fs_client_hdr);
 	uint64_t off_dev = fs_page_round((size_t)(off_ring + fs_ring_bytes(ring_entries)));
 	uint64_t bytes = off_dev + fs_ring_bytes(ring_entries);
-	int r = fs_shm_create(&c->region, "foresight-client", (size_t)bytes);
+	r = fs_shm_create(&c->region, "foresight-client", (size_t)bytes);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot create client region: %s", strerror(-r));
 		return r;
@@ -271,17 +440,7 @@ int fsd_client_attach(struct fsd *d, pid_t pid, uid_t uid, gid_t gid, const char
 	c->phase = FSD_CL_PENDING;
 
 	/* Death is seen through the pidfd the moment the process exits. */
-	c->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (c->pidfd >= 0) {
-		uv_poll_init(d->loop, &c->pidfd_poll, c->pidfd);
-		c->pidfd_poll.data = c;
-		uv_poll_start(&c->pidfd_poll, UV_READABLE, on_pidfd);
-		c->pidfd_polling = 1;
-	} else {
-		fsd_log(FSD_WARN,
-			"pidfd_open(%d): %s: this client's death will be seen by its heartbeat only",
-			(int)pid, strerror(errno));
-	}
+	watch_start(d, c);
 	counters_row_reset(d, row, c);
 	set_active_bit(d, row, 1);
 	*out = c;
@@ -336,13 +495,24 @@ void fsd_clients_reap(struct fsd *d)
 	}
 }
 
+unsigned fsd_clients_pending_of(const struct fsd *d, pid_t pid)
+{
+	unsigned n = 0;
+	for (uint32_t row = 0; row < d->cfg.max_clients; row++)
+		n += d->clients[row].phase == FSD_CL_PENDING && d->clients[row].pid == pid;
+	return n;
+}
+
 void fsd_clients_expire_pending(struct fsd *d, uint64_t now)
 {
 	for (uint32_t row = 0; row < d->cfg.max_clients; row++) {
 		struct fsd_client *c = &d->clients[row];
 		if (c->phase == FSD_CL_PENDING && now > c->pending_deadline_ns) {
-			fsd_log(FSD_WARN, "client %u (%s, pid %d): no fd handshake within 5 s, dropped", row,
-				c->name, (int)c->pid);
+			fsd_log(FSD_WARN,
+				"client %u (%s, pid %d, uid %d): no fd handshake within %llu ms, dropped",
+				row, c->name, (int)c->pid, (int)c->uid,
+				(unsigned long long)(PENDING_TIMEOUT_NS / 1000000u));
+			fsd_count(&d->counters_daemon[FS_C_pending_expired], 1);
 			row_release(d, c);
 		}
 	}

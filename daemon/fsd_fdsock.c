@@ -2,8 +2,17 @@
 /*
  * fsd_fdsock.c: the fd socket.  Hands a client its memfds (SCM_RIGHTS) once
  * the control plane has admitted it; see proto/fs_fdproto.h.  Everything is
- * non-blocking on the loop thread, with a cap on half-open connections so a
- * client that connects and says nothing cannot exhaust the daemon's fds.
+ * non-blocking on the loop thread.
+ *
+ * Who may hold a connection (issue 22, attack 5: a connect flood used to
+ * push every honest handshake out, 248 of 248 attaches failed, because a
+ * full table dropped its oldest connection, the honest one): only a
+ * process with an attach waiting for its handshake, and no more
+ * connections than it has such attaches (SO_PEERCRED at accept).  Anyone
+ * else is answered EACCES and closed at once (counted: refused).  Those
+ * attaches are capped per process and user (fsd_clients.c), so the table
+ * holds every connection that may exist; a connection that has not sent
+ * its request FDSOCK_IDLE_NS after it came is closed.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,16 +28,20 @@
 #include "fsd.h"
 #include "fsd_sockpath.h"
 
-#define FDSOCK_MAX_CONNS 16
+#define FDSOCK_MAX_CONNS (FSD_MAX_CLIENTS + 16u)
+#define FDSOCK_IDLE_NS 2000000000ull
 
 struct fd_conn {
 	uv_poll_t poll;
 	int fd;
-	int used;
+	int used; /* 0 free, 1 open, 2 closing */
+	pid_t pid;
 	uint64_t since;
 	struct fsd *d;
 };
 static struct fd_conn conns[FDSOCK_MAX_CONNS];
+static uv_timer_t idle_timer;
+static int idle_timer_on;
 
 static void conn_closed(uv_handle_t *h)
 {
@@ -104,6 +117,20 @@ static void on_conn(uv_poll_t *h, int status, int events)
 	conn_close(fc);
 }
 
+static void refuse(struct fsd *d, int fd, const struct ucred *cr, const char *why)
+{
+	static uint64_t logged_ns;
+	uint64_t now = fs_now_ns();
+	fsd_count(&d->counters_daemon[FS_C_refused], 1);
+	if (now - logged_ns > 1000000000ull) { /* a flood: one line a second */
+		logged_ns = now;
+		fsd_log(FSD_WARN, "fd socket: refused a connection of pid %d uid %d: %s",
+			cr ? (int)cr->pid : -1, cr ? (int)cr->uid : -1, why);
+	}
+	reply_status(fd, -EACCES);
+	close(fd);
+}
+
 static void on_listen(uv_poll_t *h, int status, int events)
 {
 	(void)events;
@@ -114,35 +141,52 @@ static void on_listen(uv_poll_t *h, int status, int events)
 		int fd = accept4(d->fdsock, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
+		struct ucred cr;
+		socklen_t len = sizeof(cr);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
+			refuse(d, fd, NULL, "no peer credentials");
+			continue;
+		}
+		unsigned want = fsd_clients_pending_of(d, cr.pid), have = 0;
 		struct fd_conn *fc = NULL;
-		uint64_t oldest = UINT64_MAX;
-		struct fd_conn *old = NULL;
-		for (int i = 0; i < FDSOCK_MAX_CONNS; i++) {
-			if (!conns[i].used) {
+		for (unsigned i = 0; i < FDSOCK_MAX_CONNS; i++) {
+			if (!conns[i].used && !fc)
 				fc = &conns[i];
-				break;
-			}
-			if (conns[i].used == 1 && conns[i].since < oldest) {
-				oldest = conns[i].since;
-				old = &conns[i];
-			}
+			have += conns[i].used == 1 && conns[i].pid == cr.pid;
+		}
+		if (want == 0) {
+			refuse(d, fd, &cr, "no attach of that process waits for its fd handshake");
+			continue;
+		}
+		if (have >= want) {
+			refuse(d, fd, &cr, "as many connections as its waiting attaches already");
+			continue;
 		}
 		if (!fc) {
-			/* Full of half-open connections: drop the oldest, refuse this one. */
-			if (old)
-				conn_close(old);
-			fsd_count(&d->counters_daemon[FS_C_refused], 1);
-			close(fd);
+			refuse(d, fd, &cr, "every connection slot in use");
 			continue;
 		}
 		fc->fd = fd;
 		fc->used = 1;
+		fc->pid = cr.pid;
 		fc->since = fs_now_ns();
 		fc->d = d;
 		uv_poll_init(d->loop, &fc->poll, fd);
 		fc->poll.data = fc;
 		uv_poll_start(&fc->poll, UV_READABLE, on_conn);
 	}
+}
+
+/* A connection that did not send its request in time goes. */
+static void on_idle_timer(uv_timer_t *t)
+{
+	struct fsd *d = t->loop->data;
+	uint64_t now = fs_now_ns();
+	for (unsigned i = 0; i < FDSOCK_MAX_CONNS; i++)
+		if (conns[i].used == 1 && now - conns[i].since > FDSOCK_IDLE_NS) {
+			fsd_count(&d->counters_daemon[FS_C_refused], 1);
+			conn_close(&conns[i]);
+		}
 }
 
 int fsd_fdsock_start(struct fsd *d)
@@ -167,8 +211,11 @@ int fsd_fdsock_start(struct fsd *d)
 		return e;
 	}
 	d->fdsock = fd;
-	for (int i = 0; i < FDSOCK_MAX_CONNS; i++)
+	for (unsigned i = 0; i < FDSOCK_MAX_CONNS; i++)
 		conns[i].fd = -1;
+	uv_timer_init(d->loop, &idle_timer);
+	uv_timer_start(&idle_timer, on_idle_timer, 250, 250);
+	idle_timer_on = 1;
 	uv_poll_init(d->loop, &d->fdsock_poll, fd);
 	uv_poll_start(&d->fdsock_poll, UV_READABLE, on_listen);
 	return 0;
@@ -180,7 +227,12 @@ void fsd_fdsock_stop(struct fsd *d)
 		return;
 	uv_poll_stop(&d->fdsock_poll);
 	uv_close((uv_handle_t *)&d->fdsock_poll, NULL);
-	for (int i = 0; i < FDSOCK_MAX_CONNS; i++)
+	if (idle_timer_on) {
+		uv_timer_stop(&idle_timer);
+		uv_close((uv_handle_t *)&idle_timer, NULL);
+		idle_timer_on = 0;
+	}
+	for (unsigned i = 0; i < FDSOCK_MAX_CONNS; i++)
 		conn_close(&conns[i]);
 	close(d->fdsock);
 	fsd_sock_unlink(&d->cfg, FSD_SOCK_FD);

@@ -219,7 +219,6 @@ int main(int argc, char **argv)
 	}
 	for (uint32_t row = 0; row < FSD_MAX_CLIENTS; row++) {
 		d.clients[row].region.fd = -1;
-		d.clients[row].pidfd = -1;
 	}
 	d.arena_shm.fd = d.daemon_shm.fd = -1;
 	pthread_mutex_init(&d.cmd_lock, NULL);

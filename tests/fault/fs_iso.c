@@ -23,17 +23,31 @@
  *   fs-fault-engine iso SOCKET flip-hold [seconds=S]
  *       write one impossible epoch into holds[1] once and leave it (9: the
  *       daemon must count it once, not once per pass).
+ *   fs-fault-engine iso SOCKET rows [seconds=S] [keep=K]
+ *       take client rows: attach as fast as the daemon answers and never
+ *       make the fd handshake (half-open rows), except for the first K
+ *       (default 32) attaches that do, and stay attached (3).
+ *   fs-fault-engine iso SOCKET fd-flood [seconds=S]
+ *       connect to the fd socket as fast as it accepts, never saying a
+ *       word, holding up to 900 connections (5).
  */
 #include <errno.h>
 #include <stdio.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+#include <nng/nng.h>
+
 #include "fs_atomic.h"
 #include "fs_counters.h"
+#include "fs_ctl.h"
 #include "fs_hostile.h"
 #include "fs_regions.h"
 
@@ -192,6 +206,141 @@ static int iso_flip_hold(const char *sock, unsigned secs)
 	return 0;
 }
 
+/* An attach without the fd handshake: 0 (a half-open row), -1 refused
+ * (why in err). */
+static int iso_attach_only(nng_socket s, char *err, size_t errlen)
+{
+	cJSON *req = fs_ctl_request("attach"), *rep = NULL;
+	cJSON_AddStringToObject(req, "name", "iso-rows");
+	int r = fs_ctl_call(s, req, &rep, err, errlen);
+	cJSON_Delete(req);
+	cJSON_Delete(rep);
+	return r < 0 ? -1 : 0;
+}
+
+static int iso_rows(const char *sock, unsigned secs, unsigned keep)
+{
+	enum { MAX_KEEP = 64 };
+	static struct me kept[MAX_KEEP];
+	unsigned nkept = 0, half = 0, refused = 0;
+	char why[256] = "";
+	if (keep > MAX_KEEP)
+		keep = MAX_KEEP;
+	uint64_t end = iso_now_ns() + secs * 1000000000ull;
+	/* The rows it can keep, first (whole attaches, heartbeats kept). */
+	for (unsigned i = 0; i < keep && iso_now_ns() < end; i++) {
+		struct me *m = &kept[nkept];
+		memset(m, 0, sizeof(*m));
+		m->sock = sock;
+		m->name = "iso-rows";
+		m->quiet = 1;
+		if (fault_hostile_attach(m) < 0) {
+			snprintf(why, sizeof(why), "%s", m->err);
+			iso_unmap(m);
+			refused++;
+			break;
+		}
+		nkept++;
+	}
+	printf("iso rows: attached %u whole rows (%s)\n", nkept, why);
+	fflush(stdout);
+	nng_socket s;
+	char err[256];
+	if (fs_ctl_open(&s, sock, 3000, err, sizeof(err)) < 0) {
+		printf("iso rows: %s\n", err);
+		return 2;
+	}
+	uint64_t last_hb = 0;
+	while (iso_now_ns() < end) {
+		if (iso_attach_only(s, err, sizeof(err)) == 0) {
+			half++;
+		} else {
+			refused++;
+			snprintf(why, sizeof(why), "%s", err);
+			iso_sleep_ms(1);
+		}
+		if (iso_now_ns() - last_hb > 20000000ull) {
+			last_hb = iso_now_ns();
+			for (unsigned i = 0; i < nkept; i++)
+				fs_store_release(&kept[i].ch->heartbeat_ns, last_hb);
+		}
+	}
+	nng_close(s);
+	unsigned still = 0;
+	for (unsigned i = 0; i < nkept; i++) {
+		still += fs_load_acquire(&kept[i].ch->state) == FS_CLIENT_ATTACHED;
+		iso_unmap(&kept[i]);
+	}
+	printf("iso rows: %u whole rows (%u still attached), %u half-open attaches, %u refused (%s)\n", nkept,
+	       still, half, refused, why);
+	fflush(stdout);
+	return 0;
+}
+
+static int iso_fd_flood(const char *sock, unsigned secs, unsigned procs)
+{
+	enum { MAX_CONNS = 900 };
+	static int fds[MAX_CONNS];
+	/* The fd socket is the control socket's path and ".fd" (fsd_config.c):
+	 * no attach needed, so a flood already running cannot stop this one. */
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.100s.fd", sock);
+	printf("iso fd-flood: attached to nothing, flooding %s with %u process(es)\n", sa.sun_path,
+	       procs ? procs : 1);
+	fflush(stdout);
+	/* More flooding processes: the listen backlog stays full. */
+	pid_t kids[16];
+	unsigned nkids = 0, total = procs ? procs : 1;
+	for (unsigned i = 1; i < procs && nkids < 16; i++) {
+		pid_t k = fork();
+		if (k == 0) {
+			procs = 0; /* a child: floods, prints nothing */
+			break;
+		}
+		if (k > 0)
+			kids[nkids++] = k;
+	}
+	unsigned n = 0, next = 0, closed = 0;
+	unsigned long long connects = 0, failed = 0;
+	for (unsigned i = 0; i < MAX_CONNS; i++)
+		fds[i] = -1;
+	uint64_t end = iso_now_ns() + secs * 1000000000ull;
+	while (iso_now_ns() < end) {
+		/* Reuse the oldest slot once every one is in use. */
+		if (fds[next] >= 0) {
+			char c;
+			if (recv(fds[next], &c, 1, MSG_DONTWAIT) >= 0)
+				closed++;
+			close(fds[next]);
+			fds[next] = -1;
+			n--;
+		}
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			fds[next] = fd;
+			n++;
+			connects++;
+		} else {
+			failed++;
+			if (fd >= 0)
+				close(fd);
+			iso_sleep_ms(1);
+		}
+		next = (next + 1) % MAX_CONNS;
+	}
+	for (unsigned i = 0; i < MAX_CONNS; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	if (procs == 0)
+		_exit(0);
+	for (unsigned i = 0; i < nkids; i++)
+		waitpid(kids[i], NULL, 0);
+	printf("iso fd-flood (one process of %u): %llu connections (%u held at the end), %llu failed, %u answered or closed by the daemon\n",
+	       total, connects, n, failed, closed);
+	fflush(stdout);
+	return 0;
+}
+
 int fault_iso(const char *sock, int argc, char **argv)
 {
 	if (argc < 1) {
@@ -210,6 +359,10 @@ int fault_iso(const char *sock, int argc, char **argv)
 				  (unsigned)iso_opt(argc, argv, "parts", 1));
 	if (strcmp(what, "flip-hold") == 0)
 		return iso_flip_hold(sock, secs);
+	if (strcmp(what, "rows") == 0)
+		return iso_rows(sock, secs, (unsigned)iso_opt(argc, argv, "keep", 32));
+	if (strcmp(what, "fd-flood") == 0)
+		return iso_fd_flood(sock, secs, (unsigned)iso_opt(argc, argv, "procs", 1));
 	fprintf(stderr, "iso: no attack '%s'\n", what);
 	return 2;
 }

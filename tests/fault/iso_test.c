@@ -19,7 +19,9 @@
  *   FSH_KEEP=1      keep the test's directory (daemon log, engine outputs)
  */
 #include <criterion/criterion.h>
+#include <grp.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +52,13 @@ static unsigned secs(void)
  * experts, which is what every attack here is after. */
 #define ISO_LOAD "churn=20", "seed=7"
 
+/* Who runs the honest engines and the attackers: -1, the test's user
+ * (foresightd's own, an admin); as root, the tests of shares run them as
+ * two other users of the daemon's group (iso_users). */
+static long honest_uid = -1, attack_uid = -1, users_gid = -1;
+/* measure()'s rounds and warm-up when the test sets them (0: the defaults). */
+static unsigned iso_rounds, iso_warm_set, iso_warm;
+
 struct honest {
 	struct fault_engine r[2];
 	long attach_ms[2]; /* spawn to "started" */
@@ -68,7 +77,7 @@ static void run_honest(struct fdaemon *d, const char *tag, unsigned s, struct ho
 		t0[i] = fsh_now_ms();
 		p[i] = fault_spawn(fsh_argv(FS_FAULT_ENGINE_BIN, "run", d->h.sock, sec, "rate=200", "k=4",
 					    ISO_LOAD, NULL),
-				   out[i], -1, -1);
+				   out[i], honest_uid, users_gid);
 	}
 	for (int i = 0; i < 2; i++) {
 		h->attach_ms[i] = fault_wait_text(out[i], "started", 10000) == 0 ?
@@ -97,7 +106,7 @@ static pid_t attack_part(struct fdaemon *d, const char *what, const char *out, u
 	snprintf(pa, sizeof(pa), "part=%d", part);
 	snprintf(ps, sizeof(ps), "parts=%d", parts);
 	return fault_spawn(fsh_argv(FS_FAULT_ENGINE_BIN, "iso", d->h.sock, what, sec, pa, ps, extra, NULL),
-			   out, -1, -1);
+			   out, attack_uid, users_gid);
 }
 
 static pid_t attack(struct fdaemon *d, const char *what, const char *out, unsigned s, const char *extra)
@@ -164,13 +173,15 @@ static void honest_add(struct honest *sum, const struct honest *h)
 static void measure(struct fdaemon *d, const char *what, const char *extra, int n_att, struct honest *solo,
 		    struct honest *with)
 {
-	unsigned s = secs(), rounds = (unsigned)fault_env("FS_ISO_ROUNDS", SAN ? 2 : 4);
+	unsigned s = secs(), rounds = (unsigned)fault_env("FS_ISO_ROUNDS", iso_rounds ? iso_rounds :
+									   SAN        ? 2 :
+											4);
 	memset(solo, 0, sizeof(*solo));
 	memset(with, 0, sizeof(*with));
 	/* The attack runs a phase alone first: the bar is for an attack that
 	 * goes on, and the daemon's answer to one that repeats (the back-off)
 	 * grows with it. */
-	unsigned warm = (unsigned)fault_env("FS_ISO_WARM", 3 * s);
+	unsigned warm = (unsigned)fault_env("FS_ISO_WARM", iso_warm_set ? iso_warm : 3 * s);
 	pid_t w[4];
 	for (int i = 0; i < n_att && i < 4 && warm; i++) {
 		char wout[256];
@@ -333,5 +344,98 @@ Test(iso, a_bad_hold_is_counted_once, .timeout = 60)
 	fsh_wait(h, 20000);
 	fprintf(stderr, "%s", text(out));
 	cr_expect_not_null(strstr(text(out), "bad_holds +1\n"), "one bad word, counted: %s", text(out));
+	fd_stop(&d);
+}
+
+/* ---- 3, 5: shares of the client table and of the fd socket ---------------- */
+
+/* As root: the daemon serves group nogroup (or nobody) with sockets 0660;
+ * the attacker is uid 65534, the honest engines uid 65533, both in that
+ * group: two members, neither an admin.  Otherwise everyone is this user,
+ * foresightd's own, whose share is the whole table: only the per-process
+ * caps apply, and the attack is one process.  Returns the attacker
+ * processes to use. */
+static int iso_users(struct fdaemon *d, const char **extra_group, size_t n)
+{
+	if (geteuid() != 0)
+		return 1;
+	/* The test's main thread is the only one looking groups up. */
+	// cppcheck-suppress getgrnamCalled
+	struct group *g = getgrnam("nogroup");
+	if (!g) {
+		// cppcheck-suppress getgrnamCalled
+		g = getgrnam("nobody");
+	}
+	if (!g)
+		return 1;
+	static char gname[64];
+	snprintf(gname, sizeof(gname), "%s", g->gr_name);
+	extra_group[n] = "--group";
+	extra_group[n + 1] = gname;
+	extra_group[n + 2] = "--socket-mode";
+	extra_group[n + 3] = "0660";
+	extra_group[n + 4] = NULL;
+	chmod(d->h.dir, 0755);
+	users_gid = (long)g->gr_gid;
+	attack_uid = 65534;
+	honest_uid = 65533;
+	return 4;
+}
+
+static void iso_users_done(void)
+{
+	honest_uid = attack_uid = users_gid = -1;
+	iso_rounds = iso_warm_set = iso_warm = 0;
+}
+
+Test(iso, one_member_cannot_take_every_client_row, .timeout = 300)
+{
+	struct fdaemon d;
+	cr_assert_eq(fd_init(&d, 0), 0);
+	const char *extra[16] = {SMALL};
+	int parts = iso_users(&d, extra, 8);
+	cr_assert_geq(fd_start(&d, extra, 0), 0, "foresightd did not start");
+	iso_rounds = (unsigned)(SAN ? 1 : 2);
+	iso_warm_set = 1;
+	iso_warm = 3; /* the half-open rows of the warm-up expire (2 s) while it runs */
+	/* Each attacker process keeps 3 whole rows and floods half-open ones:
+	 * with 4 processes, 12 rows, so the user's share (16) leaves it
+	 * half-open rows to hold, and they expire while it runs. */
+	struct honest solo, with;
+	measure(&d, "rows", "keep=3", parts, &solo, &with);
+	expect_unhurt("rows", &solo, &with);
+	cJSON *st = fault_stats(d.h.sock);
+	double capped = fault_num(st, "daemon", "attach_capped");
+	double expired = fault_num(st, "daemon", "pending_expired");
+	cJSON_Delete(st);
+	fprintf(stderr,
+		"iso rows: %d attacker process(es) as uid %ld: attach_capped %.0f, pending_expired %.0f\n",
+		parts, attack_uid, capped, expired);
+	cr_expect_geq(capped, 1.0, "no attach was capped");
+	cr_expect_geq(expired, 1.0, "no half-open row expired");
+	iso_users_done();
+	fd_stop(&d);
+}
+
+Test(iso, a_connect_flood_on_the_fd_socket_locks_out_no_attach, .timeout = 300)
+{
+	struct fdaemon d;
+	cr_assert_eq(fd_init(&d, 0), 0);
+	const char *extra[] = {SMALL, NULL};
+	cr_assert_geq(fd_start(&d, extra, 0), 0, "foresightd did not start");
+	iso_rounds = (unsigned)(SAN ? 1 : 2);
+	iso_warm_set = 1;
+	iso_warm = 0;
+	cJSON *st = fault_stats(d.h.sock);
+	double refused0 = fault_num(st, "daemon", "refused");
+	cJSON_Delete(st);
+	struct honest solo, with;
+	measure(&d, "fd-flood", "procs=4", 2, &solo, &with); /* eight flooding processes */
+	expect_unhurt("fd-flood", &solo, &with);
+	st = fault_stats(d.h.sock);
+	double refused = fault_num(st, "daemon", "refused") - refused0;
+	cJSON_Delete(st);
+	cr_expect_geq(refused, 100.0, "the flood's connections were not refused and counted (%.0f)", refused);
+	iso_users_done();
 	fd_stop(&d);
 }
