@@ -209,7 +209,6 @@ struct fsd {
 	/* control plane */
 	nng_socket rep;
 	int rep_open;
-	uv_poll_t rep_poll;
 	int fdsock;
 	uv_poll_t fdsock_poll;
 	uv_signal_t sig_term, sig_int, sig_hup;
@@ -322,7 +321,7 @@ struct fsd_client *fsd_client_by_row(struct fsd *d, uint32_t row);
 int fsd_fdsock_start(struct fsd *d);
 void fsd_fdsock_stop(struct fsd *d);
 
-/* fsd_control.c */
+/* fsd_control_io.c */
 int fsd_control_start(struct fsd *d);
 void fsd_control_stop(struct fsd *d);
 void fsd_request_stop(struct fsd *d, const char *why);

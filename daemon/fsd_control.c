@@ -11,28 +11,22 @@
  *
  * fsd_control_reply() is the whole request handling, bytes in, reply text
  * out (fuzz/control_fuzz.c fuzzes it); every refusal is counted once there.
+ * The socket, its connections and the queued replies: fsd_control_io.c.
  */
 #include <errno.h>
 #include <grp.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <nng/nng.h>
-#include <nng/protocol/reqrep0/rep.h>
-#include <nng/protocol/reqrep0/req.h>
-#include <nng/transport/ipc/ipc.h>
 
 #include "fs_hex.h"
 #include "fs_time.h"
 #include "fsd.h"
-#include "fsd_sockpath.h"
 #include "fsd_control.h"
 
 static const char *errno_code(int e)
@@ -512,131 +506,4 @@ char *fsd_control_reply(struct fsd *d, const void *req, size_t len, const struct
 	char *txt = rep ? cJSON_PrintUnformatted(rep) : NULL;
 	cJSON_Delete(rep);
 	return txt;
-}
-
-#define FSD_CONTROL_SEND_MS 200
-
-static void on_rep(uv_poll_t *h, int status, int events)
-{
-	(void)status;
-	(void)events;
-	struct fsd *d = h->loop->data;
-	for (;;) {
-		nng_msg *m;
-		int r = nng_recvmsg(d->rep, &m, NNG_FLAG_NONBLOCK);
-		if (r != 0)
-			return;
-		struct fsd_peer pe = {0};
-		nng_pipe p = nng_msg_get_pipe(m);
-		pe.have = nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &pe.uid) == 0 &&
-			  nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_GID, &pe.gid) == 0 &&
-			  nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pe.pid) == 0;
-		char *txt = fsd_control_reply(d, nng_msg_body(m), nng_msg_len(m), &pe);
-		nng_msg_clear(m);
-		/* Not NNG_FLAG_NONBLOCK: nng's REP fails a non-blocking send while
-		 * the pipe's previous send has not completed, and a client that
-		 * sends its next request (attach after hello) as soon as it read
-		 * the previous reply can find it so.  The reply was then lost and
-		 * the client waited out its 2 s timeout.  Blocking, the send waits
-		 * for that completion (microseconds), at most FSD_CONTROL_SEND_MS
-		 * for a peer that stopped reading. */
-		if (txt && nng_msg_append(m, txt, strlen(txt)) == 0 && nng_sendmsg(d->rep, m, 0) == 0)
-			m = NULL;
-		if (m)
-			nng_msg_free(m);
-		free(txt);
-	}
-}
-
-int fsd_control_start(struct fsd *d)
-{
-	char url[160];
-	nng_listener l;
-	int r;
-	snprintf(url, sizeof(url), "ipc://%s", d->cfg.socket_path);
-	if ((r = nng_rep0_open(&d->rep)) != 0) {
-		fsd_log(FSD_ERR, "control: nng_rep0_open: %s", nng_strerror(r));
-		return -EIO;
-	}
-	d->rep_open = 1;
-	/* Up to twice the limit arrives here and is refused with a reply (and
-	 * counted); nng closes the connection of anything larger. */
-	nng_socket_set_size(d->rep, NNG_OPT_RECVMAXSZ, FSD_CONTROL_RECV_MAX);
-	/* Replies are sent blocking, for at most this long (on_rep says why). */
-	nng_socket_set_ms(d->rep, NNG_OPT_SENDTIMEO, FSD_CONTROL_SEND_MS);
-	/* A second daemon on the same socket must fail, not steal it: probe first. */
-	nng_socket probe;
-	if (nng_req0_open(&probe) == 0) {
-		if (nng_dial(probe, url, NULL, 0) == 0) {
-			nng_close(probe);
-			fsd_log(FSD_ERR, "control: another foresightd is already listening on %s",
-				d->cfg.socket_path);
-			return -EADDRINUSE;
-		}
-		nng_close(probe);
-	}
-	/* fsd_sock_claim (main.c) holds the lock and cleared a stale socket. */
-	if ((r = nng_listener_create(&l, d->rep, url)) != 0 ||
-	    (r = nng_listener_set_int(l, NNG_OPT_IPC_PERMISSIONS, (int)d->cfg.socket_mode)) != 0 ||
-	    (r = nng_listener_start(l, 0)) != 0) {
-		fsd_log(FSD_ERR, "control: cannot listen on %s: %s", url, nng_strerror(r));
-		return -EIO;
-	}
-	fsd_sock_bound(&d->cfg, FSD_SOCK_CONTROL);
-	if (d->cfg.group[0]) {
-		/* Only the loop thread looks groups up: getgrnam's static buffer is safe. */
-		// cppcheck-suppress getgrnamCalled
-		struct group *g = getgrnam(d->cfg.group);
-		if (!g) {
-			fsd_log(FSD_ERR, "control: group '%s' does not exist", d->cfg.group);
-			return -ENOENT;
-		}
-		if (chown(d->cfg.socket_path, (uid_t)-1, g->gr_gid) < 0 ||
-		    chown(d->cfg.fd_socket_path, (uid_t)-1, g->gr_gid) < 0)
-			fsd_log(FSD_WARN, "control: chgrp of the sockets to '%s' failed: %s", d->cfg.group,
-				strerror(errno));
-	}
-	int fd;
-	if ((r = nng_socket_get_int(d->rep, NNG_OPT_RECVFD, &fd)) != 0) {
-		fsd_log(FSD_ERR, "control: no receive fd: %s", nng_strerror(r));
-		return -EIO;
-	}
-	uv_poll_init(d->loop, &d->rep_poll, fd);
-	uv_poll_start(&d->rep_poll, UV_READABLE, on_rep);
-	fsd_log(FSD_INFO, "control: listening on %s (mode %04o)", url, d->cfg.socket_mode);
-	return 0;
-}
-
-static void *close_rep(void *arg)
-{
-	nng_close(*(nng_socket *)arg);
-	return NULL;
-}
-
-void fsd_control_stop(struct fsd *d)
-{
-	if (!d->rep_open)
-		return;
-	if (uv_is_active((uv_handle_t *)&d->rep_poll))
-		uv_poll_stop(&d->rep_poll);
-	if (d->rep_poll.type == UV_POLL && !uv_is_closing((uv_handle_t *)&d->rep_poll))
-		uv_close((uv_handle_t *)&d->rep_poll, NULL);
-	/* No new engine finds a socket that will not answer. */
-	fsd_sock_unlink(&d->cfg, FSD_SOCK_CONTROL);
-	/* nng_close() waits for every pipe; a daemon (nng 1.5.2) was seen
-	 * waiting there forever after SIGTERM, with one connection left over
-	 * from killed clients.  Close on a helper thread and give it 2 s: a
-	 * daemon that is stopping must stop (the clients see it go either
-	 * way, and exit closes the socket). */
-	pthread_t t;
-	struct timespec dl;
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += 2;
-	if (pthread_create(&t, NULL, close_rep, &d->rep) != 0) {
-		nng_close(d->rep);
-	} else if (pthread_timedjoin_np(t, NULL, &dl) != 0) {
-		fsd_log(FSD_WARN, "control: nng_close did not return within 2 s; stopping without it");
-		pthread_detach(t);
-	}
-	d->rep_open = 0;
 }

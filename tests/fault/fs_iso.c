@@ -27,12 +27,22 @@
  *       take client rows: attach as fast as the daemon answers and never
  *       make the fd handshake (half-open rows), except for the first K
  *       (default 32) attaches that do, and stay attached (3).
- *   fs-fault-engine iso SOCKET fd-flood [seconds=S]
+ *   fs-fault-engine iso SOCKET fd-flood [seconds=S] [procs=P]
  *       connect to the fd socket as fast as it accepts, never saying a
- *       word, holding up to 900 connections (5).
+ *       word, holding up to 900 connections, from P processes (5).
+ *   fs-fault-engine iso SOCKET no-read [seconds=S] [conns=N]
+ *       N (default 20) control connections that send stats requests one
+ *       after another and never read a reply (4).
+ *   fs-fault-engine iso SOCKET idle-conns [seconds=S] [conns=N]
+ *       hold N (default 2000) idle control connections, opening a new one
+ *       for each the daemon closes (6).
+ *   no-read and idle-conns ping the daemon every 50 ms on a connection of
+ *   their own and print the slowest ping ("ping max N ms", -1: one failed).
  */
 #include <errno.h>
 #include <stdio.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -341,6 +351,161 @@ static int iso_fd_flood(const char *sock, unsigned secs, unsigned procs)
 	return 0;
 }
 
+/* A control connection without nng: the SP header of a REQ socket sent
+ * and the REP's read (nng's IPC framing, as fs_hostile.c's huge_dropped).
+ * The fd (non-blocking once connected), or -1. */
+static int sp_connect(const char *sock)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.107s", sock);
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -1;
+	struct timeval tv = {.tv_sec = 1};
+	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	static const unsigned char hdr[8] = {0, 'S', 'P', 0, 0x00, 0x30, 0, 0}; /* REQ */
+	unsigned char peer[8];
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || send(s, hdr, 8, MSG_NOSIGNAL) != 8 ||
+	    recv(s, peer, 8, MSG_WAITALL) != 8) {
+		close(s);
+		return -1;
+	}
+	return s;
+}
+
+/* One framed request, without waiting: 1 sent, 0 would block, -1 closed. */
+static int sp_request(int s, uint32_t id, const char *body)
+{
+	size_t len = strlen(body);
+	unsigned char buf[256];
+	uint64_t n = (uint64_t)len + 4;
+	buf[0] = 1;
+	for (int i = 0; i < 8; i++)
+		buf[1 + i] = (unsigned char)(n >> (56 - 8 * i));
+	id |= 0x80000000u;
+	for (int i = 0; i < 4; i++)
+		buf[9 + i] = (unsigned char)(id >> (24 - 8 * i));
+	memcpy(buf + 13, body, len);
+	ssize_t k = send(s, buf, 13 + len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (k == (ssize_t)(13 + len))
+		return 1;
+	if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	return -1; /* closed, or a partial frame: the connection is spent */
+}
+
+/* Closed by the daemon? (EOF or an error; data waiting is not.) */
+static int sp_closed(int s)
+{
+	struct pollfd p = {.fd = s, .events = POLLIN};
+	if (poll(&p, 1, 0) <= 0)
+		return 0;
+	if (p.revents & (POLLHUP | POLLERR))
+		return 1;
+	char c;
+	return recv(s, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+/* A ping on a connection of our own: ms, or -1. */
+static long iso_ping_ms(nng_socket s)
+{
+	uint64_t t0 = iso_now_ns();
+	cJSON *req = fs_ctl_request("ping"), *rep = NULL;
+	char err[256];
+	int r = fs_ctl_call(s, req, &rep, err, sizeof(err));
+	cJSON_Delete(req);
+	cJSON_Delete(rep);
+	return r < 0 ? -1 : (long)((iso_now_ns() - t0) / 1000000u);
+}
+
+static int iso_conns(const char *sock, unsigned secs, unsigned nconns, int noread)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < nconns + 64)
+		nconns = rl.rlim_cur > 64 ? (unsigned)rl.rlim_cur - 64 : 1;
+	int *fd = calloc(nconns, sizeof(int));
+	if (!fd)
+		return 2;
+	for (unsigned i = 0; i < nconns; i++)
+		fd[i] = -1;
+	nng_socket ps;
+	char err[256];
+	if (fs_ctl_open(&ps, sock, 3000, err, sizeof(err)) < 0) {
+		printf("iso conns: %s\n", err);
+		free(fd);
+		return 2;
+	}
+	const char *what = noread ? "no-read" : "idle-conns";
+	printf("iso %s: attached: no; %u connections\n", what, nconns);
+	fflush(stdout);
+	uint64_t end = iso_now_ns() + secs * 1000000000ull, last_ping = 0;
+	unsigned long long opened = 0, closed = 0, sent = 0, failed = 0;
+	long ping_max = 0;
+	unsigned pings = 0, ping_fail = 0;
+	uint32_t rid = 1;
+	while (iso_now_ns() < end) {
+		unsigned held = 0, reconnects = 0;
+		for (unsigned i = 0; i < nconns && iso_now_ns() < end; i++) {
+			if (fd[i] >= 0 && sp_closed(fd[i])) {
+				close(fd[i]);
+				fd[i] = -1;
+				closed++;
+			}
+			if (fd[i] < 0) {
+				if (opened >= nconns && reconnects++ >= 20)
+					continue; /* after the first round, 20 a pass: about 1000 a second */
+				fd[i] = sp_connect(sock);
+				if (fd[i] < 0) {
+					failed++;
+					continue;
+				}
+				opened++;
+			}
+			held++;
+			if (noread) {
+				int r;
+				while ((r = sp_request(fd[i], rid++, "{\"verb\":\"stats\",\"proto\":1}")) ==
+				       1)
+					sent++;
+				if (r < 0) {
+					close(fd[i]);
+					fd[i] = -1;
+					closed++;
+				}
+			}
+			if (iso_now_ns() - last_ping > 50000000ull) {
+				last_ping = iso_now_ns();
+				long ms = iso_ping_ms(ps);
+				pings++;
+				if (ms < 0)
+					ping_fail++;
+				else if (ms > ping_max)
+					ping_max = ms;
+			}
+		}
+		(void)held;
+		iso_sleep_ms(noread ? 5 : 20);
+	}
+	unsigned held = 0;
+	for (unsigned i = 0; i < nconns; i++)
+		if (fd[i] >= 0) {
+			held++;
+			close(fd[i]);
+		}
+	free(fd);
+	nng_close(ps);
+	printf("iso %s: %llu opened, %llu closed by the daemon, %llu failed, %u held at the end, %llu "
+	       "requests sent unread; %u pings, %u failed, ping max %ld ms\n",
+	       what, opened, closed, failed, held, sent, pings, ping_fail, ping_fail ? -1L : ping_max);
+	fflush(stdout);
+	return 0;
+}
+
 int fault_iso(const char *sock, int argc, char **argv)
 {
 	if (argc < 1) {
@@ -361,6 +526,10 @@ int fault_iso(const char *sock, int argc, char **argv)
 		return iso_flip_hold(sock, secs);
 	if (strcmp(what, "rows") == 0)
 		return iso_rows(sock, secs, (unsigned)iso_opt(argc, argv, "keep", 32));
+	if (strcmp(what, "no-read") == 0)
+		return iso_conns(sock, secs, (unsigned)iso_opt(argc, argv, "conns", 20), 1);
+	if (strcmp(what, "idle-conns") == 0)
+		return iso_conns(sock, secs, (unsigned)iso_opt(argc, argv, "conns", 2000), 0);
 	if (strcmp(what, "fd-flood") == 0)
 		return iso_fd_flood(sock, secs, (unsigned)iso_opt(argc, argv, "procs", 1));
 	fprintf(stderr, "iso: no attack '%s'\n", what);

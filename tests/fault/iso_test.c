@@ -21,6 +21,7 @@
 #include <criterion/criterion.h>
 #include <grp.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -438,4 +439,72 @@ Test(iso, a_connect_flood_on_the_fd_socket_locks_out_no_attach, .timeout = 300)
 	cr_expect_geq(refused, 100.0, "the flood's connections were not refused and counted (%.0f)", refused);
 	iso_users_done();
 	fd_stop(&d);
+}
+
+/* ---- 4, 6: the control loop and its connections --------------------------- */
+
+/* The slowest ping an attacker saw ("ping max N ms") over its outputs of
+ * measure()'s rounds; -1 when one failed or none was printed. */
+static long ping_max(struct fdaemon *d, const char *what, unsigned rounds)
+{
+	long worst = -1;
+	for (unsigned r = 0; r < rounds; r++) {
+		char out[256];
+		snprintf(out, sizeof(out), "%s/%s-%u-0.out", d->h.dir, what, r);
+		const char *p = strstr(text(out), "ping max ");
+		if (!p)
+			return -1;
+		long ms = strtol(p + 9, NULL, 10);
+		if (ms < 0)
+			return -1;
+		if (ms > worst)
+			worst = ms;
+	}
+	return worst;
+}
+
+static void conns_attack(const char *what, const char *counter)
+{
+	struct fdaemon d;
+	cr_assert_eq(fd_init(&d, 0), 0);
+	const char *extra[] = {SMALL, NULL};
+	/* The daemon starts with systemd's default soft fd limit, 1024 (the
+	 * hard one as it is): 2000 idle connections once exhausted it. */
+	struct rlimit rl0, rl;
+	int lowered = getrlimit(RLIMIT_NOFILE, &rl0) == 0 && rl0.rlim_cur > 1024;
+	if (lowered) {
+		rl = rl0;
+		rl.rlim_cur = 1024;
+		lowered = setrlimit(RLIMIT_NOFILE, &rl) == 0;
+	}
+	long started = fd_start(&d, extra, 0);
+	if (lowered)
+		setrlimit(RLIMIT_NOFILE, &rl0);
+	cr_assert_geq(started, 0, "foresightd did not start");
+	iso_rounds = (unsigned)(SAN ? 1 : 2);
+	iso_warm_set = 1;
+	iso_warm = 0;
+	struct honest solo, with;
+	measure(&d, what, NULL, 1, &solo, &with);
+	expect_unhurt(what, &solo, &with);
+	long worst = ping_max(&d, what, iso_rounds);
+	long bar = SAN ? 3000 : 1000;
+	cJSON *st = fault_stats(d.h.sock);
+	double n = fault_num(st, "daemon", counter);
+	cJSON_Delete(st);
+	fprintf(stderr, "iso %s: slowest ping during the attack %ld ms; %s %.0f\n", what, worst, counter, n);
+	cr_expect(worst >= 0 && worst <= bar, "%s: a ping failed or took %ld ms (bar %ld)", what, worst, bar);
+	cr_expect_geq(n, 1.0, "%s: %s did not count the attack", what, counter);
+	iso_users_done();
+	fd_stop(&d);
+}
+
+Test(iso, a_client_that_never_reads_its_replies_stalls_nothing, .timeout = 300)
+{
+	conns_attack("no-read", "replies_dropped");
+}
+
+Test(iso, thousands_of_idle_connections_exhaust_nothing, .timeout = 300)
+{
+	conns_attack("idle-conns", "conns_refused");
 }

@@ -1,0 +1,505 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fsd_control_io.c: the control socket's transport.  nng REP over ipc://;
+ * the requests are handled on the loop thread (fsd_control_reply, in
+ * fsd_control.c), and no peer can make the loop wait (issue 22, attacks 4
+ * and 6):
+ *
+ *  - Requests come in on CTL_CTXS nng contexts, each with its own aio: the
+ *    receive completes on an nng thread, which queues the context for the
+ *    loop (a uv_async); the loop computes the reply and hands it back with
+ *    an asynchronous send, and returns.  The old loop sent each reply
+ *    blocking, up to 200 ms for a peer that did not read: 20 such peers
+ *    made ping take 3.8 s and an honest attach fail.
+ *  - A reply not taken by its peer within CTL_SEND_MS, or a connection
+ *    with more than CTL_PER_PIPE requests (a process: CTL_PER_PID) waiting
+ *    for their replies, closes that connection (counted: replies_dropped).
+ *    One peer holds at most that many of the contexts.
+ *  - Connections: at most CONNS_PER_PID a process and, for a user other
+ *    than root and foresightd's own, CONNS_PER_UID; in all at most what the
+ *    fd limit leaves (fsd_control_fd_budget); more are closed as they come
+ *    (conns_refused).  Past half of that, connections idle for
+ *    CONN_IDLE_NS are closed, the longest idle first (conns_reaped): the
+ *    library's dialer reconnects when it next needs one.
+ */
+#include <errno.h>
+#include <grp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
+#include <nng/protocol/reqrep0/req.h>
+#include <nng/transport/ipc/ipc.h>
+
+#include "fs_time.h"
+#include "fsd.h"
+#include "fsd_control.h"
+#include "fsd_sockpath.h"
+
+#define CTL_CTXS 64u
+#define CTL_PER_PIPE 2u
+#define CTL_PER_PID 8u
+#define CTL_SEND_MS 1000
+#define CONNS_PER_PID 16u
+#define CONNS_PER_UID 64u
+#define CONNS_TABLE 4096u
+#define CONN_IDLE_NS (60ull * 1000000000ull)
+
+enum { CTX_RECV = 1, CTX_LOOP, CTX_SEND };
+
+struct ctl_ctx {
+	nng_ctx ctx;
+	nng_aio *aio;
+	int state;            /* CTX_*: whose turn it is */
+	nng_msg *msg;         /* the request, on its way to the loop */
+	uint32_t pipe_id;     /* under lock: the connection it serves, while busy */
+	uint64_t pid;         /* under lock: its peer's pid, while busy */
+	int busy;             /* under lock: a request taken, its reply not yet sent */
+	struct ctl_ctx *next; /* under lock: the loop's queue */
+};
+
+struct conn {
+	uint32_t id;
+	uint32_t uid;
+	uint64_t pid;
+	uint64_t last_ns; /* its last request (or its start) */
+};
+
+static struct fsd *ctl_d;
+static struct ctl_ctx ctxs[CTL_CTXS];
+static unsigned n_ctxs;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ctl_ctx *q_head, *q_tail; /* under lock */
+static int closing;                     /* under lock: no more uv_async_send */
+static uv_async_t ctl_async;
+static uv_timer_t reap_timer;
+static int handles_on;
+static struct conn conns[CONNS_TABLE]; /* under lock, [0, n_conns) */
+static unsigned n_conns, conn_cap;
+
+static int is_admin(uint64_t uid)
+{
+	return uid == 0 || uid == (uint64_t)geteuid();
+}
+
+/* ---- connections (nng's threads) ----------------------------------------- */
+
+static struct conn *conn_find(uint32_t id)
+{
+	for (unsigned i = 0; i < n_conns; i++)
+		if (conns[i].id == id)
+			return &conns[i];
+	return NULL;
+}
+
+static void on_pipe(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	struct fsd *d = arg;
+	uint32_t id = (uint32_t)nng_pipe_id(p);
+	if (ev == NNG_PIPE_EV_REM_POST) {
+		pthread_mutex_lock(&lock);
+		struct conn *c = conn_find(id);
+		if (c)
+			*c = conns[--n_conns];
+		pthread_mutex_unlock(&lock);
+		return;
+	}
+	if (ev != NNG_PIPE_EV_ADD_PRE)
+		return;
+	uint64_t uid = UINT64_MAX, pid = 0;
+	nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &uid);
+	nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid);
+	unsigned of_pid = 0, of_uid = 0, all;
+	pthread_mutex_lock(&lock);
+	for (unsigned i = 0; i < n_conns; i++) {
+		of_pid += conns[i].pid == pid;
+		of_uid += conns[i].uid == (uint32_t)uid;
+	}
+	int stop = closing; /* then the daemon region may be gone */
+	int ok = !stop && n_conns < conn_cap && of_pid < CONNS_PER_PID &&
+		 (is_admin(uid) || of_uid < CONNS_PER_UID);
+	if (ok)
+		conns[n_conns++] = (struct conn){
+			.id = id, .uid = (uint32_t)uid, .pid = pid, .last_ns = fs_now_ns()};
+	all = n_conns;
+	pthread_mutex_unlock(&lock);
+	if (!ok && stop) {
+		nng_pipe_close(p);
+		return;
+	}
+	if (!ok) {
+		static uint64_t logged_ns;
+		uint64_t now = fs_now_ns();
+		fsd_count(&d->counters_daemon[FS_C_conns_refused], 1);
+		if (now - __atomic_load_n(&logged_ns, __ATOMIC_RELAXED) > 1000000000ull) {
+			__atomic_store_n(&logged_ns, now, __ATOMIC_RELAXED);
+			fsd_log(FSD_WARN,
+				"control: closed a connection of pid %llu uid %llu: %u of its process, %u of its "
+				"user, %u in all (limits %u, %u, %u)",
+				(unsigned long long)pid, (unsigned long long)uid, of_pid, of_uid, all,
+				CONNS_PER_PID, CONNS_PER_UID, conn_cap);
+		}
+		nng_pipe_close(p);
+	}
+}
+
+/* Loop thread, every second: past half the budget, idle connections go. */
+static void on_reap(uv_timer_t *t)
+{
+	struct fsd *d = t->loop->data;
+	uint32_t ids[64];
+	unsigned n = 0;
+	uint64_t now = fs_now_ns();
+	pthread_mutex_lock(&lock);
+	while (n_conns > conn_cap / 2 && n < 64) {
+		struct conn *old = NULL;
+		for (unsigned i = 0; i < n_conns; i++) {
+			int picked = 0;
+			for (unsigned k = 0; k < n; k++)
+				picked |= ids[k] == conns[i].id;
+			if (!picked && now - conns[i].last_ns > CONN_IDLE_NS &&
+			    (!old || conns[i].last_ns < old->last_ns))
+				old = &conns[i];
+		}
+		if (!old)
+			break;
+		ids[n++] = old->id;
+		if (n_conns - n <= conn_cap / 2)
+			break;
+	}
+	pthread_mutex_unlock(&lock);
+	for (unsigned i = 0; i < n; i++) {
+		nng_pipe p = NNG_PIPE_INITIALIZER;
+		p.id = ids[i];
+		nng_pipe_close(p);
+		fsd_count(&d->counters_daemon[FS_C_conns_reaped], 1);
+	}
+}
+
+/* ---- requests and replies ------------------------------------------------ */
+
+static void ctx_recv(struct ctl_ctx *c)
+{
+	c->state = CTX_RECV;
+	nng_aio_set_timeout(c->aio, NNG_DURATION_INFINITE);
+	nng_ctx_recv(c->ctx, c->aio);
+}
+
+static void ctx_done(struct ctl_ctx *c)
+{
+	pthread_mutex_lock(&lock);
+	c->busy = 0;
+	int stop = closing;
+	pthread_mutex_unlock(&lock);
+	if (!stop)
+		ctx_recv(c);
+}
+
+/* nng's thread: a request arrived, or a reply went (or did not). */
+static void on_ctx(void *arg)
+{
+	struct ctl_ctx *c = arg;
+	int r = nng_aio_result(c->aio);
+	if (c->state == CTX_SEND) {
+		if (r != 0) {
+			nng_msg *m = nng_aio_get_msg(c->aio);
+			if (m)
+				nng_msg_free(m);
+			nng_pipe p = NNG_PIPE_INITIALIZER;
+			pthread_mutex_lock(&lock);
+			p.id = c->pipe_id;
+			int stop = closing; /* then the daemon region may be gone */
+			pthread_mutex_unlock(&lock);
+			if (!stop && r != NNG_ECLOSED && p.id > 0) {
+				/* Its peer does not read: the connection goes. */
+				fsd_count(&ctl_d->counters_daemon[FS_C_replies_dropped], 1);
+				nng_pipe_close(p);
+			}
+		}
+		ctx_done(c);
+		return;
+	}
+	if (r != 0) {
+		if (r == NNG_ECLOSED)
+			return;
+		ctx_done(c);
+		return;
+	}
+	nng_msg *m = nng_aio_get_msg(c->aio);
+	uint32_t pid_ = (uint32_t)nng_pipe_id(nng_msg_get_pipe(m));
+	uint64_t peer = 0;
+	nng_pipe_get_uint64(nng_msg_get_pipe(m), NNG_OPT_IPC_PEER_PID, &peer);
+	c->msg = m;
+	c->state = CTX_LOOP;
+	pthread_mutex_lock(&lock);
+	c->busy = 1;
+	c->pipe_id = pid_;
+	c->pid = peer;
+	struct conn *cn = conn_find(pid_);
+	if (cn)
+		cn->last_ns = fs_now_ns();
+	c->next = NULL;
+	if (q_tail)
+		q_tail->next = c;
+	else
+		q_head = c;
+	q_tail = c;
+	if (!closing)
+		uv_async_send(&ctl_async);
+	pthread_mutex_unlock(&lock);
+}
+
+static void handle_one(struct fsd *d, struct ctl_ctx *c)
+{
+	nng_msg *m = c->msg;
+	c->msg = NULL;
+	nng_pipe p = nng_msg_get_pipe(m);
+	unsigned of_pipe = 0, of_pid = 0;
+	pthread_mutex_lock(&lock);
+	for (unsigned i = 0; i < n_ctxs; i++) {
+		if (!ctxs[i].busy || &ctxs[i] == c)
+			continue;
+		of_pipe += ctxs[i].pipe_id == c->pipe_id;
+		of_pid += ctxs[i].pid == c->pid;
+	}
+	pthread_mutex_unlock(&lock);
+	if (of_pipe >= CTL_PER_PIPE || of_pid >= CTL_PER_PID) {
+		/* Requests piled up behind replies it does not read. */
+		static uint64_t logged_ns;
+		uint64_t now = fs_now_ns();
+		if (now - logged_ns > 1000000000ull) {
+			logged_ns = now;
+			fsd_log(FSD_WARN,
+				"control: closed a connection of pid %llu: %u requests of it (%u of its process) "
+				"wait for replies it does not read",
+				(unsigned long long)c->pid, of_pipe, of_pid);
+		}
+		fsd_count(&d->counters_daemon[FS_C_replies_dropped], 1);
+		nng_msg_free(m);
+		nng_pipe_close(p);
+		ctx_done(c);
+		return;
+	}
+	struct fsd_peer pe = {0};
+	pe.have = nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &pe.uid) == 0 &&
+		  nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_GID, &pe.gid) == 0 &&
+		  nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pe.pid) == 0;
+	char *txt = fsd_control_reply(d, nng_msg_body(m), nng_msg_len(m), &pe);
+	nng_msg_clear(m);
+	if (!txt || nng_msg_append(m, txt, strlen(txt)) != 0) {
+		free(txt);
+		nng_msg_free(m);
+		ctx_done(c);
+		return;
+	}
+	free(txt);
+	c->state = CTX_SEND;
+	nng_aio_set_msg(c->aio, m);
+	nng_aio_set_timeout(c->aio, CTL_SEND_MS);
+	nng_ctx_send(c->ctx, c->aio); /* on_ctx hears how it went */
+}
+
+static void on_async(uv_async_t *h)
+{
+	struct fsd *d = h->loop->data;
+	for (;;) {
+		pthread_mutex_lock(&lock);
+		struct ctl_ctx *c = q_head;
+		if (c) {
+			q_head = c->next;
+			if (!q_head)
+				q_tail = NULL;
+		}
+		pthread_mutex_unlock(&lock);
+		if (!c)
+			return;
+		handle_one(d, c);
+	}
+}
+
+/* ---- the fd budget -------------------------------------------------------- */
+
+/*
+ * The soft fd limit is raised to the hard one (systemd's default soft limit
+ * is 1024; 2000 idle connections once left no fd for an attach), and the
+ * connection budget is what remains after the fds the rest needs: the
+ * regions, 3 per client row (its region, pidfd, fd-socket connection),
+ * the fd socket's table, and 64 to spare (logs, /proc, metrics, CUDA).
+ */
+static unsigned fd_budget(const struct fsd *d, rlim_t soft)
+{
+	uint64_t need = 64u + 16u + 3ull * d->cfg.max_clients + 2ull * FS_MAX_CARDS + FSD_MAX_CLIENTS + 16u;
+	uint64_t left = soft > need ? (uint64_t)soft - need : 0;
+	if (left > CONNS_TABLE)
+		left = CONNS_TABLE;
+	return (unsigned)left;
+}
+
+static void fd_limit_check(struct fsd *d)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+		conn_cap = 256;
+		fsd_log(FSD_WARN, "control: getrlimit(RLIMIT_NOFILE): %s; serving up to %u connections",
+			strerror(errno), conn_cap);
+		return;
+	}
+	rlim_t soft0 = rl.rlim_cur;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			rl.rlim_cur = soft0;
+	}
+	conn_cap = fd_budget(d, rl.rlim_cur);
+	unsigned want = d->cfg.max_clients + 16u;
+	fsd_log(conn_cap < want ? FSD_WARN : FSD_INFO,
+		"fd limit %llu (soft was %llu, hard %llu): %u client rows and up to %u control connections "
+		"(%u a process, %u a user other than root and foresightd's)%s",
+		(unsigned long long)rl.rlim_cur, (unsigned long long)soft0, (unsigned long long)rl.rlim_max,
+		d->cfg.max_clients, conn_cap, CONNS_PER_PID, CONNS_PER_UID,
+		conn_cap < want ? ": too few for the clients; raise LimitNOFILE (ulimit -n)" : "");
+	if (conn_cap < 16)
+		conn_cap = 16;
+}
+
+/* ---- start and stop ------------------------------------------------------- */
+
+int fsd_control_start(struct fsd *d)
+{
+	char url[160];
+	nng_listener l;
+	int r;
+	ctl_d = d;
+	fd_limit_check(d);
+	snprintf(url, sizeof(url), "ipc://%s", d->cfg.socket_path);
+	if ((r = nng_rep0_open(&d->rep)) != 0) {
+		fsd_log(FSD_ERR, "control: nng_rep0_open: %s", nng_strerror(r));
+		return -EIO;
+	}
+	d->rep_open = 1;
+	/* Up to twice the limit arrives here and is refused with a reply (and
+	 * counted); nng closes the connection of anything larger. */
+	nng_socket_set_size(d->rep, NNG_OPT_RECVMAXSZ, FSD_CONTROL_RECV_MAX);
+	/* A second daemon on the same socket must fail, not steal it: probe first. */
+	nng_socket probe;
+	if (nng_req0_open(&probe) == 0) {
+		if (nng_dial(probe, url, NULL, 0) == 0) {
+			nng_close(probe);
+			fsd_log(FSD_ERR, "control: another foresightd is already listening on %s",
+				d->cfg.socket_path);
+			return -EADDRINUSE;
+		}
+		nng_close(probe);
+	}
+	nng_pipe_notify(d->rep, NNG_PIPE_EV_ADD_PRE, on_pipe, d);
+	nng_pipe_notify(d->rep, NNG_PIPE_EV_REM_POST, on_pipe, d);
+	uv_async_init(d->loop, &ctl_async, on_async);
+	uv_timer_init(d->loop, &reap_timer);
+	uv_timer_start(&reap_timer, on_reap, 1000, 1000);
+	handles_on = 1;
+	for (n_ctxs = 0; n_ctxs < CTL_CTXS; n_ctxs++) {
+		struct ctl_ctx *c = &ctxs[n_ctxs];
+		if (nng_ctx_open(&c->ctx, d->rep) != 0)
+			break;
+		if (nng_aio_alloc(&c->aio, on_ctx, c) != 0) {
+			nng_ctx_close(c->ctx);
+			break;
+		}
+	}
+	if (n_ctxs == 0) {
+		fsd_log(FSD_ERR, "control: no nng context");
+		return -EIO;
+	}
+	for (unsigned i = 0; i < n_ctxs; i++)
+		ctx_recv(&ctxs[i]);
+	/* fsd_sock_claim (main.c) holds the lock and cleared a stale socket. */
+	if ((r = nng_listener_create(&l, d->rep, url)) != 0 ||
+	    (r = nng_listener_set_int(l, NNG_OPT_IPC_PERMISSIONS, (int)d->cfg.socket_mode)) != 0 ||
+	    (r = nng_listener_start(l, 0)) != 0) {
+		fsd_log(FSD_ERR, "control: cannot listen on %s: %s", url, nng_strerror(r));
+		return -EIO;
+	}
+	fsd_sock_bound(&d->cfg, FSD_SOCK_CONTROL);
+	if (d->cfg.group[0]) {
+		/* Only the loop thread looks groups up: getgrnam's static buffer is safe. */
+		// cppcheck-suppress getgrnamCalled
+		struct group *g = getgrnam(d->cfg.group);
+		if (!g) {
+			fsd_log(FSD_ERR, "control: group '%s' does not exist", d->cfg.group);
+			return -ENOENT;
+		}
+		if (chown(d->cfg.socket_path, (uid_t)-1, g->gr_gid) < 0 ||
+		    chown(d->cfg.fd_socket_path, (uid_t)-1, g->gr_gid) < 0)
+			fsd_log(FSD_WARN, "control: chgrp of the sockets to '%s' failed: %s", d->cfg.group,
+				strerror(errno));
+	}
+	fsd_log(FSD_INFO, "control: listening on %s (mode %04o)", url, d->cfg.socket_mode);
+	return 0;
+}
+
+static void *close_rep(void *arg)
+{
+	nng_close(*(nng_socket *)arg);
+	return NULL;
+}
+
+void fsd_control_stop(struct fsd *d)
+{
+	if (!d->rep_open)
+		return;
+	pthread_mutex_lock(&lock);
+	closing = 1;
+	pthread_mutex_unlock(&lock);
+	if (handles_on) {
+		uv_close((uv_handle_t *)&ctl_async, NULL);
+		uv_timer_stop(&reap_timer);
+		uv_close((uv_handle_t *)&reap_timer, NULL);
+		handles_on = 0;
+	}
+	/* No new engine finds a socket that will not answer. */
+	fsd_sock_unlink(&d->cfg, FSD_SOCK_CONTROL);
+	/* The contexts' operations end here (their callbacks see `closing`
+	 * and arm nothing more), before nng_close waits for them. */
+	for (unsigned i = 0; i < n_ctxs; i++)
+		nng_aio_stop(ctxs[i].aio);
+	/* nng_close() waits for every pipe; a daemon (nng 1.5.2) was seen
+	 * waiting there forever after SIGTERM, with one connection left over
+	 * from killed clients.  Close on a helper thread and give it 2 s: a
+	 * daemon that is stopping must stop (the clients see it go either
+	 * way, and exit closes the socket). */
+	pthread_t t;
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 2;
+	int closed = 0;
+	if (pthread_create(&t, NULL, close_rep, &d->rep) != 0) {
+		nng_close(d->rep);
+		closed = 1;
+	} else if (pthread_timedjoin_np(t, NULL, &dl) != 0) {
+		fsd_log(FSD_WARN, "control: nng_close did not return within 2 s; stopping without it");
+		pthread_detach(t);
+	} else {
+		closed = 1;
+	}
+	d->rep_open = 0;
+	if (!closed)
+		return; /* the contexts may still be nng's: leave them */
+	/* Every aio has completed (ECLOSED); requests the loop never took. */
+	for (unsigned i = 0; i < n_ctxs; i++) {
+		nng_aio_stop(ctxs[i].aio);
+		if (ctxs[i].state == CTX_LOOP && ctxs[i].msg)
+			nng_msg_free(ctxs[i].msg);
+		ctxs[i].msg = NULL;
+		nng_aio_free(ctxs[i].aio);
+		ctxs[i].aio = NULL;
+	}
+	n_ctxs = 0;
+	q_head = q_tail = NULL;
+}
