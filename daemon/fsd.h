@@ -1,18 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsd.h: foresightd's internal types, shared by the daemon's files.
+ * Split by job: this file (the options, the log, the loop thread's client
+ * table, the daemon struct, the regions), fsd_hot.h (the hot thread, the
+ * host of the hot engine daemon/engine/fse.h, and cards that go down),
+ * fsd_backend.h (the copy backends).
  *
  * Threads and who owns what:
  *  - the loop thread (libuv): control socket, fd socket, pidfds, signals,
- *    timers.  Owns the client table's control fields (pid, uid, pidfd).
- *  - the hot thread (fsd_hot.c): reads every client ring, drives the
- *    residency core, issues copies, publishes epochs, reads holds, checks
- *    liveness.  Owns the residency core and each client's ring consumer.
- *  - one copy thread per card (the backend): moves arena bytes into slots
- *    and flips ready words.
- * The loop thread hands clients to the hot thread and asks it to drop them
- * through a small command queue (fsd->cmd_*); the hot thread reports the
- * clients it dropped back through a uv_async.
+ *    timers.  Owns the client table (pid, uid, pidfd, region).
+ *  - the hot thread (fsd_hot.c): runs the hot engine (fse_pass: every
+ *    client ring, the residency core, copies, epochs, holds, liveness).
+ *    The engine owns the residency core's calls, each client's ring
+ *    consumer once handed over, the epoch buffers and the card-down record.
+ *  - one copy thread per card (the host backend): moves arena bytes into
+ *    slots and flips ready words.
+ * The loop thread hands clients to the engine and asks it to drop them
+ * through the engine's command queue (fsd_hot_add/drop); the hot thread
+ * reports the clients the engine dropped back through a uv_async.
  */
 #ifndef FSD_H
 #define FSD_H
@@ -29,10 +34,14 @@
 #include "fs_regions.h"
 #include "fs_ring.h"
 #include "fs_shm.h"
+#include "fsd_backend.h"
+#include "fsd_hot.h"
+#include "fse.h"
 #include "fsr.h"
 
 #define FSD_VERSION "0.1.0"
 #include "fsd_options.h" /* struct fsd_config and its functions */
+_Static_assert(FSD_MAX_CLIENTS <= FSE_MAX_CLIENTS, "the hot engine has a row for every client");
 
 /* ---- logging (sd-daemon priority prefixes, for journald) ------------- */
 extern int fsd_log_level;
@@ -65,16 +74,9 @@ struct fsd_client {
 	struct fsd_pidwatch *pidw; /* its pidfd's watch (fsd_clients.c), NULL: none */
 	char name[48];
 	struct fs_shm region; /* its client region (daemon maps read-write) */
-
-	/* hot thread */
-	int hot_active;
-	struct fs_client_hdr *hdr;
+	/* its rings' consumers as formatted: the engine takes a copy at add */
 	struct fs_ring_cons ring;
-	struct fs_ring_cons dev_ring;     /* its GPU kernels' ring (fs_ring_dev.h) */
-	uint64_t hold_seen[FS_MAX_HOLDS]; /* last values read, bad ones as 0 */
-	uint64_t hold_bad[FS_MAX_HOLDS];  /* the bad value a word last had (counted once) */
-	uint64_t first_epoch;             /* current when it was added: it can hold no older */
-	uint32_t newest_window;
+	struct fs_ring_cons dev_ring; /* its GPU kernels' ring (fs_ring_dev.h) */
 };
 
 /* A client revoked for an overlong hold backs off before it may attach
@@ -89,59 +91,6 @@ struct fsd_backoff {
 	uint64_t until_ns; /* attaches refused until then */
 	uint64_t last_ns;  /* the last revocation */
 };
-
-/* hot-thread commands from the loop thread */
-enum fsd_cmd_type { FSD_CMD_ADD = 1, FSD_CMD_DROP = 2, FSD_CMD_CALL = 3 };
-struct fsd_call; /* fsd_hot_call: a function the hot thread runs for the loop */
-struct fsd_cmd {
-	enum fsd_cmd_type type;
-	uint32_t row;
-	uint32_t reason; /* enum fs_detach_reason */
-	struct fsd_call *call;
-};
-#define FSD_CMDQ 256u
-
-/* copy completions from the backend to the hot thread */
-struct fsd_done {
-	uint32_t card, slot, gen;
-	uint64_t busy_ns;
-	uint64_t bytes;
-};
-
-/* ---- the backend ------------------------------------------------------ */
-struct fsd;
-struct fsd_backend {
-	const char *name;
-	enum fs_backend_kind kind; /* its row of FS_BACKENDS (proto/fs_regions.h) */
-	/* Before the regions exist: discover cards, size pools (may be NULL). */
-	int (*probe)(struct fsd *d);
-	int (*start)(struct fsd *d);
-	/* Queue one copy.  The backend stores ready word 0 before the copy and
-	 * gen after it, then reports it with fsd_copy_landed(). */
-	void (*submit)(struct fsd *d, const struct fsr_copy *cp);
-	/* Hot thread: completions noticed since the last call (may be NULL:
-	 * the backend then reports through fsd_copy_landed). */
-	unsigned (*poll)(struct fsd *d, struct fsd_done *out, unsigned max);
-	/* Hot thread: `card` went down (fsd_cards.c): drop its queued copies,
-	 * forget those in flight; none is submitted to it again (may be NULL). */
-	void (*card_down)(struct fsd *d, uint32_t card);
-	void (*stop)(struct fsd *d);
-};
-/* fsd_backends.c: the backend named `name`, or NULL: *known (may be NULL)
- * says whether the name is a backend at all (1: it is, but this build does
- * not have it).  fsd_backends_list: the names, comma-separated (built: only
- * those this build has). */
-const struct fsd_backend *fsd_backend_find(const char *name, int *known);
-void fsd_backends_list(char *buf, size_t len, int built);
-extern const struct fsd_backend fsd_backend_host;
-#ifdef FSD_HAVE_CUDA
-extern const struct fsd_backend fsd_backend_cuda;
-const char *fsd_cuda_card_pci(struct fsd *d, uint32_t card);
-int fsd_cuda_card_ipc(struct fsd *d, uint32_t card, char *hex, size_t len);
-#endif
-/* Record when a copy into (card, slot) was issued (the issued_ns array). */
-void fsd_issued(struct fsd *d, uint32_t card, uint32_t slot, uint64_t now);
-void fsd_copy_landed(struct fsd *d, const struct fsd_done *done);
 
 /* ---- the daemon ------------------------------------------------------- */
 struct fsd {
@@ -164,41 +113,24 @@ struct fsd {
 	struct fsd_gguf *gguf;  /* --model: the parsed file and its plan */
 	uint64_t *expert_bytes; /* --model: [layers * experts] blob sizes (residency core) */
 
-	/* epoch buffers (daemon's own record of what each holds) */
-	uint64_t buf_epoch[FS_MAX_EPOCH_BUFS];
-	uint64_t buf_superseded_ns[FS_MAX_EPOCH_BUFS]; /* when its epoch stopped being current */
-	uint32_t cur_buf;
-
-	/* residency core (hot thread only) */
+	/* residency core (the engine's thread only) */
 	struct fsr *core;
-
-	/* cards that went down (fsd_cards.c) */
-	uint32_t cards_down;                    /* bit i: card i is down; set under cmd_lock, read relaxed */
-	uint32_t cards_applied;                 /* hot thread: those the core has dropped */
-	uint32_t cards_unpub;                   /* hot thread: dropped, not yet in the daemon header */
-	uint64_t card_down_epoch[FS_MAX_CARDS]; /* under cmd_lock: first epoch without it, 0 until then */
-	char card_reason[FS_MAX_CARDS][128];    /* under cmd_lock */
+	/* the hot engine (daemon/engine/fse.h): epoch buffers, client rings,
+	 * the card-down record; NULL until the arena is in (fsd_hot_init) */
+	struct fse *eng;
 
 	/* clients */
 	struct fsd_client clients[FSD_MAX_CLIENTS];
 	struct fsd_backoff backoff[FSD_MAX_CLIENTS]; /* loop thread */
 	uint64_t next_serial;
-	pthread_mutex_t cmd_lock;
-	struct fsd_cmd cmdq[FSD_CMDQ];
-	uint32_t cmd_head, cmd_tail;
+	pthread_mutex_t drop_lock;              /* the dropped rows below */
 	uint32_t dropped_rows[FSD_MAX_CLIENTS]; /* hot -> loop: rows finished */
 	uint32_t dropped_reason[FSD_MAX_CLIENTS];
 	uint32_t n_dropped;
 	uv_async_t dropped_async;
 
-	/* completions */
-	pthread_mutex_t done_lock;
-	struct fsd_done *doneq;
-	uint32_t done_n, done_cap;
-
 	/* hot thread */
 	pthread_t hot;
-	uint32_t hot_wake; /* futex word: bumped to wake the hot thread */
 	int hot_stop;
 	int hot_running;
 
@@ -221,8 +153,10 @@ struct fsd {
 /* fsd_region.c */
 int fsd_regions_create(struct fsd *d);
 void fsd_regions_destroy(struct fsd *d);
-uint64_t *fsd_epoch_entries(struct fsd *d, uint32_t buf);
-struct fs_epoch_buf_hdr *fsd_epoch_buf(struct fsd *d, uint32_t buf);
+static inline uint64_t *fsd_epoch_entries(struct fsd *d, uint32_t buf)
+{
+	return fse_epoch_entries(d->dh, buf);
+}
 uint32_t *fsd_ready(struct fsd *d, uint32_t card);
 uint64_t *fsd_issued_ns(struct fsd *d, uint32_t card);
 
@@ -262,43 +196,6 @@ uint64_t fsd_arena_file_identity(const char *path);
 /* fsd_arena_synth.c */
 int fsd_arena_synth_create(struct fsd *d);
 void fsd_arena_synth_fill(uint8_t *dst, uint64_t bytes, uint64_t seed, uint32_t layer, uint32_t expert);
-
-/* fsd_hot.c */
-int fsd_hot_start(struct fsd *d);
-/* One pass of the hot loop at `now`, without sleeping (the hot thread runs
- * these; fuzz/hot_fuzz.c drives them against a hostile client region).
- * fsd_hot_first: before the first pass (publishes epoch 1).  Returns
- * nonzero when the pass did work. */
-struct fsd_hot_state {
-	uint64_t last_publish, last_check, last_hb;
-	int deferred;
-	uint64_t deferred_since; /* when publication last found every buffer held */
-};
-void fsd_hot_first(struct fsd *d, struct fsd_hot_state *s);
-int fsd_hot_pass(struct fsd *d, struct fsd_hot_state *s, uint64_t now);
-void fsd_hot_stop(struct fsd *d);
-void fsd_hot_wake(struct fsd *d);
-int fsd_hot_cmd(struct fsd *d, enum fsd_cmd_type type, uint32_t row, uint32_t reason);
-/* Run fn(d, arg) on the hot thread (the residency core's only caller) and
- * wait for it, at most 2 s.  For rare admin verbs: the loop blocks meanwhile.
- * Returns fn's result, or -ETIMEDOUT / -EAGAIN. */
-int fsd_hot_call(struct fsd *d, int (*fn)(struct fsd *d, void *arg), void *arg);
-
-/* fsd_cards.c: cards that go down (lost, reset, or taken down by an
- * admin) and stay down until a restart.  fsd_card_down, from any thread
- * (a backend that finds the card broken, the control verb): record it and
- * the reason, log it, wake the hot thread; 0, -EINVAL (no such card) or
- * -EALREADY.  The hot thread applies it at its next pass (fsd_cards_apply:
- * the core drops the card, the backend its copies) and, once the next
- * epoch is out, tells engines (fsd_cards_published: peer_reach, then the
- * header's cards_down).  fsd_card_down_sync (loop thread): the same through
- * fsd_hot_call, returning once the core dropped the card (or -ETIMEDOUT).
- * fsd_card_state: 1 (down, its reason and first epoch without it) or 0. */
-int fsd_card_down(struct fsd *d, uint32_t card, const char *reason);
-int fsd_card_down_sync(struct fsd *d, uint32_t card, const char *reason);
-unsigned fsd_cards_apply(struct fsd *d);
-void fsd_cards_published(struct fsd *d, uint64_t epoch);
-int fsd_card_state(struct fsd *d, uint32_t card, char *reason, size_t len, uint64_t *epoch);
 
 /* fsd_clients.c */
 int fsd_client_attach(struct fsd *d, pid_t pid, uid_t uid, gid_t gid, const char *name, uint32_t ring_entries,

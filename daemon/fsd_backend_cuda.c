@@ -76,8 +76,8 @@ struct cuda_card {
 	uint32_t *landed;
 	CUdeviceptr landed_dev;
 	uint64_t bus_free_ns;
-	int down;            /* gone down (a failure, or fsd_cards.c): nothing goes to it */
-	int failed;          /* down by its own fault: its streams are not waited for at stop */
+	int failed;          /* down by its own fault: its streams are not waited for at stop (whether a
+		     * card is down at all is the engine's record: fsd_card_is_down) */
 	uint64_t checked_ns; /* last look at its streams for errors */
 };
 
@@ -87,7 +87,6 @@ struct cuda_priv {
 	int use_memops;
 	int daemon_registered, arena_registered;
 	int arena_pageable; /* pinning the whole arena failed: copies stay pageable */
-	const struct fs_arena_entry *idx;
 	double budget_gbps; /* bus budget: --bus-gbps; 0 = none (the link's own speed) */
 };
 
@@ -179,7 +178,6 @@ static int cuda_start(struct fsd *d)
 	if (!cp)
 		return -ENOMEM;
 	d->backend_priv = cp;
-	cp->idx = (const struct fs_arena_entry *)((const char *)d->arena + d->arena->off_index);
 
 	/* The arena: pinned, readable by every card's copy engine.  While it
 	 * still loads (served layer by layer) it is pinned at the first copy
@@ -304,9 +302,9 @@ static void card_fail(struct fsd *d, uint32_t card, const char *what, const char
 {
 	struct cuda_priv *cp = d->backend_priv;
 	struct cuda_card *c = &cp->cards[card];
-	if (c->down)
+	if (c->failed || fsd_card_is_down(d, card))
 		return;
-	c->down = c->failed = 1;
+	c->failed = 1;
 	c->ninflight = 0;
 	(void)cudaGetLastError(); /* clear a non-sticky error: the next card's calls start clean */
 	char reason[128];
@@ -323,7 +321,6 @@ static void card_fail_rt(struct fsd *d, uint32_t card, const char *what, cudaErr
 static void cuda_card_down(struct fsd *d, uint32_t card)
 {
 	struct cuda_priv *cp = d->backend_priv;
-	cp->cards[card].down = 1;
 	cp->cards[card].ninflight = 0;
 }
 
@@ -343,18 +340,16 @@ static void pin_arena(struct fsd *d, struct cuda_priv *cp)
 	fsd_log(FSD_INFO, "cuda: the loaded arena pinned in %.2f s", (double)(fs_now_ns() - t0) / 1e9);
 }
 
-static void cuda_submit(struct fsd *d, const struct fsr_copy *cpy)
+static void cuda_submit(struct fsd *d, const struct fse_copy *cpy)
 {
 	struct cuda_priv *cp = d->backend_priv;
 	struct cuda_card *c = &cp->cards[cpy->card];
 	if (!cp->arena_registered && !cp->arena_pageable && !__atomic_load_n(&d->loading, __ATOMIC_ACQUIRE))
 		pin_arena(d, cp);
-	if (c->down)
-		return; /* abandoned: the core drops the slot when it applies the fall */
-	/* The size is the core's (fsr_copy.bytes, the blob's); the slot
-	 * bounds it, for memory's sake only. */
-	const struct fs_arena_entry *e = &cp->idx[(uint64_t)cpy->layer * d->cfg.experts + cpy->expert];
-	uint64_t bytes = cpy->bytes < d->slot_bytes ? cpy->bytes : d->slot_bytes;
+	/* The length and the source are the engine's (fse_pass.c: the core's
+	 * size, bounded by the slot); it submits nothing to a card that is
+	 * down. */
+	uint64_t bytes = cpy->bytes;
 	uint32_t *ready = fsd_ready(d, cpy->card);
 	if (c->ninflight == CUDA_MAX_INFLIGHT) {
 		fsd_log(FSD_ERR, "cuda backend: more than %u copies in flight on card %u", CUDA_MAX_INFLIGHT,
@@ -373,7 +368,7 @@ static void cuda_submit(struct fsd *d, const struct fsr_copy *cpy)
 	cudaError_t err = cudaSetDevice(c->dev);
 	if (err == cudaSuccess)
 		err = cudaMemcpyAsync((char *)c->pool + (uint64_t)cpy->slot * d->slot_bytes,
-				      (const char *)d->arena + e->offset, bytes, cudaMemcpyHostToDevice, s);
+				      (const char *)d->arena + cpy->src, bytes, cudaMemcpyHostToDevice, s);
 	if (err != cudaSuccess) {
 		/* A broken copy path cannot be reported as landed: the card goes
 		 * down, the others keep serving. */
@@ -414,7 +409,8 @@ static void check_card(struct fsd *d, uint32_t card, uint64_t now)
 {
 	struct cuda_priv *cp = d->backend_priv;
 	struct cuda_card *c = &cp->cards[card];
-	if (c->down || c->ninflight == 0 || now - c->checked_ns < CUDA_CHECK_NS)
+	if (c->failed || c->ninflight == 0 || now - c->checked_ns < CUDA_CHECK_NS ||
+	    fsd_card_is_down(d, card))
 		return;
 	c->checked_ns = now;
 	cudaError_t e = cudaSetDevice(c->dev);
@@ -435,7 +431,7 @@ static void check_card(struct fsd *d, uint32_t card, uint64_t now)
 }
 
 /* Completions: every in-flight copy whose ready word now carries its gen. */
-static unsigned cuda_poll(struct fsd *d, struct fsd_done *out, unsigned max)
+static unsigned cuda_poll(struct fsd *d, struct fse_done *out, unsigned max)
 {
 	struct cuda_priv *cp = d->backend_priv;
 	unsigned n = 0;
@@ -443,7 +439,7 @@ static unsigned cuda_poll(struct fsd *d, struct fsd_done *out, unsigned max)
 	for (uint32_t i = 0; i < d->cfg.cards && n < max; i++) {
 		struct cuda_card *c = &cp->cards[i];
 		uint32_t *ready = fsd_ready(d, i);
-		if (c->down)
+		if (c->failed || fsd_card_is_down(d, i))
 			continue;
 		if (c->ninflight) {
 			if (!now)
@@ -473,7 +469,7 @@ static unsigned cuda_poll(struct fsd *d, struct fsd_done *out, unsigned max)
 			if (!now)
 				now = fs_now_ns();
 			uint64_t busy = c->landed ? f->land_ns - f->start_ns : now - f->issued_ns;
-			out[n++] = (struct fsd_done){.card = i,
+			out[n++] = (struct fse_done){.card = i,
 						     .slot = f->slot,
 						     .gen = f->gen,
 						     .busy_ns = busy,

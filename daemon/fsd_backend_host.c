@@ -25,10 +25,9 @@ struct host_card {
 	int started;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	struct fsr_copy q[HOST_QCAP];
+	struct fse_copy q[HOST_QCAP];
 	uint32_t head, tail;
 	int stop;
-	int down; /* the card went down (fsd_cards.c): nothing more is copied to it */
 	uint64_t bus_free_at;
 };
 
@@ -57,8 +56,6 @@ static void *copy_thread(void *arg)
 	struct fsd *d = hc->d;
 	uint32_t *ready = fsd_ready(d, hc->card);
 	uint8_t *pool = d->pool_shm[hc->card].base;
-	const struct fs_arena_entry *idx = (const struct fs_arena_entry *)((const char *)d->arena +
-									   d->arena->off_index);
 
 	for (;;) {
 		pthread_mutex_lock(&hc->lock);
@@ -68,24 +65,22 @@ static void *copy_thread(void *arg)
 			pthread_mutex_unlock(&hc->lock);
 			return NULL;
 		}
-		struct fsr_copy cp = hc->q[hc->head % HOST_QCAP];
+		struct fse_copy cp = hc->q[hc->head % HOST_QCAP];
 		hc->head++;
 		pthread_mutex_unlock(&hc->lock);
 
-		/* The size is the core's (fsr_copy.bytes, the blob's); the
-		 * slot bounds it, for memory's sake only. */
-		const struct fs_arena_entry *e = &idx[(uint64_t)cp.layer * d->cfg.experts + cp.expert];
-		uint64_t bytes = cp.bytes < d->slot_bytes ? cp.bytes : d->slot_bytes;
+		/* The length and the source are the engine's (fse_pass.c:
+		 * the core's size, bounded by the slot). */
+		uint64_t bytes = cp.bytes;
 		uint64_t start;
 		uint64_t done_at = fs_pace_copy(&hc->bus_free_at, fs_now_ns(), bytes, d->cfg.bus_gbps,
 						&start);
 		fs_store_release(&ready[cp.slot], FS_GEN_NONE);
 		fsd_issued(d, cp.card, cp.slot, fs_now_ns());
-		memcpy(pool + (uint64_t)cp.slot * d->slot_bytes, (const uint8_t *)d->arena + e->offset,
-		       bytes);
+		memcpy(pool + (uint64_t)cp.slot * d->slot_bytes, (const uint8_t *)d->arena + cp.src, bytes);
 		sleep_until(done_at); /* the emulated bus is the limit */
 		fs_store_release(&ready[cp.slot], cp.gen);
-		struct fsd_done dn = {.card = cp.card,
+		struct fse_done dn = {.card = cp.card,
 				      .slot = cp.slot,
 				      .gen = cp.gen,
 				      .busy_ns = done_at - start,
@@ -122,15 +117,11 @@ static int host_start(struct fsd *d)
 	return 0;
 }
 
-static void host_submit(struct fsd *d, const struct fsr_copy *cp)
+static void host_submit(struct fsd *d, const struct fse_copy *cp)
 {
 	struct host_priv *hp = d->backend_priv;
 	struct host_card *hc = &hp->cards[cp->card];
 	pthread_mutex_lock(&hc->lock);
-	if (hc->down) { /* the core copies nothing to a card that is down */
-		pthread_mutex_unlock(&hc->lock);
-		return;
-	}
 	/* The core keeps at most max_inflight copies per card in flight, far
 	 * below HOST_QCAP; a full queue is a bug, not a load condition. */
 	if (hc->tail - hc->head >= HOST_QCAP) {
@@ -145,14 +136,14 @@ static void host_submit(struct fsd *d, const struct fsr_copy *cp)
 }
 
 /* The card went down (an admin's `card` verb: the host backend has no
- * failure of its own): drop what is queued.  A copy the thread is doing
- * now finishes and reports; the core ignores it (done_after_down). */
+ * failure of its own): drop what is queued; the engine submits nothing
+ * more to it.  A copy the thread is doing now finishes and reports; the
+ * core ignores it (done_after_down). */
 static void host_card_down(struct fsd *d, uint32_t card)
 {
 	struct host_priv *hp = d->backend_priv;
 	struct host_card *hc = &hp->cards[card];
 	pthread_mutex_lock(&hc->lock);
-	hc->down = 1;
 	hc->head = hc->tail;
 	pthread_mutex_unlock(&hc->lock);
 }

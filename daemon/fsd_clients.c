@@ -75,7 +75,6 @@ static void row_free(struct fsd *d, struct fsd_client *c)
 {
 	set_active_bit(d, c->row, 0);
 	fs_shm_close(&c->region);
-	c->hdr = NULL;
 	c->phase = FSD_CL_FREE;
 }
 
@@ -454,7 +453,7 @@ int fsd_client_activate(struct fsd *d, struct fsd_client *c)
 	fsd_count(&d->counters_daemon[FS_C_attaches], 1);
 	fsd_log(FSD_INFO, "client %u (%s, pid %d, uid %d) attached", c->row, c->name, (int)c->pid,
 		(int)c->uid);
-	return fsd_hot_cmd(d, FSD_CMD_ADD, c->row, 0);
+	return fsd_hot_add(d, c->row);
 }
 
 void fsd_client_detach(struct fsd *d, struct fsd_client *c, uint32_t reason)
@@ -462,7 +461,7 @@ void fsd_client_detach(struct fsd *d, struct fsd_client *c, uint32_t reason)
 	if (c->phase == FSD_CL_ACTIVE) {
 		/* The hot thread drops it and reports back (fsd_clients_reap). */
 		c->phase = FSD_CL_CLOSING;
-		if (fsd_hot_cmd(d, FSD_CMD_DROP, c->row, reason) < 0)
+		if (fsd_hot_drop(d, c->row, reason) < 0)
 			fsd_log(FSD_ERR, "client %u: hot thread command queue full", c->row);
 		return;
 	}
@@ -476,12 +475,12 @@ void fsd_client_detach(struct fsd *d, struct fsd_client *c, uint32_t reason)
 void fsd_clients_reap(struct fsd *d)
 {
 	uint32_t rows[FSD_MAX_CLIENTS], reasons[FSD_MAX_CLIENTS], n;
-	pthread_mutex_lock(&d->cmd_lock);
+	pthread_mutex_lock(&d->drop_lock);
 	n = d->n_dropped;
 	memcpy(rows, d->dropped_rows, n * sizeof(rows[0]));
 	memcpy(reasons, d->dropped_reason, n * sizeof(reasons[0]));
 	d->n_dropped = 0;
-	pthread_mutex_unlock(&d->cmd_lock);
+	pthread_mutex_unlock(&d->drop_lock);
 	for (uint32_t i = 0; i < n; i++) {
 		struct fsd_client *c = &d->clients[rows[i]];
 		if (c->phase == FSD_CL_FREE)

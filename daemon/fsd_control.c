@@ -142,9 +142,7 @@ static cJSON *layout_json(struct fsd *d, const struct fsd_client *c)
 	cJSON_AddNumberToObject(l, "daemon_bytes", (double)d->daemon_shm.bytes);
 	cJSON_AddNumberToObject(l, "client_bytes", (double)c->region.bytes);
 	cJSON_AddNumberToObject(l, "arena_bytes", (double)d->arena_shm.bytes);
-	cJSON_AddNumberToObject(l, "ring_entries",
-				c->hdr ? c->hdr->ring_entries :
-					 ((struct fs_client_hdr *)c->region.base)->ring_entries);
+	cJSON_AddNumberToObject(l, "ring_entries", ((struct fs_client_hdr *)c->region.base)->ring_entries);
 	cJSON *fds = cJSON_AddArrayToObject(l, "fds");
 	cJSON_AddItemToArray(fds, cJSON_CreateString("daemon"));
 	cJSON_AddItemToArray(fds, cJSON_CreateString("client"));

@@ -14,17 +14,6 @@ static uint64_t line_round(uint64_t x)
 	return (x + FS_CACHELINE - 1) / FS_CACHELINE * FS_CACHELINE;
 }
 
-struct fs_epoch_buf_hdr *fsd_epoch_buf(struct fsd *d, uint32_t buf)
-{
-	return (struct fs_epoch_buf_hdr *)((char *)d->dh + d->dh->off_epochs +
-					   (uint64_t)buf * d->dh->epoch_buf_bytes);
-}
-
-uint64_t *fsd_epoch_entries(struct fsd *d, uint32_t buf)
-{
-	return (uint64_t *)(fsd_epoch_buf(d, buf) + 1);
-}
-
 uint32_t *fsd_ready(struct fsd *d, uint32_t card)
 {
 	return (uint32_t *)((char *)d->dh + d->dh->off_ready_card[card]);
@@ -139,9 +128,6 @@ int fsd_regions_create(struct fsd *d)
 	d->counters_layer = d->counters_card + (uint64_t)c->cards * FS_N_CARD;
 	d->counters_client = d->counters_layer + (uint64_t)c->layers * FS_N_LAYER;
 
-	for (uint32_t b = 0; b < c->epoch_bufs; b++)
-		d->buf_epoch[b] = 0;
-	d->cur_buf = 0;
 	d->daemon_ro_fd = fs_shm_ro_fd(&d->daemon_shm);
 	if (d->daemon_ro_fd < 0)
 		return d->daemon_ro_fd;

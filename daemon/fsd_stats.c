@@ -113,7 +113,7 @@ cJSON *fsd_stats_json(struct fsd *d)
 			cJSON_AddNumberToObject(c, "bus_gbps", cfg->bus_gbps);
 		/* Up, or down with why and since which epoch (fsd_cards.c; the
 		 * epoch is 0 until the first epoch without it is out). */
-		char why[sizeof(d->card_reason[0])];
+		char why[FSD_CARD_REASON];
 		uint64_t since = 0;
 		int down = fsd_card_state(d, i, why, sizeof(why), &since);
 		cJSON_AddStringToObject(c, "state", down ? "down" : "up");

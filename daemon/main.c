@@ -221,8 +221,7 @@ int main(int argc, char **argv)
 		d.clients[row].region.fd = -1;
 	}
 	d.arena_shm.fd = d.daemon_shm.fd = -1;
-	pthread_mutex_init(&d.cmd_lock, NULL);
-	pthread_mutex_init(&d.done_lock, NULL);
+	pthread_mutex_init(&d.drop_lock, NULL);
 	d.loop = uv_default_loop();
 	d.loop->data = &d;
 	uv_async_init(d.loop, &d.dropped_async, on_dropped);
@@ -261,6 +260,7 @@ out:
 	fsd_clients_reap(&d);
 	if (d.backend && d.backend_priv)
 		d.backend->stop(&d);
+	fse_destroy(d.eng); /* after the backend: its copy threads report to it */
 	fsd_fdsock_stop(&d);
 	uv_walk(d.loop, close_walk, NULL);
 	uv_run(d.loop, UV_RUN_DEFAULT);
@@ -274,7 +274,6 @@ out:
 		close(d.arena_ro_fd);
 	fs_shm_close(&d.arena_shm);
 	fsd_arena_gguf_close(&d);
-	free(d.doneq);
 	fsd_sock_release(&d.cfg);
 	fsd_log(FSD_INFO, "stopped");
 	return rc;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hot_fuzz.c: libFuzzer harness for the daemon's consume path: the hot
- * thread's passes (daemon/fsd_hot.c, fsd_hot_pass: commands, ring drain
+ * thread's passes (the hot engine daemon/engine/, hosted by daemon/fsd_hot.c,
+ * fsd_hot_pass: commands, ring drain
  * with the model's bounds, completions, copies, publish, holds, reclaim,
  * liveness) over the ring consumer (proto/fs_ring.h, common/fs_ring.c)
  * and the real residency core, with one client region the input controls
@@ -55,15 +56,15 @@ static _Alignas(64) unsigned char region[2][sizeof(struct fs_client_hdr) + 2 * R
 
 /* ---- a backend whose copies land when the input says so --------------- */
 
-static struct fsr_copy pending[256];
+static struct fse_copy pending[256];
 static unsigned npending;
 
 static void land(unsigned i)
 {
-	struct fsr_copy cp = pending[i];
+	struct fse_copy cp = pending[i];
 	pending[i] = pending[--npending];
 	fs_store_release(&fsd_ready(&d, cp.card)[cp.slot], cp.gen);
-	struct fsd_done done = {.card = cp.card, .slot = cp.slot, .gen = cp.gen, .bytes = cp.bytes};
+	struct fse_done done = {.card = cp.card, .slot = cp.slot, .gen = cp.gen, .bytes = cp.bytes};
 	fsd_copy_landed(&d, &done);
 }
 
@@ -71,13 +72,15 @@ static void land(unsigned i)
 static uint64_t held_epoch;
 static uint64_t held_tab[CARDS * LAYERS * EXPERTS];
 
-static void submit(struct fsd *dd, const struct fsr_copy *cp)
+static void submit(struct fsd *dd, const struct fse_copy *cp)
 {
 	(void)dd;
 	if (cp->card >= CARDS || cp->slot >= SLOTS)
 		abort();
-	if (d.cards_applied >> cp->card & 1u)
-		abort(); /* no copy goes to a card that is down */
+	if (fse_cards_down(d.eng) >> cp->card & 1u)
+		abort(); /* no copy goes to a card reported down */
+	if (cp->bytes != cp->core.bytes || cp->bytes > d.slot_bytes)
+		abort(); /* the length is the core's, bounded by the slot */
 	/* The grace period: nothing held may be rewritten. */
 	if (held_epoch)
 		for (uint32_t i = 0; i < CARDS * LAYERS * EXPERTS; i++)
@@ -125,13 +128,13 @@ static void add_client(unsigned row, uint64_t now)
 	    fs_ring_format(&c->dev_ring, ring(row, 1), RING_BYTES, RING) != 0)
 		abort();
 	d.n_dropped = 0; /* the loop thread reaped what was dropped */
-	if (fsd_hot_cmd(&d, FSD_CMD_ADD, row, 0) != 0)
+	if (fsd_hot_add(&d, row) != 0)
 		abort();
 }
 
 static void honest_acquire(void)
 {
-	if (held_epoch || !d.clients[1].hot_active)
+	if (held_epoch || !fse_client_active(d.eng, 1))
 		return;
 	struct fs_client_hdr *h = hdr(1);
 	uint64_t cur;
@@ -156,7 +159,7 @@ static void honest_release(void)
 
 static void honest_post(uint8_t b)
 {
-	if (!d.clients[1].hot_active)
+	if (!fse_client_active(d.eng, 1))
 		return;
 	struct fs_ring_prod p;
 	if (fs_ring_prod_init(&p, ring(1, b & 1), RING_BYTES) != 0)
@@ -229,8 +232,7 @@ static void setup_daemon(uint32_t tiers)
 	d.daemon_ro_fd = -1;
 	d.daemon_shm.fd = -1;
 	d.backend = &backend;
-	pthread_mutex_init(&d.cmd_lock, NULL);
-	pthread_mutex_init(&d.done_lock, NULL);
+	pthread_mutex_init(&d.drop_lock, NULL);
 	if (!dh) {
 		if (fsd_regions_create(&d) != 0)
 			abort();
@@ -257,7 +259,7 @@ static void setup_daemon(uint32_t tiers)
 	rc.counters = (struct fsr_counters){d.counters_daemon, d.counters_card, d.counters_layer,
 					    d.counters_client};
 	d.core = fsr_create(&rc);
-	if (!d.core)
+	if (!d.core || fsd_hot_init(&d) != 0)
 		abort();
 }
 
@@ -265,7 +267,7 @@ static void setup_daemon(uint32_t tiers)
  * and the header says so. */
 static void check_down_cards(void)
 {
-	uint32_t told = d.cards_applied & ~d.cards_unpub;
+	uint32_t unpub, told = fse_cards_applied(d.eng, &unpub) & ~unpub;
 	if ((fs_load_acquire(&d.dh->cards_down) & ~told) != 0)
 		abort(); /* told engines before the epoch without it was out */
 	uint64_t cur = fs_load_acquire(&d.dh->current);
@@ -280,10 +282,9 @@ static void check_down_cards(void)
 
 static void teardown_daemon(void)
 {
+	fse_destroy(d.eng);
 	fsr_destroy(d.core);
-	free(d.doneq);
-	pthread_mutex_destroy(&d.cmd_lock);
-	pthread_mutex_destroy(&d.done_lock);
+	pthread_mutex_destroy(&d.drop_lock);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -295,8 +296,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	npending = 0;
 	held_epoch = 0;
 	uint64_t now = fs_now_ns();
-	struct fsd_hot_state st;
-	fsd_hot_first(&d, &st);
+	fsd_hot_first(&d);
 	add_client(0, now);
 	add_client(1, now);
 	struct fs_client_hdr *h = hdr(0);
@@ -357,11 +357,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			take(&in, &dt, 2);
 			now += (uint64_t)dt * 10000u;
 			fs_store_relaxed(&hdr(1)->heartbeat_ns, now);
-			fsd_hot_pass(&d, &st, now);
+			fsd_hot_pass(&d, now);
 			if (fsr_check(d.core) != 0)
 				abort();
 			check_down_cards();
-			if (!d.clients[1].hot_active)
+			if (!fse_client_active(d.eng, 1))
 				held_epoch = 0; /* dropped (an overlong hold): nothing protected */
 			break;
 		}
@@ -389,19 +389,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 11: /* dropped and attached again (a new region); the pass
 			  * applies it, as the loop thread waits for the hot thread
 			  * before a row is used again */
-			if (d.clients[0].hot_active)
-				fsd_hot_cmd(&d, FSD_CMD_DROP, 0, FS_DETACH_REQUESTED);
+			if (fse_client_active(d.eng, 0))
+				fsd_hot_drop(&d, 0, FS_DETACH_REQUESTED);
 			else
 				add_client(0, now);
 			h = hdr(0);
-			fsd_hot_pass(&d, &st, now);
-			if (!d.clients[1].hot_active)
+			fsd_hot_pass(&d, now);
+			if (!fse_client_active(d.eng, 1))
 				held_epoch = 0;
 			break;
 		default: /* a burst of passes, time standing still */
 			for (int i = 0; i < 4; i++)
-				fsd_hot_pass(&d, &st, now);
-			if (!d.clients[1].hot_active)
+				fsd_hot_pass(&d, now);
+			if (!fse_client_active(d.eng, 1))
 				held_epoch = 0;
 			break;
 		}
@@ -411,8 +411,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			land(0);
 		now += 20000000u;
 		fs_store_relaxed(&hdr(1)->heartbeat_ns, now);
-		fsd_hot_pass(&d, &st, now);
-		if (!d.clients[1].hot_active)
+		fsd_hot_pass(&d, now);
+		if (!fse_client_active(d.eng, 1))
 			held_epoch = 0;
 	}
 	if (fsr_check(d.core) != 0)
