@@ -71,6 +71,10 @@ struct replay_model {
 	uint32_t bus_share_pct;
 	/* Levers of issue 18, each -1 (the core's default), 0 or 1. */
 	int tier_adapt, admit_value, cross_window;
+	/* The daemon around the core (replay_run.c): foresightd's names. */
+	uint32_t cards;      /* --cards: cards, each with `slots` slots and its own bus (1) */
+	uint32_t clients;    /* --clients: engines, each its own slice of the trace (1) */
+	uint32_t publish_us; /* --publish-us: at most one epoch per this (0: every change at once) */
 };
 void replay_model_defaults(struct replay_model *m);
 

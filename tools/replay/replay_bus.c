@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * replay_bus.c: the virtual bus of one card and the ready words the engine
- * reads.  Copies go over the link one after another at its full speed (the
- * core plans with its share of it); a copy's bytes are in at `done`, and
- * the replay tells the core then (fsr_copy_done at that virtual time).
+ * reads: fs-replay's backend under the hot engine (daemon/engine/fse.h).
+ * Copies go over the link one after another at its full speed (the core
+ * plans with its share of it); a copy's bytes are in at `done`
+ * (bytes / GB/s after it got the link, common/fs_pace.h), and the engine
+ * tells the core then (fse_done.at: fsr_copy_done at that virtual time).
  *
  * The landing delay: a copy wanted for a later window (recency, static)
  * becomes usable no earlier than `delay` windows after the window that
@@ -52,15 +54,16 @@ void replay_bus_free(struct replay_bus *b)
 	memset(b, 0, sizeof(*b));
 }
 
-int replay_bus_submit(struct replay_bus *b, const struct fsr_copy *cp, uint64_t now)
+int replay_bus_submit(struct replay_bus *b, const struct fse_copy *cp, uint64_t now)
 {
 	if (b->n == b->cap || cp->slot >= b->nslots)
 		return -ENOBUFS;
-	uint64_t done = fs_pace_copy(&b->free_at, now, cp->bytes, b->bytes_per_ns, NULL);
+	uint64_t start;
+	uint64_t done = fs_pace_copy(&b->free_at, now, cp->bytes, b->bytes_per_ns, &start);
 	b->ready[cp->slot] = 0;
 	b->issued[cp->slot] = cp->gen;
 	b->pend_win[cp->slot] = 0; /* a landing still held back is for the old bytes */
-	b->q[(b->head + b->n) % b->cap] = (struct replay_flight){*cp, done};
+	b->q[(b->head + b->n) % b->cap] = (struct replay_flight){cp->core, start, done, cp->bytes};
 	b->n++;
 	b->submitted++;
 	return 0;
@@ -71,12 +74,18 @@ static int delayed(const struct fsr_copy *cp)
 	return cp->deadline_ns != UINT64_MAX && !fsr_tier_speculative(cp->tier);
 }
 
-unsigned replay_bus_land(struct replay_bus *b, struct fsr *r, uint64_t now, uint32_t window)
+unsigned replay_bus_land(struct replay_bus *b, uint64_t now, uint32_t window, struct fse_done *out,
+			 unsigned max)
 {
 	unsigned n = 0;
-	while (b->n > 0 && b->q[b->head].done <= now) {
+	while (n < max && b->n > 0 && b->q[b->head].done <= now) {
 		const struct replay_flight *f = &b->q[b->head];
-		fsr_copy_done(r, f->cp.card, f->cp.slot, f->cp.gen, f->done);
+		out[n] = (struct fse_done){.card = f->cp.card,
+					   .slot = f->cp.slot,
+					   .gen = f->cp.gen,
+					   .busy_ns = f->done - f->start,
+					   .bytes = f->bytes,
+					   .at = f->done}; /* 0 only at virtual 0, = now */
 		uint32_t usable = f->cp.window + b->delay;
 		if (delayed(&f->cp) && (int32_t)(usable - window) > 0) {
 			if (b->pend_win[f->cp.slot] == 0 && b->npend < 2 * b->nslots)
@@ -105,5 +114,16 @@ void replay_bus_window(struct replay_bus *b, uint32_t window)
 			b->ready[s] = b->pend_gen[s];
 		b->pend_win[s] = 0; /* usable now, or cancelled by a newer copy */
 		b->pend[i] = b->pend[--b->npend];
+	}
+}
+
+void replay_bus_drop(struct replay_bus *b)
+{
+	b->head = 0;
+	b->n = 0;
+	b->npend = 0;
+	for (uint32_t s = 0; s < b->nslots; s++) {
+		b->pend_win[s] = 0;
+		b->ready[s] = 0;
 	}
 }

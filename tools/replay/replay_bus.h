@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* replay_bus.h: the virtual bus and the engine's ready words (replay_bus.c). */
+/* replay_bus.h: one card's virtual bus and the engine's ready words
+ * (replay_bus.c): fs-replay's backend under the hot engine (fse.h). */
 #ifndef REPLAY_BUS_H
 #define REPLAY_BUS_H
 
 #include <stdint.h>
 
+#include "fse.h"
 #include "fsr.h"
 
 struct replay_flight {
 	struct fsr_copy cp;
-	uint64_t done; /* virtual ns when its bytes are in */
+	uint64_t start, done; /* virtual ns: on the link, bytes in */
+	uint64_t bytes;
 };
 
 struct replay_bus {
@@ -30,11 +33,16 @@ struct replay_bus {
 
 int replay_bus_init(struct replay_bus *b, uint32_t slots, uint32_t cap, double gbps, uint32_t delay);
 void replay_bus_free(struct replay_bus *b);
-/* Hand a copy to the bus at `now` (the slot's ready word goes to 0 first,
- * as the backend's does).  -ENOBUFS when the queue is full. */
-int replay_bus_submit(struct replay_bus *b, const struct fsr_copy *cp, uint64_t now);
-/* Land every copy done by `now` in the core; returns how many. */
-unsigned replay_bus_land(struct replay_bus *b, struct fsr *r, uint64_t now, uint32_t window);
+/* Hand a copy (the engine's: its length is cp->bytes) to the bus at `now`
+ * (the slot's ready word goes to 0 first, as the backend's does).
+ * -ENOBUFS when the queue is full. */
+int replay_bus_submit(struct replay_bus *b, const struct fse_copy *cp, uint64_t now);
+/* The copies done by `now`, at most max, into out (each with the virtual
+ * time its bytes were in); returns how many. */
+unsigned replay_bus_land(struct replay_bus *b, uint64_t now, uint32_t window, struct fse_done *out,
+			 unsigned max);
+/* The card went down: forget every copy queued or in flight. */
+void replay_bus_drop(struct replay_bus *b);
 /* A new window: landings held back by the landing delay become usable. */
 void replay_bus_window(struct replay_bus *b, uint32_t window);
 /* The engine's check of a ready word. */

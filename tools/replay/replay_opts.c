@@ -46,6 +46,8 @@ void replay_model_defaults(struct replay_model *m)
 		.tier_adapt = -1,
 		.admit_value = -1,
 		.cross_window = -1,
+		.cards = 1,
+		.clients = 1,
 	};
 	replay_recall_default(&m->recall);
 }
@@ -90,11 +92,16 @@ static void usage(FILE *f)
 		"  --intercept-ms X (13.0) --miss-ms X (2.78 per extra miss per layer-window)\n"
 		"Our tiers (the baselines ignore these):\n"
 		"  --recency N|auto  --predicted N|auto  --spare N|auto   slots per layer / per card\n"
+		"                      (also foresightd's names --recency-slots, --predicted-slots, --spare-slots)\n"
 		"  --no-adapt          freeze the static tier at its profile\n"
 		"  --tier-adapt on|off   recency vs static sizes per layer from ghost hits (ARC-like)\n"
 		"  --admit-value on|off  a copy must be worth more than the resident it displaces\n"
 		"  --cross-window on|off layers 0-2 of the next window predicted from this one's routing\n"
 		"  --decay F (0.95 per token)  --bus-share PCT (80)  --pred-min-score S (0)\n"
+		"The daemon (foresightd's hot engine, daemon/engine/, runs the replay):\n"
+		"  --cards N (1)       cards, each with --slots slots and its own bus (the core places across them)\n"
+		"  --clients M (1)     engines, each replaying its own contiguous slice of the scored windows\n"
+		"  --publish-us N (0)  at most one epoch per N us of virtual time (foresightd's default: 200)\n"
 		"Predictor (oracle-noised router-ahead):\n"
 		"  --recall H:A,B,C    recall %% within ranks 10/24/48 (scaled to top-k), H layers ahead;\n"
 		"                      defaults 1:61,82,90 2:52,72,83 3:46,66,78\n"
@@ -189,6 +196,9 @@ enum {
 	O_TIER_ADAPT,
 	O_ADMIT_VALUE,
 	O_CROSS_WINDOW,
+	O_CARDS,
+	O_CLIENTS,
+	O_PUBLISH_US,
 };
 
 static const struct option longopts[] = {
@@ -235,6 +245,13 @@ static const struct option longopts[] = {
 	{"tier-adapt", required_argument, NULL, O_TIER_ADAPT},
 	{"admit-value", required_argument, NULL, O_ADMIT_VALUE},
 	{"cross-window", required_argument, NULL, O_CROSS_WINDOW},
+	/* the daemon around the core, with foresightd's names (replay_run.c) */
+	{"cards", required_argument, NULL, O_CARDS},
+	{"clients", required_argument, NULL, O_CLIENTS},
+	{"publish-us", required_argument, NULL, O_PUBLISH_US},
+	{"recency-slots", required_argument, NULL, O_RECENCY},
+	{"predicted-slots", required_argument, NULL, O_PREDICTED},
+	{"spare-slots", required_argument, NULL, O_SPARE},
 	{"help", no_argument, NULL, 'h'},
 	{0},
 };
@@ -329,6 +346,12 @@ static int one(struct replay_opts *o, int ch, const char *a)
 		return num(a, 0.001, 1e6, &m->intercept_ms);
 	case O_MISS:
 		return num(a, 0, 1e6, &m->miss_ms);
+	case O_CARDS:
+		return u32(a, 1, FS_MAX_CARDS, &m->cards);
+	case O_CLIENTS:
+		return u32(a, 1, 64, &m->clients);
+	case O_PUBLISH_US:
+		return u32(a, 0, 1000000, &m->publish_us);
 	case O_RECENCY:
 		return size_or_auto(a, &m->recency);
 	case O_PREDICTED:

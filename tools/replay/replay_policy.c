@@ -61,11 +61,14 @@ int replay_policy_config(enum replay_policy_id p, const struct replay_model *m, 
 			 struct fsr_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->cards = 1;
-	cfg->slots[0] = replay_slots(m, t);
+	cfg->cards = m->cards ? m->cards : 1;
+	if (cfg->cards > FS_MAX_CARDS)
+		return -EINVAL;
+	for (uint32_t c = 0; c < cfg->cards; c++) /* per card, as foresightd's --slots */
+		cfg->slots[c] = replay_slots(m, t);
 	cfg->layers = t->layers;
 	cfg->experts = t->experts;
-	cfg->max_clients = 1;
+	cfg->max_clients = m->clients ? m->clients : 1;
 	fsr_config_tiers(cfg);
 	cfg->layer_ns = (uint64_t)llround(m->intercept_ms * 1e6 / t->layers);
 	switch (p) {

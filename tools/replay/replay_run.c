@@ -1,23 +1,31 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * replay_run.c: one policy over one trace, on a virtual clock, through the
- * daemon's residency core (fs_residency).  The replay plays both sides:
+ * replay_run.c: one policy over one trace, on a virtual clock, through
+ * foresightd's own hot engine (daemon/engine/fse.h, fs_engine) and
+ * residency core (fs_residency).  The replay plays both sides:
  *
- * The engine, per window of T tokens: at the window's start it takes the
- * newest epoch (a copy of the table, its d_res); per layer, at the time the
+ * The engines (--clients M, default 1), each with a client region and a
+ * ring in memory as foresightd lays them out: per window of T tokens, at
+ * the window's start an engine acquires the current epoch (the protocol of
+ * fs_acquire: load `current`, store the hold); per layer, at the time the
  * layer's routing is known, it looks up each distinct expert the window
- * routes there (a hit: the held epoch, or the newest table, maps it and
- * the slot's ready word carries that generation, as fs_lookup_live does),
- * posts USAGE records, and, with predictions, posts the oracle-noised
- * candidates of the next 1-3 layers; a layer takes intercept/L plus
- * miss_ms/L per distinct miss (the discussion's linear cost).  At the
- * window's end it posts WIN_END and releases the epoch.
+ * routes there (a hit: the held epoch, or the newest published table, maps
+ * it on a card and that card's ready word carries the generation, as
+ * fs_lookup_live does), posts USAGE records on its ring, and, with
+ * predictions, the oracle-noised candidates of the next 1-3 layers; a
+ * layer takes intercept/L plus miss_ms/L per distinct miss (the
+ * discussion's linear cost).  At the window's end it posts WIN_END and
+ * releases its hold.  Engine c runs on card c mod N and replays its own
+ * contiguous slice of the scored windows (docs/results/replay.md says
+ * why); engines step in virtual-time order (ties: lower index first).
  *
- * The daemon, between the engine's steps: lands the copies the virtual bus
- * finished, asks the core for copies and puts them on the bus, publishes
- * an epoch when the table changed, reads the holds and reclaims: the same
- * calls foresightd's hot thread makes, in the same order.  Slots are reused
- * only after the grace period, exactly as live.
+ * The daemon, between every engine step: the hot engine's passes at that
+ * virtual time until one finds nothing to do (foresightd's hot thread
+ * loops the same way while there is work): records in, copies landed,
+ * copies issued to the virtual bus of each card (--cards N, default 1;
+ * replay_bus.c, the backend), an epoch published when the table changed
+ * (at most one per publish_us), holds read, slots reclaimed.  Slots are
+ * reused only after the grace period, exactly as live.
  *
  * Nothing here allocates per record; every array is sized at the start.
  */
@@ -27,152 +35,342 @@
 #include <string.h>
 
 #include "fs_counters.h"
+#include "fse.h"
 #include "replay.h"
 #include "replay_bus.h"
 #include "replay_predict.h"
 
-#define TAKE_BATCH 64u
 #define BUS_QUEUE 4096u
+#define RING_MIN 1024u
+#define PASSES_MAX 4096u /* passes at one virtual time before giving up (never reached) */
+
+struct engine {
+	void *region; /* client header, ring, device ring */
+	struct fs_client_hdr *hdr;
+	struct fs_ring_cons cons, dev_cons; /* as formatted: handed to the hot engine */
+	struct fs_ring_prod prod;
+	struct fs_trace_iter it;
+	uint32_t w, w_end;   /* trace windows still to replay: [w, w_end) */
+	uint32_t num;        /* the window number it posts (the engine numbers its own) */
+	uint32_t layer;      /* the next layer */
+	uint32_t card;       /* the card it runs on */
+	uint64_t t, t0;      /* next step; decode start */
+	uint64_t held_epoch; /* 0: none */
+	uint32_t held_buf;
+	uint64_t uses, hits;
+	uint32_t windows;
+	int done;
+};
 
 struct run {
 	const struct fs_trace *t;
 	const struct replay_model *m;
 	struct fsr *r;
-	struct replay_bus bus;
+	struct fse *e;
+	uint32_t cards, nclients;
+	struct replay_bus bus[FS_MAX_CARDS];
 	struct replay_predictor pred;
 	int predicts;
-	uint64_t *held; /* [layers * experts]: the epoch the engine holds */
-	uint64_t hold[FS_MAX_HOLDS];
+	struct engine *cl;
+	struct fs_daemon_hdr *dh;
+	uint32_t publish_us, liveness_ms, hold_timeout_ms, hold_pressure_ms, dev_poll_us;
 	uint64_t now;     /* virtual ns */
+	uint32_t window;  /* the window of the engine stepping now (the bus's landing delay) */
 	double layer_ms;  /* intercept / layers */
 	double miss_ms_l; /* miss_ms / layers: one distinct miss */
 	uint16_t *cand_e;
 	float *cand_s;
 	uint32_t *layer_profile; /* static-layer: replay_layer.c */
-	/* counters the core writes */
+	/* counters the core and the engine write */
 	uint64_t c_daemon[FS_N_DAEMON];
-	uint64_t c_card[FS_N_CARD];
+	uint64_t *c_card;
 	uint64_t *c_layer;
-	uint64_t c_client[FS_N_CLIENT];
-	/* what the engine saw */
-	uint64_t uses, hits, predictions;
+	uint64_t *c_client;
+	uint64_t predictions;
+	int failed; /* a backend queue overflowed: a bug, reported */
 };
 
-static void post(struct run *x, uint8_t type, uint8_t aux, uint32_t layer, uint32_t expert, uint32_t window,
-		 uint32_t value)
+/* ---- the backend: one virtual bus per card ----------------------------- */
+
+static void bus_submit(void *ctx, const struct fse_copy *cp)
+{
+	struct run *x = ctx;
+	if (cp->card >= x->cards || replay_bus_submit(&x->bus[cp->card], cp, x->now) != 0)
+		x->failed = 1; /* the core keeps max_inflight far below BUS_QUEUE */
+}
+
+static unsigned bus_poll(void *ctx, struct fse_done *out, unsigned max)
+{
+	struct run *x = ctx;
+	unsigned n = 0;
+	for (uint32_t c = 0; c < x->cards && n < max; c++)
+		n += replay_bus_land(&x->bus[c], x->now, x->window, out + n, max - n);
+	return n;
+}
+
+static void bus_card_down(void *ctx, uint32_t card)
+{
+	struct run *x = ctx;
+	replay_bus_drop(&x->bus[card]);
+}
+
+static uint64_t virtual_clock(void *host)
+{
+	return ((const struct run *)host)->now;
+}
+
+/* ---- the daemon's side -------------------------------------------------- */
+
+/* The hot engine at `now`: passes until one finds nothing to do. */
+static void daemon_step(struct run *x)
+{
+	for (uint32_t i = 0; i < x->nclients; i++)
+		if (!x->cl[i].done)
+			fs_store_relaxed(&x->cl[i].hdr->heartbeat_ns, x->now);
+	for (unsigned i = 0; i < PASSES_MAX && fse_pass(x->e, x->now); i++)
+		;
+}
+
+static int bus_busy(const struct run *x, uint64_t *free_at)
+{
+	int busy = 0;
+	*free_at = 0;
+	for (uint32_t c = 0; c < x->cards; c++)
+		if (x->bus[c].n > 0) {
+			busy = 1;
+			if (x->bus[c].free_at > *free_at)
+				*free_at = x->bus[c].free_at;
+		}
+	return busy;
+}
+
+/* The profile's copies land before decode starts (prefill time): the
+ * engines start decode with them resident, as a calibrated engine does. */
+static void preload(struct run *x)
+{
+	uint64_t free_at;
+	for (;;) {
+		daemon_step(x);
+		if (!bus_busy(x, &free_at))
+			break;
+		x->now = free_at > x->now ? free_at : x->now;
+	}
+}
+
+/* ---- an engine's side --------------------------------------------------- */
+
+static void post(struct run *x, struct engine *c, uint8_t type, uint8_t aux, uint32_t layer, uint32_t expert,
+		 uint32_t window, uint32_t value)
 {
 	struct fs_rec rec = {
 		.type = type,
 		.aux = aux,
 		.layer = (uint16_t)layer,
 		.expert = (uint16_t)expert,
-		.card = 0,
+		.card = (uint16_t)c->card,
 		.window = window,
 		.value = value,
 	};
-	fsr_record(x->r, 0, &rec, x->now);
+	if (fs_ring_post(&c->prod, &rec) != 0)
+		x->failed = 1; /* sized for a layer's records: a bug */
 }
 
-/* The daemon's turn: land, copy, publish, read holds, reclaim.  The core
- * may hand out more copies as earlier ones land (an unlimited bus lands
- * them at once), so loop while that makes progress. */
-static void daemon_step(struct run *x, uint32_t window)
+/* fs_acquire: the current epoch, held (the daemon reads holds after each
+ * publish; nothing runs between the two steps here). */
+static void acquire(struct run *x, struct engine *c)
 {
-	struct fsr_copy cp[TAKE_BATCH];
-	replay_bus_land(&x->bus, x->r, x->now, window);
-	for (;;) {
-		unsigned n = fsr_take_copies(x->r, 0, cp, TAKE_BATCH, x->now);
-		for (unsigned i = 0; i < n; i++)
-			if (replay_bus_submit(&x->bus, &cp[i], x->now) != 0)
-				abort(); /* the core keeps max_inflight far below BUS_QUEUE */
-		if (n == 0 || replay_bus_land(&x->bus, x->r, x->now, window) == 0)
-			break;
+	uint64_t cur = fs_load_acquire(&x->dh->current);
+	c->held_epoch = FS_CUR_EPOCH(cur);
+	c->held_buf = FS_CUR_BUF(cur);
+	fs_store_release(&c->hdr->holds[0], c->held_epoch);
+}
+
+static void release(struct engine *c)
+{
+	fs_store_release(&c->hdr->holds[0], 0ull);
+	c->held_epoch = 0;
+}
+
+static int entry_ready(const struct run *x, uint32_t card, uint64_t ent)
+{
+	return ent != FS_ENTRY_NONE && replay_bus_ready(&x->bus[card], FS_ENTRY_SLOT(ent), FS_ENTRY_GEN(ent));
+}
+
+/* fs_lookup_live: the held epoch, else the newest table, on the engine's
+ * own card first, and the slot's ready word. */
+static int engine_hit(struct run *x, const struct engine *c, uint32_t layer, uint32_t expert)
+{
+	size_t per_card = (size_t)x->t->layers * x->t->experts, k = (size_t)layer * x->t->experts + expert;
+	const uint64_t *held = fse_epoch_entries(x->dh, c->held_buf);
+	const uint64_t *newest = fse_epoch_entries(x->dh, FS_CUR_BUF(fs_load_acquire(&x->dh->current)));
+	for (uint32_t i = 0; i < x->cards; i++) {
+		uint32_t card = (c->card + i) % x->cards;
+		if (c->held_epoch && entry_ready(x, card, held[card * per_card + k]))
+			return 1;
+		if (entry_ready(x, card, newest[card * per_card + k]))
+			return 1;
 	}
-	if (fsr_dirty(x->r)) {
-		fsr_publish(x->r); /* the engine reads the newest table through fsr_lookup below */
-		fsr_client_holds(x->r, 0, x->hold);
-		fsr_reclaim(x->r);
-	}
+	return 0;
 }
 
-/* Window start: the engine released its epoch at the last window's end;
- * the daemon publishes, reads the holds, reclaims; the engine acquires. */
-static void window_begin(struct run *x, uint32_t window, uint32_t tokens)
+static void predict_ahead(struct run *x, struct engine *c, uint32_t layer)
 {
-	replay_bus_window(&x->bus, window);
-	daemon_step(x, window);
-	memset(x->hold, 0, sizeof(x->hold));
-	fsr_fill(x->r, x->held);
-	x->hold[0] = fsr_publish(x->r);
-	uint64_t none[FS_MAX_HOLDS] = {0};
-	fsr_client_holds(x->r, 0, none);
-	fsr_reclaim(x->r);
-	post(x, FS_REC_WIN_BEGIN, 0, 0, 0, window, tokens);
-}
-
-/* fs_lookup_live: the held epoch, else the newest table, and the ready word. */
-static int engine_hit(struct run *x, uint32_t layer, uint32_t expert)
-{
-	uint64_t e = x->held[(size_t)layer * x->t->experts + expert];
-	if (e != FS_ENTRY_NONE && replay_bus_ready(&x->bus, FS_ENTRY_SLOT(e), FS_ENTRY_GEN(e)))
-		return 1;
-	uint32_t s = fsr_lookup(x->r, 0, layer, expert);
-	return s != FSR_NONE && replay_bus_ready(&x->bus, s, x->bus.issued[s]);
-}
-
-static void predict_ahead(struct run *x, const struct fs_trace_iter *it, uint32_t window, uint32_t layer)
-{
+	const struct fs_trace_iter *it = &c->it;
 	for (unsigned h = 1; h <= 3 && layer + h < x->t->layers; h++) {
 		uint32_t n = replay_predict(&x->pred, it->window, it->first_token, it->n_tokens, layer + h, h,
 					    x->cand_e, x->cand_s);
 		for (uint32_t i = 0; i < n; i++) {
 			uint32_t v;
 			memcpy(&v, &x->cand_s[i], sizeof(v));
-			post(x, FS_REC_PREDICT, FS_PRED_AUX(h, FS_SRC_ROUTER_AHEAD), layer + h, x->cand_e[i],
-			     window, v);
+			post(x, c, FS_REC_PREDICT, FS_PRED_AUX(h, FS_SRC_ROUTER_AHEAD), layer + h,
+			     x->cand_e[i], c->num, v);
 		}
 		x->predictions += n;
 	}
 }
 
-static void one_window(struct run *x, const struct fs_trace_iter *it, uint32_t window)
+/* One step of engine c at x->now: a window's start with its first layer,
+ * or a layer; a window's end after its last. */
+static void engine_step(struct run *x, struct engine *c)
 {
-	window_begin(x, window, it->n_tokens);
-	for (uint32_t l = 0; l < x->t->layers; l++) {
-		daemon_step(x, window);
-		const uint16_t *ex;
-		uint32_t n = fs_trace_iter_experts(it, l, &ex), misses = 0;
-		for (uint32_t k = 0; k < n; k++) {
-			int hit = engine_hit(x, l, ex[k]);
-			misses += !hit;
-			post(x, FS_REC_USAGE, hit ? FS_USE_HIT : FS_USE_MISS, l, ex[k], window, 0);
-		}
-		x->uses += n;
-		x->hits += n - misses;
-		if (x->predicts)
-			predict_ahead(x, it, window, l);
-		daemon_step(x, window);
-		x->now += (uint64_t)llround((x->layer_ms + x->miss_ms_l * misses) * 1e6);
+	x->window = c->num;
+	if (c->layer == 0) {
+		for (uint32_t k = 0; k < x->cards; k++)
+			replay_bus_window(&x->bus[k], c->num);
+		daemon_step(x);
+		acquire(x, c);
+		post(x, c, FS_REC_WIN_BEGIN, 0, 0, 0, c->num, c->it.n_tokens);
 	}
-	post(x, FS_REC_WIN_END, 0, 0, 0, window, 0);
-	memset(x->hold, 0, sizeof(x->hold));
+	uint32_t l = c->layer;
+	daemon_step(x);
+	const uint16_t *ex;
+	uint32_t n = fs_trace_iter_experts(&c->it, l, &ex), misses = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		int hit = engine_hit(x, c, l, ex[k]);
+		misses += !hit;
+		post(x, c, FS_REC_USAGE, hit ? FS_USE_HIT : FS_USE_MISS, l, ex[k], c->num, 0);
+	}
+	c->uses += n;
+	c->hits += n - misses;
+	if (x->predicts)
+		predict_ahead(x, c, l);
+	daemon_step(x);
+	c->t += (uint64_t)llround((x->layer_ms + x->miss_ms_l * misses) * 1e6);
+	if (++c->layer < x->t->layers)
+		return;
+	/* The window's end, when its last layer is done. */
+	x->now = c->t;
+	post(x, c, FS_REC_WIN_END, 0, 0, 0, c->num, 0);
+	release(c);
+	c->windows++;
+	c->layer = 0;
+	c->num++;
+	if (++c->w >= c->w_end || !fs_trace_iter_seek(&c->it, c->w))
+		c->done = 1;
 }
 
-/* The profile's copies land before decode starts (prefill time): the
- * engine starts decode with them resident, as a calibrated engine does. */
-static void preload(struct run *x)
+/* ---- set-up ------------------------------------------------------------- */
+
+static int regions_init(struct run *x, const struct fsr_config *cfg)
 {
-	struct fsr_copy cp[TAKE_BATCH];
-	for (;;) {
-		unsigned n = fsr_take_copies(x->r, 0, cp, TAKE_BATCH, x->now);
-		if (n == 0)
-			break;
-		for (unsigned i = 0; i < n; i++)
-			if (replay_bus_submit(&x->bus, &cp[i], x->now) != 0)
-				abort();
-		x->now = x->bus.free_at;
-		replay_bus_land(&x->bus, x->r, x->now, 0);
+	/* The daemon region: the header and the epoch buffers, laid out as
+	 * fsd_region.c does (the ready words are the buses'; the counters are
+	 * ours). */
+	uint64_t entries = (uint64_t)x->cards * cfg->layers * cfg->experts;
+	uint64_t buf_bytes = (sizeof(struct fs_epoch_buf_hdr) + entries * sizeof(uint64_t) + FS_CACHELINE -
+			      1) /
+			     FS_CACHELINE * FS_CACHELINE;
+	uint64_t off_epochs = (sizeof(struct fs_daemon_hdr) + FS_CACHELINE - 1) / FS_CACHELINE * FS_CACHELINE;
+	uint32_t nbufs = 16;
+	size_t bytes = (size_t)(off_epochs + nbufs * buf_bytes);
+	x->dh = aligned_alloc(FS_CACHELINE, (bytes + FS_CACHELINE - 1) / FS_CACHELINE * FS_CACHELINE);
+	if (!x->dh)
+		return -ENOMEM;
+	memset(x->dh, 0, bytes);
+	x->dh->cards = x->cards;
+	x->dh->layers = cfg->layers;
+	x->dh->experts = cfg->experts;
+	x->dh->epoch_bufs = nbufs;
+	x->dh->epoch_buf_bytes = buf_bytes;
+	x->dh->off_epochs = off_epochs;
+	for (uint32_t i = 0; i < x->cards; i++)
+		x->dh->peer_reach[i] = (uint16_t)((1u << x->cards) -
+						  1u); /* host memory: every card reads every card */
+
+	/* The engines' regions: a ring big enough for a layer's records
+	 * (usage, and up to three horizons of candidates) between passes. */
+	uint32_t want = 8u * cfg->experts + 64u, entries_ring = RING_MIN;
+	while (entries_ring < want)
+		entries_ring <<= 1;
+	size_t ring_bytes = fs_ring_bytes(entries_ring);
+	size_t off_ring = sizeof(struct fs_client_hdr);
+	size_t off_dev = (off_ring + ring_bytes + 4095) / 4096 * 4096;
+	size_t region_bytes = (off_dev + ring_bytes + 4095) / 4096 * 4096;
+	for (uint32_t i = 0; i < x->nclients; i++) {
+		struct engine *c = &x->cl[i];
+		c->region = aligned_alloc(4096, region_bytes);
+		if (!c->region)
+			return -ENOMEM;
+		memset(c->region, 0, region_bytes);
+		c->hdr = c->region;
+		c->hdr->magic = FS_CLIENT_MAGIC;
+		c->hdr->version = FS_PROTO_VERSION;
+		c->hdr->region_bytes = region_bytes;
+		c->hdr->client_id = i;
+		c->hdr->ring_entries = entries_ring;
+		c->hdr->off_ring = off_ring;
+		c->hdr->ring_bytes = ring_bytes;
+		c->hdr->off_dev_ring = off_dev;
+		c->hdr->dev_ring_bytes = ring_bytes;
+		int rc = fs_ring_format(&c->cons, (char *)c->region + off_ring, ring_bytes, entries_ring);
+		if (rc == 0)
+			rc = fs_ring_format(&c->dev_cons, (char *)c->region + off_dev, ring_bytes,
+					    entries_ring);
+		if (rc == 0)
+			rc = fs_ring_prod_init(&c->prod, (char *)c->region + off_ring, ring_bytes);
+		if (rc != 0)
+			return rc;
 	}
+	return 0;
+}
+
+static int engine_init(struct run *x, const struct fsr_config *cfg)
+{
+	x->publish_us = x->m->publish_us;
+	x->liveness_ms = 5000;      /* foresightd's defaults */
+	x->hold_timeout_ms = 10000; /* (a window is tens of virtual ms) */
+	x->hold_pressure_ms = 0;
+	x->dev_poll_us = 50;
+	struct fse_config ec = {
+		.cards = x->cards,
+		.layers = cfg->layers,
+		.experts = cfg->experts,
+		.max_clients = x->nclients,
+		.epoch_bufs = x->dh->epoch_bufs,
+		.heartbeat_ms = 100,
+		.slot_bytes = 0, /* no pool: the virtual bus moves no bytes */
+		.dh = x->dh,
+		.core = x->r,
+		.ctr = {x->c_daemon, x->c_card, x->c_layer, x->c_client},
+		.backend = {.ctx = x, .submit = bus_submit, .poll = bus_poll, .card_down = bus_card_down},
+		.host = x,
+		.clock = virtual_clock,
+		.live = {&x->publish_us, &x->liveness_ms, &x->hold_timeout_ms, &x->hold_pressure_ms,
+			 &x->dev_poll_us},
+	};
+	x->e = fse_create(&ec);
+	if (!x->e)
+		return -errno;
+	for (uint32_t i = 0; i < x->nclients; i++) {
+		struct engine *c = &x->cl[i];
+		struct fse_client_in in = {.hdr = c->hdr, .ring = c->cons, .dev_ring = c->dev_cons, .pid = 0};
+		snprintf(in.name, sizeof(in.name), "replay-%u", i);
+		int rc = fse_cmd_add(x->e, i, &in);
+		if (rc != 0)
+			return rc;
+	}
+	fse_first(x->e); /* epoch 1; the first pass takes the engines in */
+	return 0;
 }
 
 static int run_init(struct run *x, const struct replay_input *in, const struct replay_model *m,
@@ -181,7 +379,11 @@ static int run_init(struct run *x, const struct replay_input *in, const struct r
 	const struct fs_trace *t = in->trace;
 	x->t = t;
 	x->m = m;
+	x->cards = m->cards ? m->cards : 1;
+	x->nclients = m->clients ? m->clients : 1;
 	struct fsr_config cfg;
+	if (x->cards > FS_MAX_CARDS || x->nclients > FSE_MAX_CLIENTS)
+		return -EINVAL;
 	if (replay_policy_config(p, m, t, &cfg) != 0)
 		return -EINVAL;
 	size_t le = (size_t)t->layers * t->experts;
@@ -193,15 +395,18 @@ static int run_init(struct run *x, const struct replay_input *in, const struct r
 					     replay_slots(m, t) / t->layers, x->layer_profile);
 		if (n < 0)
 			return n;
-		cfg.slots[0] = n > 0 ? (uint32_t)n : 1;
+		for (uint32_t c = 0; c < cfg.cards; c++)
+			cfg.slots[c] = n > 0 ? (uint32_t)n : 1;
 		profile = x->layer_profile;
 	}
 	uint64_t *bytes = malloc(le * sizeof(*bytes));
+	x->c_card = calloc((size_t)x->cards * FS_N_CARD, sizeof(uint64_t));
 	x->c_layer = calloc((size_t)t->layers * FS_N_LAYER, sizeof(uint64_t));
-	x->held = malloc(le * sizeof(*x->held));
+	x->c_client = calloc((size_t)x->nclients * FS_N_CLIENT, sizeof(uint64_t));
+	x->cl = calloc(x->nclients, sizeof(*x->cl));
 	x->cand_e = malloc(t->experts * sizeof(*x->cand_e));
 	x->cand_s = malloc(t->experts * sizeof(*x->cand_s));
-	if (!bytes || !x->c_layer || !x->held || !x->cand_e || !x->cand_s) {
+	if (!bytes || !x->c_card || !x->c_layer || !x->c_client || !x->cl || !x->cand_e || !x->cand_s) {
 		free(bytes);
 		return -ENOMEM;
 	}
@@ -217,12 +422,12 @@ static int run_init(struct run *x, const struct replay_input *in, const struct r
 		snprintf(err, errlen, "residency core: invalid configuration for %s", replay_policy_name(p));
 		return -EINVAL;
 	}
-	fsr_client_add(x->r, 0);
+	int rc;
 	double link = cfg.bus_gbps > 0.0 ? m->bus_gbps : 0.0; /* lru: unlimited, as its definition says */
-	int rc = replay_bus_init(&x->bus, cfg.slots[0], BUS_QUEUE, link,
-				 p == RP_LRU || p == RP_LRU_WARM ? 1 : m->delay);
-	if (rc)
-		return rc;
+	for (uint32_t c = 0; c < x->cards; c++)
+		if ((rc = replay_bus_init(&x->bus[c], cfg.slots[c], BUS_QUEUE, link,
+					  p == RP_LRU || p == RP_LRU_WARM ? 1 : m->delay)) != 0)
+			return rc;
 	x->predicts = replay_policy_predicts(p);
 	if (x->predicts && (rc = replay_predictor_init(&x->pred, t, m)) != 0)
 		return rc;
@@ -230,19 +435,52 @@ static int run_init(struct run *x, const struct replay_input *in, const struct r
 	x->miss_ms_l = m->miss_ms / t->layers;
 	if (replay_policy_uses_profile(p) && (rc = fsr_profile_load(x->r, profile)) != 0)
 		return rc;
-	return 0;
+	if ((rc = regions_init(x, &cfg)) != 0)
+		return rc;
+	if ((rc = fsr_set_reach(x->r, x->dh->peer_reach)) != 0)
+		return rc;
+	return engine_init(x, &cfg);
 }
 
 static void run_free(struct run *x)
 {
+	fse_destroy(x->e);
 	fsr_destroy(x->r);
-	replay_bus_free(&x->bus);
+	for (uint32_t c = 0; c < FS_MAX_CARDS; c++)
+		replay_bus_free(&x->bus[c]);
 	replay_predictor_free(&x->pred);
+	for (uint32_t i = 0; x->cl && i < x->nclients; i++) {
+		fs_trace_iter_free(&x->cl[i].it);
+		free(x->cl[i].region);
+	}
+	free(x->cl);
+	free(x->dh);
+	free(x->c_card);
 	free(x->c_layer);
-	free(x->held);
+	free(x->c_client);
 	free(x->cand_e);
 	free(x->cand_s);
 	free(x->layer_profile);
+}
+
+/* Each engine its own contiguous slice of the scored windows. */
+static int engines_start(struct run *x, const struct replay_input *in, const struct replay_model *m)
+{
+	uint32_t all = fs_trace_windows(in->trace, m->tokens_per_window);
+	uint32_t scored = all > m->warmup ? all - m->warmup : 0;
+	for (uint32_t i = 0; i < x->nclients; i++) {
+		struct engine *c = &x->cl[i];
+		int rc = fs_trace_iter_init(&c->it, in->trace, m->tokens_per_window);
+		if (rc != 0)
+			return rc;
+		c->w = m->warmup + (uint32_t)((uint64_t)scored * i / x->nclients);
+		c->w_end = m->warmup + (uint32_t)((uint64_t)scored * (i + 1) / x->nclients);
+		c->num = m->warmup + 1; /* the engine numbers windows from 1 */
+		c->card = i % x->cards;
+		c->t = c->t0 = x->now;
+		c->done = c->w >= c->w_end || !fs_trace_iter_seek(&c->it, c->w);
+	}
+	return 0;
 }
 
 int replay_run(const struct replay_input *in, const struct replay_model *m, enum replay_policy_id p,
@@ -251,9 +489,6 @@ int replay_run(const struct replay_input *in, const struct replay_model *m, enum
 	struct run x = {0};
 	memset(out, 0, sizeof(*out));
 	int rc = run_init(&x, in, m, p, err, errlen);
-	struct fs_trace_iter it;
-	if (rc == 0)
-		rc = fs_trace_iter_init(&it, in->trace, m->tokens_per_window);
 	if (rc != 0) {
 		if (!err[0])
 			snprintf(err, errlen, "%s: %s", replay_policy_name(p), strerror(-rc));
@@ -262,33 +497,67 @@ int replay_run(const struct replay_input *in, const struct replay_model *m, enum
 	}
 	preload(&x);
 	/* Only decode counts: the profile's fill happened during prefill. */
-	uint64_t card0[FS_N_CARD];
-	memcpy(card0, x.c_card, sizeof(card0));
-	uint64_t t0 = x.now;
-	uint32_t scored = 0;
-	for (uint32_t w = m->warmup; fs_trace_iter_seek(&it, w); w++, scored++)
-		one_window(&x, &it, w + 1); /* the engine numbers windows from 1 */
-	fs_trace_iter_free(&it);
+	uint64_t *card0 = calloc(FS_N_CARD, sizeof(uint64_t));
+	if (!card0 || (rc = engines_start(&x, in, m)) != 0) {
+		free(card0);
+		snprintf(err, errlen, "%s: %s", replay_policy_name(p), strerror(rc ? -rc : ENOMEM));
+		run_free(&x);
+		return rc ? rc : -ENOMEM;
+	}
+	for (uint32_t c = 0; c < x.cards; c++)
+		for (uint32_t k = 0; k < FS_N_CARD; k++)
+			card0[k] += x.c_card[(size_t)c * FS_N_CARD + k];
+	/* Engines step in virtual-time order. */
+	for (;;) {
+		struct engine *next = NULL;
+		for (uint32_t i = 0; i < x.nclients; i++)
+			if (!x.cl[i].done && (!next || x.cl[i].t < next->t))
+				next = &x.cl[i];
+		if (!next || x.failed)
+			break;
+		x.now = next->t;
+		engine_step(&x, next);
+	}
+	if (x.failed) {
+		free(card0);
+		snprintf(err, errlen, "%s: a queue of the replay overflowed (a bug)", replay_policy_name(p));
+		run_free(&x);
+		return -ENOBUFS;
+	}
 
+	uint64_t sum[FS_N_CARD] = {0}, elapsed = 0;
+	for (uint32_t c = 0; c < x.cards; c++)
+		for (uint32_t k = 0; k < FS_N_CARD; k++)
+			sum[k] += x.c_card[(size_t)c * FS_N_CARD + k];
+	uint64_t uses = 0, hits = 0;
+	uint32_t scored = 0;
+	for (uint32_t i = 0; i < x.nclients; i++) {
+		uses += x.cl[i].uses;
+		hits += x.cl[i].hits;
+		scored += x.cl[i].windows;
+		elapsed += x.cl[i].t - x.cl[i].t0;
+	}
 	snprintf(out->policy, sizeof(out->policy), "%s", replay_policy_name(p));
 	out->windows = scored;
 	out->layers = in->trace->layers;
 	out->slots = replay_slots(m, in->trace);
-	out->uses = x.uses;
-	out->hits = x.hits;
-	out->misses = x.uses - x.hits;
-	out->copies = x.c_card[FS_CC_copied] - card0[FS_CC_copied];
-	out->bytes = x.c_card[FS_CC_copied_bytes] - card0[FS_CC_copied_bytes];
-	out->landed_late = x.c_card[FS_CC_landed_late] - card0[FS_CC_landed_late];
-	out->late_uses = x.c_card[FS_CC_late] - card0[FS_CC_late];
-	out->too_late = x.c_card[FS_CC_too_late] - card0[FS_CC_too_late];
-	out->promoted = x.c_card[FS_CC_promoted] - card0[FS_CC_promoted];
+	out->uses = uses;
+	out->hits = hits;
+	out->misses = uses - hits;
+	out->copies = sum[FS_CC_copied] - card0[FS_CC_copied];
+	out->bytes = sum[FS_CC_copied_bytes] - card0[FS_CC_copied_bytes];
+	out->landed_late = sum[FS_CC_landed_late] - card0[FS_CC_landed_late];
+	out->late_uses = sum[FS_CC_late] - card0[FS_CC_late];
+	out->too_late = sum[FS_CC_too_late] - card0[FS_CC_too_late];
+	out->promoted = sum[FS_CC_promoted] - card0[FS_CC_promoted];
 	out->predictions = x.predictions;
-	out->hit_rate = x.uses ? (double)x.hits / (double)x.uses : 0.0;
+	out->hit_rate = uses ? (double)hits / (double)uses : 0.0;
 	double lw = (double)scored * in->trace->layers;
 	out->misses_per_lw = lw > 0 ? (double)out->misses / lw : 0.0;
-	out->ms_per_window = scored ? (double)(x.now - t0) / 1e6 / scored : 0.0;
+	/* per engine: each engine's time over its windows */
+	out->ms_per_window = scored ? (double)elapsed / 1e6 / scored : 0.0;
 	out->tokens_per_s = out->ms_per_window > 0 ? 1000.0 * m->tokens_per_window / out->ms_per_window : 0.0;
+	free(card0);
 	run_free(&x);
 	return 0;
 }
