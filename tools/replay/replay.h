@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * replay.h: fs-replay, the trace-replay simulator.  It drives the daemon's
- * own residency core (fs_residency, the same library foresightd links) with
- * a routing trace on a virtual clock, and measures what each policy does
- * to distinct misses and to the time per window.
+ * replay.h: fs-replay, the trace-replay simulator.  It runs the daemon's
+ * own hot engine and residency core (fs_engine, fs_residency: the libraries
+ * foresightd links) with a routing trace on a virtual clock, and measures
+ * what each policy does to distinct misses and to the time per window.
  *
  * Files: replay_main.c (command line), replay_opts.c (options),
  * replay_policy.c (the policies as core configurations), replay_profile.c
  * (static profiles from prefill or warm-up), replay_predict.c (the
- * oracle-noised router-ahead predictor), replay_bus.c (the virtual bus and
- * what the engine sees), replay_run.c (one policy over one trace),
+ * oracle-noised router-ahead predictor), replay_bus.c (the virtual bus: the
+ * hot engine's backend), replay_run.c (one policy over one trace),
  * replay_report.c (table, JSON), replay_sweep.c (CSV and plots).
  */
 #ifndef REPLAY_H
