@@ -174,6 +174,15 @@ uint64_t fse_inflight(const struct fse *e);
 uint64_t fse_publish_in(const struct fse *e, uint64_t now);
 int fse_client_active(const struct fse *e, uint32_t row);
 
+/* A daemon region as the engine needs it (fs-replay, tests): the header
+ * and the epoch buffers, laid out as fsd_region.c lays them out (no card
+ * table, ready words or counters: the host keeps those).  fse_region_bytes:
+ * its size; fse_region_init: format zeroed memory of that size (64-byte
+ * aligned); every card reads every card (peer_reach). */
+size_t fse_region_bytes(uint32_t cards, uint32_t layers, uint32_t experts, uint32_t epoch_bufs);
+void fse_region_init(struct fs_daemon_hdr *dh, uint32_t cards, uint32_t layers, uint32_t experts,
+		     uint32_t epoch_bufs);
+
 /* The daemon region's layout (fsd_region.c and fs-replay lay it out the
  * same way): the epoch buffer `buf`'s header and entries. */
 struct fs_epoch_buf_hdr *fse_epoch_buf(struct fs_daemon_hdr *dh, uint32_t buf);

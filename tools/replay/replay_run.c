@@ -276,26 +276,13 @@ static int regions_init(struct run *x, const struct fsr_config *cfg)
 	/* The daemon region: the header and the epoch buffers, laid out as
 	 * fsd_region.c does (the ready words are the buses'; the counters are
 	 * ours). */
-	uint64_t entries = (uint64_t)x->cards * cfg->layers * cfg->experts;
-	uint64_t buf_bytes = (sizeof(struct fs_epoch_buf_hdr) + entries * sizeof(uint64_t) + FS_CACHELINE -
-			      1) /
-			     FS_CACHELINE * FS_CACHELINE;
-	uint64_t off_epochs = (sizeof(struct fs_daemon_hdr) + FS_CACHELINE - 1) / FS_CACHELINE * FS_CACHELINE;
-	uint32_t nbufs = 16;
-	size_t bytes = (size_t)(off_epochs + nbufs * buf_bytes);
+	uint32_t nbufs = 16; /* foresightd's epoch_bufs */
+	size_t bytes = fse_region_bytes(x->cards, cfg->layers, cfg->experts, nbufs);
 	x->dh = aligned_alloc(FS_CACHELINE, (bytes + FS_CACHELINE - 1) / FS_CACHELINE * FS_CACHELINE);
 	if (!x->dh)
 		return -ENOMEM;
 	memset(x->dh, 0, bytes);
-	x->dh->cards = x->cards;
-	x->dh->layers = cfg->layers;
-	x->dh->experts = cfg->experts;
-	x->dh->epoch_bufs = nbufs;
-	x->dh->epoch_buf_bytes = buf_bytes;
-	x->dh->off_epochs = off_epochs;
-	for (uint32_t i = 0; i < x->cards; i++)
-		x->dh->peer_reach[i] = (uint16_t)((1u << x->cards) -
-						  1u); /* host memory: every card reads every card */
+	fse_region_init(x->dh, x->cards, cfg->layers, cfg->experts, nbufs);
 
 	/* The engines' regions: a ring big enough for a layer's records
 	 * (usage, and up to three horizons of candidates) between passes. */
