@@ -22,13 +22,10 @@
 
 /* ---- the engine's side of the backend and of the loop ------------------ */
 
-/* The start of the pass now running (hot thread only; fsd_stamps.h). */
-static uint64_t hot_pass_ns;
-
 static void be_submit(void *ctx, const struct fse_copy *cp)
 {
 	struct fsd *d = ctx;
-	fsd_stamp_submit(cp->card, cp->slot, hot_pass_ns, fs_now_ns()); /* bench builds only */
+	fsd_stamp_submit(cp->card, cp->slot, d->hot_pass_ns, fs_now_ns()); /* bench builds only */
 	d->backend->submit(d, cp);
 }
 
@@ -199,7 +196,7 @@ static void *hot_main(void *arg)
 		/* Read each pass: a reload (SIGHUP) may have changed them.  Spin:
 		 * idle this long, then sleep. */
 		uint64_t now = fs_now_ns();
-		hot_pass_ns = now;
+		d->hot_pass_ns = now;
 		if (fse_pass(d->eng, now)) {
 			if (idle_since) { /* work after an idle gap: learn the rhythm */
 				uint64_t gap = now - idle_since;
