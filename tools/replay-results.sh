@@ -214,10 +214,17 @@ virtual clock.  All randomness is seeded: the same command writes the same files
   \`lru\` is one LRU per layer over the same slots, empty at the start; every miss
   is inserted and usable from the next window on, with no bus limit.
 - **Our policies**: \`static+recency\`, \`static+predicted\`, \`all\`: the tiers of
-  daemon/residency/ with their default sizes (recency: a 16th of a layer's share;
-  predicted: 1-4 per layer; spare: one per layer, at most 1 % of the slots), the
-  static tier (one per card) adapting to decayed use (0.95 per token) and the
-  copy scheduler.  Three of these defaults were settled while looking at these
+  daemon/residency/ with their default sizes and the copy scheduler.  Since issue
+  18 (the lever table below) the default recency size (\`--recency pred\`) is a
+  layer's whole share less its predicted slots once an engine posts predictions
+  (\`all\`: no separate static tier; the static slots join their layer's recency
+  tier), and a 16th of the share until then (\`static+recency\`: a card-wide
+  static tier adapting to decayed use, 0.95 per token, beside it);
+  \`static+predicted\` (recency 0) keeps the card-wide static tier.  Predicted: a 16th of the share,
+  1-4 per layer; spare: one per layer, at most 1 % of
+  the slots; \`admit_value\` on.  \`--recency auto\` gives the earlier split (a
+  16th of the share for recency, the rest a card-wide static tier).  The rows
+  below that name other sizes say so.  Three of these defaults were settled while looking at these
   traces: a static tier per card rather than per layer (layers differ in how
   concentrated their routing is), spare slots capped at 1 % of a card, and a
   decay clock that counts tokens (0.95 per token is 0.9 per window of the
@@ -235,6 +242,102 @@ Columns: misses / layer-window are distinct misses; "landed late" counts copies
 that landed after their deadline (the scheduler hands a copy out only when the bus
 can land it in time, so this stays near 0); ms / window is the virtual clock.
 
+## Levers (issue 18)
+
+Each lever of issue 18, alone and then combined, in distinct misses per
+layer-window (lower is better), on the calibrated model (the discussion's box, 48
+x 512, top-10, windows of 2 tokens, 1,000 scored) and on the real traces (bus on,
+default expert sizes).  Every row but the baselines and the bound is fs-replay's
+\`all\` (predictions from the oracle-noised router-ahead predictor); "tiers as
+they were" is the split before issue 18 (\`--recency auto\`, no lever).
+Deterministic (fixed seeds); the seed table
+after it shows how much the model's draw moves the two that matter.
+
+    bash tools/replay-levers.sh        # this table
+
+EOF
+	if [ -f "$TRACES/qwen.route.csv" ] && [ -f "$TRACES/gemma.route.csv" ]; then
+		FS_TRACES=$TRACES bash "$ROOT/tools/replay-levers.sh" "$R"
+		echo
+		FS_TRACES=$TRACES bash "$ROOT/tools/replay-levers.sh" "$R" seeds
+	else
+		echo "(the real traces are absent: the lever table needs them)"
+	fi
+	cat <<EOF
+
+What each lever is (daemon/residency/; each an fsr_config field, a foresightd
+option and an fs-replay option):
+
+- **(a) across the window boundary** (\`cross_window\`, fsr_tier_predicted.c): when
+  a window ends, the experts it used at layers 0-2 become predictions for the same
+  layers of the next window, scored with the measured share of a window's experts
+  there that the next one used again (lag-1 reuse).  No effect: an expert the last
+  window used is resident (a hit) or was a miss, and a miss is already the recency
+  tier's copy with the next window's run of its layer as deadline.  What would
+  reach layers 0-2 is knowledge of the next token before the window starts (a
+  verify window's draft tokens, the last layers' hidden state against the first
+  layers' routers); the traces hold neither, so it is not measured here.
+- **(b) tiers that size themselves** (\`tier_adapt\`, fsr_ghost.c, fsr_tiers.c):
+  per (card, layer, tier) a ghost list of the experts the tier evicted lately; a
+  miss on a recency ghost grows the layer's recency size by one (the card's static
+  tier gives the slot), a miss on a static ghost shrinks it (the idea of Megiddo
+  and Modha's ARC, FAST 2003; one slot per ghost hit, both ghost lists counted
+  over the layer's recency size).  It helps on the model and hurts at 10 % on the
+  real traces (worse than \`lru\`): one slot per ghost hit, and the 128-token
+  traces end before it settles.  Off by default.
+- **(b') the static tier's slots to recency** (\`--recency all\`; where (b) heads
+  on the model, as a fixed rule): each layer's whole share is one LRU, seeded with
+  the layer's hottest experts by the profile, plus the predicted slots; no
+  card-wide static tier.
+- **(c) value per byte on the bus** (\`admit_value\`, fsr_tier_static.c,
+  fsr_tier_recency.c, fsr_sched.c): while demand copies take more than half of
+  the planned bus (smoothed over windows), a copy into the static tier needs a
+  decayed use of 2 and 1 more than the slot it displaces (the discussion's adapt
+  rule), and one into a full recency tier a higher decayed use than the slot it
+  displaces (TinyLFU's admission test, Einziger, Friedman and Manes, ACM ToS
+  2017).  On the model at 26 % the static tier's copies were 128k of 155k, most of
+  them for experts used once.  With a bus that has room it changes nothing.
+  Predictions that cannot land in time were already dropped (\`too_late\`), and
+  predictions already wait behind the demand copies.
+- **(d) recency that lands sooner**: nothing added.  A miss already becomes a
+  copy candidate at once, with its layer's next run (the next window) as
+  deadline, and the scheduler hands it out as soon as the bus can land it, before
+  any prediction (fsr_sched.c, "demand first"); fs-replay does not count how many
+  of them are issued within their miss's window, so this row has no figure.
+
+**Default now** (fsr_config_tiers; foresightd's options admit_value on,
+recency_slots -1): (c), and (b') once an engine posts predictions (until then
+the split: without predictions the card-wide static tier is worth more,
+\`static+recency\` on qwen at 25 % 1.022 with it against 1.116 with the whole
+share, and at 10 % the whole share misses more than \`lru\`, 2.833 against
+2.785); (a) and (b) are options, off.  The table's "new default" row is the
+default with predictions.  Never worse than \`static\` or \`lru\` from 10 to 75 % on
+either trace: ctest \`replay_sweep_test\` (10 / 25 / 50 / 75 %;
+FS_REPLAY_SWEEP_FULL=1 adds 15 / 40 / 60 %).
+
+**Tier check** (the two rows before the bound: the default with one tier's slots
+left to the other).  Giving the predicted tier's slots to recency is worse
+everywhere but on gemma at 10 % (2.591 against 2.619).  Giving the recency
+tier's slots to a card-wide static tier is worse on the model, at 25 % and on
+qwen at 10 %, but better at 50 % (qwen 0.141 against 0.167, gemma 0.154
+against 0.161) and on gemma at 10 % (2.613 against 2.619): there the goal "no
+tier makes things worse than leaving its slots to the others" is not met.  A card-wide ranking serves the
+layers whose routing is concentrated better than equal per-layer shares; (b)
+could learn that split, but not within 128 tokens as built.
+
+**Issue 18's fs-replay goals** (default \`all\`, from the table): 25 % slots,
+qwen 0.73x LRU's distinct misses, gemma 0.69x (goal <= 0.70x: gemma met, qwen
+not); 50 %, qwen 0.32x, gemma 0.28x (goal <= 0.25x: not met).  On the model at
+26 % the default removes 27 % of static's misses, the clairvoyant bound all of
+them (goal: 80 % of the bound's: not met).
+
+replay_pin.txt moved with these defaults (tools/replay/replay_pin_test.c), at
+50 % slots: \`all\` on qwen 905 -> 1028 distinct misses, gemma 608 -> 619, the
+synthetic case 1167 -> 1025 (admit_value had moved qwen's \`static+recency\`,
+\`static+predicted\` and \`all\` by 1-20 misses before).
+
+EOF
+	cat <<EOF
 ## The calibrated routing model
 
 \`fs_trace_model\` (tools/trace/fs_trace_model.h) is the synthetic routing that

@@ -57,8 +57,11 @@ struct fsr_counters {
 /* Tier sizes: a number of slots per layer, or one of these. */
 #define FSR_AUTO UINT32_MAX       /* the documented default for the layer's share */
 #define FSR_ALL (UINT32_MAX - 1u) /* recency only: the layer's whole share (per-layer LRU) */
-#define FSR_CROSS_MAX 4u          /* cross_window: at most the first 4 layers */
-#define FSR_CROSS_DEFAULT 3u      /* cross_window's size when on: layers 0-2 */
+/* recency only, the default: FSR_ALL once any engine posts a prediction,
+ * FSR_AUTO until then (fsr_core.c says why). */
+#define FSR_AUTO_PRED (UINT32_MAX - 2u)
+#define FSR_CROSS_MAX 4u     /* cross_window: at most the first 4 layers */
+#define FSR_CROSS_DEFAULT 3u /* cross_window's size when on: layers 0-2 */
 
 struct fsr_config {
 	uint32_t cards;               /* 1..FS_MAX_CARDS */

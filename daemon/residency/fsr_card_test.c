@@ -34,6 +34,9 @@ static struct fsr_config kcfg(uint32_t cards, uint32_t slots, int tiers, uint16_
 	if (tiers) {
 		fsr_config_tiers(&c);
 		c.bus_gbps = 0; /* slots, not the bus */
+		/* A card-wide static tier beside a 16th of recency: these tests
+		 * pin where the static tier's slots stay when layers move. */
+		c.recency_slots = FSR_AUTO;
 	} else {
 		fsr_config_defaults(&c);
 	}

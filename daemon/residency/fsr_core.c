@@ -41,13 +41,24 @@ void fsr_config_defaults(struct fsr_config *cfg)
 }
 
 /*
- * The tiers' sizes default to FSR_AUTO, worked out per layer from its share
- * of the card's slots (fsr_tiers.c):
- *  - recency: a 16th of the share, at least 1.  The discussion reserved 16
- *    of a 266-slot share (12,779 slots over 48 layers); on 128-expert
- *    models at 25-50 % that is 2-4 slots, and the replay found that bigger
- *    rings there take slots from the adaptive static tier, which keeps the
- *    experts that come back better than a ring does.
+ * The tiers' sizes default to FSR_ALL (recency) and FSR_AUTO (the others),
+ * worked out per layer from its share of the card's slots (fsr_tiers.c):
+ *  - recency: FSR_AUTO_PRED since issue 18.  Once an engine posts a
+ *    prediction, FSR_ALL: the layer's whole share less its predicted
+ *    slots, so no slot is the static tier's (the profile seeds each
+ *    layer's recency tier with its hottest experts; predictions keep the
+ *    experts about to be used in it).  Until then FSR_AUTO: without
+ *    predictions the card-wide static tier is worth more (fs-replay
+ *    static+recency, qwen 25 %: 1.022 distinct misses per layer-window
+ *    with the split, 1.116 with the whole share; at 10 % the whole share
+ *    misses more than lru, 2.833 against 2.785).  The lever
+ *    table (docs/results/replay.md, "Levers"): on the calibrated model 2.161
+ *    distinct misses per layer-window at 26 % slots against 2.454 with the
+ *    split it replaced (both with admit_value), 0.868 / 0.911 on qwen /
+ *    gemma at 25 % against 0.961 / 1.030; at 50 % the split is better
+ *    (qwen 0.143 with recency 0 against 0.167).  That split, FSR_AUTO: a
+ *    16th of the share, at least 1, the rest a card-wide static tier (the
+ *    discussion reserved 16 of a 266-slot share).
  *  - predicted: a 16th of the share, 1..4.  A x8 link moves one or two
  *    experts per layer time and predictions look 1-3 layers ahead, so a
  *    layer seldom gets more than a few predicted copies per window.
@@ -79,7 +90,7 @@ void fsr_config_tiers(struct fsr_config *cfg)
 {
 	cfg->tiers = 1;
 	cfg->admit_value = 1;
-	cfg->recency_slots = FSR_AUTO;
+	cfg->recency_slots = FSR_AUTO_PRED;
 	cfg->predicted_slots = FSR_AUTO;
 	cfg->spare_slots = FSR_AUTO;
 	cfg->adapt = 1;
@@ -178,7 +189,7 @@ static int tiers_create(struct fsr *r, const struct fsr_config *cfg)
 	 * tier that adapts and a recency tier of some size (not the baselines'
 	 * fixed ones, not the per-layer LRU). */
 	r->tier_adapt = cfg->tier_adapt && cfg->adapt && cfg->recency_slots != 0 &&
-			cfg->recency_slots != FSR_ALL;
+			cfg->recency_slots != FSR_ALL && cfg->recency_slots != FSR_AUTO_PRED;
 	r->admit_value = cfg->admit_value && cfg->adapt; /* not the fixed baselines */
 	r->cross_window = cfg->predicted_slots == 0 ? 0 : cfg->cross_window;
 	for (uint32_t c = 0; c < FSR_MAX_CLIENTS; c++)

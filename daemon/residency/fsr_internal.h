@@ -202,6 +202,7 @@ struct fsr {
 	int tiers;
 	int adapt;
 	int tier_adapt;        /* recency vs static sizes per layer from ghost hits */
+	int pred_seen;         /* a prediction arrived (FSR_AUTO_PRED: recency takes the share) */
 	int admit_value;       /* a copy that displaces a resident must be worth more (fsr_sched.c) */
 	uint32_t cross_window; /* layers 0..N-1 of the next window predicted from the last */
 	uint32_t cfg_recency, cfg_predicted, cfg_spare; /* as configured, FSR_AUTO/ALL kept */
@@ -342,6 +343,7 @@ FSR_INTERNAL int fsr_tiers_init(struct fsr *r, uint32_t card);
 FSR_INTERNAL void fsr_tiers_quotas(struct fsr *r, uint32_t card);
 FSR_INTERNAL uint32_t fsr_tier_victim(struct fsr *r, uint32_t card, uint32_t layer, unsigned tier);
 FSR_INTERNAL int fsr_tier_room(struct fsr *r, uint32_t card, uint32_t layer, unsigned tier, uint32_t need);
+FSR_INTERNAL void fsr_tiers_predictions_seen(struct fsr *r);
 FSR_INTERNAL void fsr_tiers_ghost_miss(struct fsr *r, uint32_t card, uint32_t layer, uint32_t expert);
 
 /* fsr_tier_static.c: decayed use scores, the profile, promotions. */

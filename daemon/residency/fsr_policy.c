@@ -196,6 +196,8 @@ void fsr_record(struct fsr *r, uint32_t client, const struct fs_rec *rec, uint64
 		if (card == FSR_NONE)
 			card = fsr_live_card(r, from, rec->layer);
 		count3(r, from, client, rec->layer, FS_CC_predicted, FS_CL_predicted, FS_CCL_predicted);
+		if (r->tiers)
+			fsr_tiers_predictions_seen(r);
 		if (card == FSR_NONE) /* names a card that is down and read no live one */
 			fsr_ctr_add(&r->card[from].ctr[FS_CC_dropped], 1);
 		else if (r->tiers)

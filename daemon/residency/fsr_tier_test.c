@@ -521,3 +521,38 @@ Test(levers, bad_lever_values_are_refused)
 	c.tier_adapt = 2;
 	cr_assert_null(fsr_create(&c));
 }
+
+/* The default recency size (FSR_AUTO_PRED): a 16th of the share and a
+ * card-wide static tier until the first prediction; then each layer's whole
+ * share less its predicted slots, the static slots joining their layer's
+ * recency tier in place (resident still, nothing copied). */
+Test(levers, first_prediction_gives_the_static_slots_to_recency)
+{
+	struct fsr_config c = tcfg(100, 0, 0, 4);
+	fsr_config_tiers(&c);
+	c.bus_gbps = 0;
+	c.spare_slots = 4;
+	cr_assert_eq(c.recency_slots, FSR_AUTO_PRED);
+	struct fsr *r = mk(c);
+	static uint32_t counts[TL * TE];
+	profile(counts);
+	fsr_profile_load(r, counts);
+	settle(r, 0);
+	cr_assert_eq(info(r, 1, FSR_TIER_RECENCY).quota, 1, "a 16th of a 24-slot share, at least 1");
+	cr_assert_gt(info(r, 0, FSR_TIER_STATIC).used, 0);
+	uint32_t s = fsr_lookup(r, 0, 1, 0), landed = (uint32_t)cc_[FS_CC_copied];
+	cr_assert_neq(s, FSR_NONE);
+	cr_assert_eq(tier_of(r, 1, 0), FSR_TIER_STATIC);
+	post(r, FS_REC_WIN_BEGIN, 0, 0, 0, 1, 0);
+	use(r, 0, 0, 1, 1);
+	predict(r, 2, 63, 1, 0.9f);
+	cr_assert_eq(info(r, 0, FSR_TIER_STATIC).quota, 0);
+	cr_assert_eq(info(r, 0, FSR_TIER_STATIC).used, 0);
+	cr_assert_eq(fsr_lookup(r, 0, 1, 0), s, "the hottest expert moved or left");
+	cr_assert_eq(tier_of(r, 1, 0), FSR_TIER_RECENCY);
+	cr_assert_eq(info(r, 1, FSR_TIER_RECENCY).quota + info(r, 1, FSR_TIER_PREDICTED).quota, 24);
+	settle(r, 0);
+	cr_assert_eq(tier_of(r, 2, 63), FSR_TIER_PREDICTED);
+	cr_assert_eq((uint32_t)cc_[FS_CC_copied], landed + 1, "only the prediction was copied");
+	fsr_destroy(r);
+}

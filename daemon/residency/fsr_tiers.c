@@ -87,12 +87,15 @@ int fsr_tiers_init(struct fsr *r, uint32_t card)
  * why the FSR_AUTO values are what they are). */
 static void split_share(const struct fsr *r, uint32_t share, uint32_t *rec, uint32_t *pred)
 {
+	uint32_t cfg_rec = r->cfg_recency;
+	if (cfg_rec == FSR_AUTO_PRED)
+		cfg_rec = r->pred_seen ? FSR_ALL : FSR_AUTO;
 	uint32_t sixteenth = share / 16 ? share / 16 : 1;
 	uint32_t p = r->cfg_predicted == FSR_AUTO ? (sixteenth < 4 ? sixteenth : 4) : r->cfg_predicted;
-	uint32_t k = r->cfg_recency == FSR_AUTO ? sixteenth : r->cfg_recency;
+	uint32_t k = cfg_rec == FSR_AUTO ? sixteenth : cfg_rec;
 	if (share == 0)
 		p = k = 0;
-	if (r->cfg_recency == FSR_ALL) {
+	if (cfg_rec == FSR_ALL) {
 		p = p < share ? p : share;
 		k = share - p;
 	} else {
@@ -250,4 +253,30 @@ void fsr_tiers_ghost_miss(struct fsr *r, uint32_t card, uint32_t layer, uint32_t
 		return;
 	fsr_tiers_quotas(r, card);
 	cd->retrim = 1;
+}
+
+/* FSR_AUTO_PRED: the first prediction turns each layer's recency size into
+ * its whole share.  The static tier's slots join their layer's recency
+ * tier where they are (no copy; least recently used first, so what the
+ * profile or use put there stays until something newer needs the slot);
+ * what a layer holds beyond its new size leaves (trim).  Once: a daemon
+ * that served predictions keeps that split. */
+void fsr_tiers_predictions_seen(struct fsr *r)
+{
+	if (r->pred_seen || r->cfg_recency != FSR_AUTO_PRED)
+		return;
+	r->pred_seen = 1;
+	for (uint32_t c = 0; c < r->cards; c++) {
+		struct fsr_card *cd = &r->card[c];
+		fsr_tiers_quotas(r, c);
+		for (uint32_t l = 0; l < r->layers; l++) {
+			uint32_t sl = fsr_tl(cd, l, FSR_TIER_STATIC)->old;
+			while (sl != FSR_NONE) {
+				uint32_t next = cd->slot[sl].tnext;
+				fsr_tier_retag(r, c, sl, FSR_TIER_RECENCY, 0);
+				sl = next;
+			}
+		}
+		cd->retrim = 1;
+	}
 }

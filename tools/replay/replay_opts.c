@@ -39,7 +39,7 @@ void replay_model_defaults(struct replay_model *m)
 		.slots_frac = 0.5,
 		.seed = 1,
 		.decoys = DECOYS_POPULAR,
-		.recency = FSR_AUTO,
+		.recency = FSR_AUTO_PRED, /* the core's default (fsr_config_tiers) */
 		.predicted = FSR_AUTO,
 		.spare = FSR_AUTO,
 		.adapt = 1,
@@ -91,7 +91,7 @@ static void usage(FILE *f)
 		"  --delay D               windows before a copy for a miss is usable (1)\n"
 		"  --intercept-ms X (13.0) --miss-ms X (2.78 per extra miss per layer-window)\n"
 		"Our tiers (the baselines ignore these):\n"
-		"  --recency N|auto  --predicted N|auto  --spare N|auto   slots per layer / per card\n"
+		"  --recency N|auto|all|pred  --predicted N|auto  --spare N|auto   slots per layer / per card\n"
 		"                      (also foresightd's names --recency-slots, --predicted-slots, --spare-slots)\n"
 		"  --no-adapt          freeze the static tier at its profile\n"
 		"  --tier-adapt on|off   recency vs static sizes per layer from ghost hits (ARC-like)\n"
@@ -132,6 +132,14 @@ static int size_or_auto(const char *s, uint32_t *out)
 {
 	if (strcmp(s, "auto") == 0) {
 		*out = FSR_AUTO;
+		return 0;
+	}
+	if (strcmp(s, "all") == 0) { /* --recency all: no static tier (per-layer LRU + predictions) */
+		*out = FSR_ALL;
+		return 0;
+	}
+	if (strcmp(s, "pred") == 0) { /* the default: all once predictions arrive, else auto */
+		*out = FSR_AUTO_PRED;
 		return 0;
 	}
 	return u32(s, 0, 1u << 24, out);
@@ -355,9 +363,14 @@ static int one(struct replay_opts *o, int ch, const char *a)
 	case O_RECENCY:
 		return size_or_auto(a, &m->recency);
 	case O_PREDICTED:
-		return size_or_auto(a, &m->predicted);
+		return size_or_auto(a, &m->predicted) ||
+				       (m->predicted >= FSR_AUTO_PRED && m->predicted != FSR_AUTO) ?
+			       -1 :
+			       0;
 	case O_SPARE:
-		return size_or_auto(a, &m->spare);
+		return size_or_auto(a, &m->spare) || (m->spare >= FSR_AUTO_PRED && m->spare != FSR_AUTO) ?
+			       -1 :
+			       0;
 	case O_NOADAPT:
 		m->adapt = 0;
 		return 0;
