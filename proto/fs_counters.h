@@ -17,37 +17,37 @@
 #include "fs_tiers.h"
 
 /* Whole daemon. */
-#define FS_COUNTERS_DAEMON(X)                                                                             \
-	X(epochs, "residency epochs published (each a new slot map for the engines)")                     \
-	X(publish_deferred, "publishes put off: every epoch buffer held")                                 \
-	X(attaches, "clients attached")                                                                   \
-	X(detaches, "clients detached (any reason)")                                                      \
-	X(deaths, "clients found dead (process exited)")                                                  \
-	X(stale, "clients dropped for a stale heartbeat or an overlong hold")                             \
-	X(refused, "control requests refused (credentials, version, limits)")                             \
-	X(bad_requests, "malformed control requests")                                                     \
-	X(windows, "decode windows ended (all clients)")                                                  \
-	X(records, "ring records consumed")                                                               \
-	X(bad_records, "ring records rejected (type, fields, bounds)")                                    \
-	X(bad_index, "impossible ring head/tail seen")                                                    \
-	X(bad_holds, "held epoch numbers that cannot exist")                                              \
-	X(hot_wakeups, "times the hot thread woke from sleep")                                            \
-	X(arena_loaded_bytes, "arena bytes read from the model file so far")                              \
-	X(arena_bytes, "arena bytes to read from the model file (gauge; 0: synth)")                       \
-	X(arena_load_ns, "nanoseconds spent loading the arena")                                           \
-	X(arena_reused, "1: arena taken over from the fd store, not loaded (gauge)")                      \
-	X(oversized, "control requests over the size limit, refused")                                     \
-	X(bad_heartbeats, "client heartbeats from the future (client dropped)")                           \
-	X(bad_names, "attach names escaped or cut to printable ASCII (fs_name.h)")                        \
-	X(arena_load_bps, "arena load rate so far, bytes per second (gauge)")                             \
-	X(arena_load_left_ns, "arena load: nanoseconds left at that rate (gauge)")                        \
-	X(arena_layers_loaded, "layers whose experts are all in the arena (gauge)")                       \
-	X(arena_unloaded_recs, "uses/predictions of layers not in yet (no action)")                       \
-	X(backoff_refused, "attaches refused: revoked for an overlong hold, backing off")                 \
-	X(attach_capped, "attaches refused, or half-open rows taken, for a user's or process's share")    \
-	X(pending_expired, "attaches dropped: no fd handshake within 2 s")                                \
-	X(replies_dropped, "control connections closed: replies not read within 1 s, or piled up")        \
-	X(conns_refused, "control connections closed at once: over a process's, user's or the fd budget") \
+#define FS_COUNTERS_DAEMON(X)                                                                                \
+	X(epochs, "residency epochs published (each a new slot map for the engines)")                        \
+	X(publish_deferred, "publishes put off: every epoch buffer held")                                    \
+	X(attaches, "clients attached")                                                                      \
+	X(detaches, "clients detached (any reason)")                                                         \
+	X(deaths, "clients found dead (process exited)")                                                     \
+	X(stale, "clients dropped for a stale heartbeat or an overlong hold")                                \
+	X(refused, "control requests refused (credentials, version, limits)")                                \
+	X(bad_requests, "malformed control requests")                                                        \
+	X(windows, "decode windows ended (all clients)")                                                     \
+	X(records, "ring records consumed")                                                                  \
+	X(bad_records, "ring records rejected (type, fields, bounds)")                                       \
+	X(bad_index, "impossible ring head/tail seen")                                                       \
+	X(bad_holds, "held epoch numbers that cannot exist")                                                 \
+	X(hot_wakeups, "times the hot thread woke from sleep")                                               \
+	X(arena_loaded_bytes, "arena bytes read from the model file so far")                                 \
+	X(arena_bytes, "arena bytes to read from the model file (gauge; 0: synth)")                          \
+	X(arena_load_ns, "nanoseconds spent loading the arena")                                              \
+	X(arena_reused, "1: arena taken over from the fd store, not loaded (gauge)")                         \
+	X(oversized, "control requests over the size limit, refused")                                        \
+	X(bad_heartbeats, "client heartbeats from the future (client dropped)")                              \
+	X(bad_names, "attach names escaped or cut to printable ASCII (fs_name.h)")                           \
+	X(arena_load_bps, "arena load rate so far, bytes per second (gauge)")                                \
+	X(arena_load_left_ns, "arena load: nanoseconds left at that rate (gauge)")                           \
+	X(arena_layers_loaded, "layers whose experts are all in the arena (gauge)")                          \
+	X(arena_unloaded_recs, "uses/predictions of layers not in yet (no action)")                          \
+	X(backoff_refused, "attaches refused: revoked for an overlong hold, backing off")                    \
+	X(attach_capped, "attaches refused, or half-open rows taken, for a user's or process's share")       \
+	X(pending_expired, "attaches dropped: no fd handshake within 2 s")                                   \
+	X(replies_dropped, "control replies dropped: not read within 1 s, or requests piled up behind them") \
+	X(conns_refused, "control connections closed at once: over a process's, user's or the fd budget")    \
 	X(conns_reaped, "idle control connections closed to keep half the connection budget free")
 
 /* Per card. */
