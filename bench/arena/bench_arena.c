@@ -42,6 +42,7 @@
 #include "fs_arena.h"
 #include "fsg_arena.h"
 #include "fsg_types.h"
+#include "fs_opt.h"
 #include "fsgw.h"
 
 extern char **environ;
@@ -89,21 +90,18 @@ static int size_arg(const char *v, uint64_t *out)
 	return 0;
 }
 
-static void usage(FILE *out)
+static const char usage[] =
+	"usage: fs-bench-arena [--bytes N[K|M|G]] [--file F.gguf] [--dir D] [--keep] [--lock]\n"
+	"                      [--threads N] [--chunk N[K|M]] [--drop-caches] [--warm-only] [--quick]\n\n";
+
+/* --bytes, --chunk: a size with an optional K, M or G. */
+static int size_opt(void *dst, const char *v, char *err, size_t len)
 {
-	fprintf(out,
-		"usage: fs-bench-arena [--bytes N[K|M|G]] [--file F.gguf] [--dir D] [--keep] [--lock]\n"
-		"                      [--threads N] [--chunk N[K|M]] [--drop-caches] [--warm-only] [--quick]\n\n"
-		"  --bytes N    size of the generated GGUF file (default 2G)\n"
-		"  --file F     use this GGUF MoE file instead (not deleted)\n"
-		"  --dir D      where to write the generated file (default /tmp)\n"
-		"  --keep       keep the generated file\n"
-		"  --lock       lock the arena like foresightd (default: not locked)\n"
-		"  --threads N  loader threads, 1..64 (default: the daemon's choice)\n"
-		"  --chunk N    bytes of blobs per loader job (default: the daemon's, 8M)\n"
-		"  --drop-caches  cold rows: also drop the machine's page cache (root only)\n"
-		"  --warm-only  only the warm rows and the bounds (a sweep of --threads, --chunk)\n"
-		"  --quick      a 32 MiB file (the smoke test)\n");
+	if (size_arg(v, dst) < 0) {
+		snprintf(err, len, "give a size above 0: N, NK, NM or NG (at most 1e15 bytes)");
+		return -1;
+	}
+	return 0;
 }
 
 /* A qwen3moe-like model of about `bytes`: Q4_K experts of 2048 x 768
@@ -427,40 +425,29 @@ static double ratio(double a, double b)
 int main(int argc, char **argv)
 {
 	struct opts o = {.bytes = 2ull << 30, .dir = "/tmp"};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return 0;
-		} else if (!strcmp(a, "--quick")) {
-			o.bytes = 32ull << 20;
-		} else if (!strcmp(a, "--keep")) {
-			o.keep = 1;
-		} else if (!strcmp(a, "--lock")) {
-			o.lock = 1;
-		} else if (!strcmp(a, "--warm-only")) {
-			o.warm_only = 1;
-		} else if (!strcmp(a, "--drop-caches")) {
-			o.drop_caches = 1;
-		} else if (!strcmp(a, "--bytes") && v && size_arg(v, &o.bytes) == 0) {
-			i++;
-		} else if (!strcmp(a, "--chunk") && v && size_arg(v, &o.chunk) == 0) {
-			i++;
-		} else if (!strcmp(a, "--file") && v) {
-			o.file = v;
-			i++;
-		} else if (!strcmp(a, "--dir") && v) {
-			o.dir = v;
-			i++;
-		} else if (!strcmp(a, "--threads") && v && atoi(v) > 0 && atoi(v) <= 64) {
-			o.threads = (unsigned)atoi(v);
-			i++;
-		} else {
-			fprintf(stderr, "fs-bench-arena: bad argument '%s'\n", a);
-			usage(stderr);
-			return 2;
-		}
-	}
+	int quick = 0;
+	const struct fs_opt opts[] = {
+		FS_OPT_FN("bytes", "N", &o.bytes, size_opt, "size of the generated GGUF file (default: 2G)"),
+		FS_OPT_STR("file", "F", &o.file, "use this GGUF MoE file instead (not deleted)"),
+		FS_OPT_STR("dir", "D", &o.dir, "where to write the generated file"),
+		FS_OPT_FLAG("keep", 0, &o.keep, "keep the generated file"),
+		FS_OPT_FLAG("lock", 0, &o.lock, "lock the arena like foresightd (default: not locked)"),
+		FS_OPT_U32("threads", "N", &o.threads, 1, 64,
+			   "loader threads (default: the daemon's choice)"),
+		FS_OPT_FN("chunk", "N", &o.chunk, size_opt,
+			  "bytes of blobs per loader job (default: the daemon's, 8M)"),
+		FS_OPT_FLAG("drop-caches", 0, &o.drop_caches,
+			    "cold rows: also drop the machine's page cache (root only)"),
+		FS_OPT_FLAG("warm-only", 0, &o.warm_only,
+			    "only the warm rows and the bounds (a sweep of --threads, --chunk)"),
+		FS_OPT_FLAG("quick", 0, &quick, "a 32 MiB file (the smoke test; instead of --bytes)"),
+	};
+	const struct fs_opt_cmd cmd = {"fs-bench-arena", usage, NULL, opts, FS_OPT_N(opts)};
+	int prc = fs_opt_parse(&cmd, argc, argv);
+	if (prc != 0)
+		return prc == FS_OPT_HELP ? 0 : 2;
+	if (quick)
+		o.bytes = 32ull << 20;
 	char path[4096];
 	if (o.file)
 		snprintf(path, sizeof(path), "%s", o.file);
