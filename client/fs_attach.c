@@ -85,51 +85,56 @@ static int map_daemon(struct fs_client *c, struct fs_att *a)
 {
 	const struct fs_daemon_hdr *h = a->dshm.base;
 	uint64_t sz = a->dshm.bytes;
-	if (h->magic != FS_DAEMON_MAGIC || h->version != FS_PROTO_VERSION) {
+	/* Every size and offset read once, into private memory: what is
+	 * checked is what is used (the region is the daemon's to write). */
+	struct fs_daemon_hdr hc;
+	memcpy(&hc, h, sizeof(hc));
+	if (hc.magic != FS_DAEMON_MAGIC || hc.version != FS_PROTO_VERSION) {
 		fs_set_error(c, "daemon region: bad magic or layout version %u (this library: %u)",
-			     h->version, FS_PROTO_VERSION);
+			     hc.version, FS_PROTO_VERSION);
 		return -EPROTO;
 	}
-	if (h->cards == 0 || h->cards > FS_MAX_CARDS || h->layers == 0 || h->layers > FS_MAX_LAYERS ||
-	    h->experts == 0 || h->experts > FS_MAX_EXPERTS || h->epoch_bufs == 0 ||
-	    h->epoch_bufs > FS_MAX_EPOCH_BUFS || h->region_bytes > sz ||
-	    !part_ok(h->off_cards, (uint64_t)h->cards * sizeof(struct fs_card_desc), sz) ||
-	    h->epoch_buf_bytes < sizeof(struct fs_epoch_buf_hdr) + 8ull * h->cards * h->layers * h->experts ||
-	    !part_ok(h->off_epochs, h->epoch_buf_bytes * h->epoch_bufs, sz)) {
+	if (hc.cards == 0 || hc.cards > FS_MAX_CARDS || hc.layers == 0 || hc.layers > FS_MAX_LAYERS ||
+	    hc.experts == 0 || hc.experts > FS_MAX_EXPERTS || hc.epoch_bufs == 0 ||
+	    hc.epoch_bufs > FS_MAX_EPOCH_BUFS || hc.region_bytes > sz ||
+	    !part_ok(hc.off_cards, (uint64_t)hc.cards * sizeof(struct fs_card_desc), sz) ||
+	    hc.epoch_buf_bytes < sizeof(struct fs_epoch_buf_hdr) + 8ull * hc.cards * hc.layers * hc.experts ||
+	    !part_ok(hc.off_epochs, hc.epoch_buf_bytes * hc.epoch_bufs, sz)) {
 		fs_set_error(c, "daemon region: inconsistent header");
 		return -EBADMSG;
 	}
 	/* The layers' ready words (the arena may still be loading): read the
 	 * offset once, check it, keep the pointer. */
-	uint64_t off_lr = fs_load_relaxed(&h->off_layer_ready);
-	if (!fs_layer_ready_ok(off_lr, h->layers, sz)) {
+	uint64_t off_lr = hc.off_layer_ready;
+	if (!fs_layer_ready_ok(off_lr, hc.layers, sz)) {
 		fs_set_error(c, "daemon region: layer ready words out of bounds");
 		return -EBADMSG;
 	}
 	a->layer_ready = off_lr ? (const uint32_t *)((const char *)h + off_lr) : NULL;
-	const struct fs_card_desc *cd = (const void *)((const char *)h + h->off_cards);
-	for (uint32_t i = 0; i < h->cards; i++) {
-		if (cd[i].slots == 0 ||
-		    !part_ok(h->off_ready_card[i], FS_ISSUED_OFFSET(cd[i].slots) + 8ull * cd[i].slots, sz)) {
+	const struct fs_card_desc *cd = (const void *)((const char *)h + hc.off_cards);
+	for (uint32_t i = 0; i < hc.cards; i++) {
+		struct fs_card_desc d = cd[i];
+		if (d.slots == 0 ||
+		    !part_ok(hc.off_ready_card[i], FS_ISSUED_OFFSET(d.slots) + 8ull * d.slots, sz)) {
 			fs_set_error(c, "daemon region: card %u ready words out of bounds", i);
 			return -EBADMSG;
 		}
-		a->ready[i] = (const uint32_t *)((const char *)h + h->off_ready_card[i]);
-		a->slots[i] = cd[i].slots;
-		a->slot_bytes[i] = cd[i].slot_bytes;
-		a->card_info[i].id = cd[i].id;
-		a->card_info[i].slots = cd[i].slots;
-		a->card_info[i].slot_bytes = cd[i].slot_bytes;
-		a->card_info[i].is_cuda = cd[i].kind == FS_BACKEND_CUDA;
-		memcpy(a->card_info[i].name, cd[i].name, sizeof(cd[i].name));
+		a->ready[i] = (const uint32_t *)((const char *)h + hc.off_ready_card[i]);
+		a->slots[i] = d.slots;
+		a->slot_bytes[i] = d.slot_bytes;
+		a->card_info[i].id = d.id;
+		a->card_info[i].slots = d.slots;
+		a->card_info[i].slot_bytes = d.slot_bytes;
+		a->card_info[i].is_cuda = d.kind == FS_BACKEND_CUDA;
+		memcpy(a->card_info[i].name, d.name, sizeof(d.name));
 		a->card_info[i].name[sizeof(a->card_info[i].name) - 1] = 0;
 	}
 	a->dh = h;
-	a->cards = h->cards;
-	a->layers = h->layers;
-	a->experts = h->experts;
-	a->epoch_bufs = h->epoch_bufs;
-	a->instance = h->instance;
+	a->cards = hc.cards;
+	a->layers = hc.layers;
+	a->experts = hc.experts;
+	a->epoch_bufs = hc.epoch_bufs;
+	a->instance = hc.instance;
 	return 0;
 }
 
@@ -160,10 +165,13 @@ static int map_arena(struct fs_client *c, struct fs_att *a, int fd)
 	}
 	const struct fs_arena_hdr *h = m->shm.base;
 	uint64_t sz = m->shm.bytes;
-	uint64_t n = (uint64_t)h->layers * h->experts;
-	int ok = h->magic == FS_ARENA_MAGIC && h->version == FS_PROTO_VERSION && h->layers == a->layers &&
-		 h->experts == a->experts && part_ok(h->off_index, n * sizeof(struct fs_arena_entry), sz);
-	const struct fs_arena_entry *e = (const void *)((const char *)h + h->off_index);
+	/* Read once: the sizes checked are the sizes kept (see map_daemon). */
+	struct fs_arena_hdr hc;
+	memcpy(&hc, h, sizeof(hc));
+	uint64_t n = (uint64_t)hc.layers * hc.experts;
+	int ok = hc.magic == FS_ARENA_MAGIC && hc.version == FS_PROTO_VERSION && hc.layers == a->layers &&
+		 hc.experts == a->experts && part_ok(hc.off_index, n * sizeof(struct fs_arena_entry), sz);
+	const struct fs_arena_entry *e = (const void *)((const char *)h + hc.off_index);
 	for (uint64_t i = 0; ok && i < n; i++)
 		ok = part_ok(e[i].offset, e[i].bytes, sz);
 	if (!ok) {
@@ -174,8 +182,8 @@ static int map_arena(struct fs_client *c, struct fs_att *a, int fd)
 	}
 	m->ah = h;
 	m->idx = e;
-	m->layers = h->layers;
-	m->experts = h->experts;
+	m->layers = hc.layers;
+	m->experts = hc.experts;
 	m->dev = (uint64_t)st.st_dev;
 	m->ino = (uint64_t)st.st_ino;
 	m->next = c->arenas;
@@ -305,7 +313,7 @@ int fs_att_create(struct fs_client *c, struct fs_att **out)
 	arena_fd = -1;
 	if (r < 0)
 		goto fail;
-	fs_arena_note_ready(a);
+	a->layers_all_in = fs_arena_note_ready(a);
 	if (a->cards != ncards) {
 		fs_set_error(c, "attach: %u cards in the reply, %u in the daemon region", ncards, a->cards);
 		r = -EPROTO;

@@ -125,6 +125,9 @@ static void *bg_main(void *arg)
 		struct fs_att *a = fs_load_acquire(&c->att);
 		if (a) {
 			fs_store_release(&a->ch->heartbeat_ns, now);
+			/* While the arena loads: the layers that came in since. */
+			if (!a->layers_all_in)
+				a->layers_all_in = fs_arena_note_ready(a);
 			if (!att_alive(a, now)) {
 				__atomic_store_n(&c->att, (struct fs_att *)NULL, __ATOMIC_RELEASE);
 				retire(c, a);

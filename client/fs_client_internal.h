@@ -54,6 +54,7 @@ struct fs_att {
 	uint64_t instance;
 	const uint32_t *ready[FS_MAX_CARDS];
 	const uint32_t *layer_ready; /* [layers] in the daemon region, or NULL: every layer is in */
+	int layers_all_in;           /* background thread's: every layer noted in (fs_arena_note_ready) */
 	const uint8_t *pool_base[FS_MAX_CARDS]; /* host cards */
 	void *dev_base[FS_MAX_CARDS];           /* CUDA cards: pool in this process */
 	int dev_index[FS_MAX_CARDS];
@@ -118,7 +119,10 @@ struct fs_client {
  * what it sees in a->arena->layer_in); note_ready: every layer whose word
  * is ready now, at attach. */
 int fs_arena_layer_in(const struct fs_att *a, struct fs_arena_map *m, uint32_t layer);
-void fs_arena_note_ready(const struct fs_att *a);
+/* Turn the daemon's ready words into the arena map's bits (the background
+ * thread and attach: the only callers that hold the attachment); 1 once
+ * every layer is in. */
+int fs_arena_note_ready(const struct fs_att *a);
 /* fs_attach.c */
 int fs_att_create(struct fs_client *c, struct fs_att **out);
 void fs_att_destroy(struct fs_client *c, struct fs_att *a, int detach);

@@ -107,6 +107,10 @@ static int slot_from_entry(const struct fs_att *a, uint32_t card, uint32_t layer
 		out->device = a->dev_base[card] ? (char *)a->dev_base[card] + off : NULL;
 		out->bytes = ae->bytes < a->slot_bytes[card] ? ae->bytes : a->slot_bytes[card];
 	}
+	/* A slot of a layer means its bytes are in the arena: note it now (a
+	 * view pins this attachment, so its ready words may be read), so
+	 * fs_layer_ready and fs_arena_expert never lag a hit. */
+	(void)fs_arena_layer_in(a, a->arena, layer);
 	return 1;
 }
 
@@ -177,6 +181,8 @@ const uint32_t *fs_card_ready_words(const fs_client *c, uint32_t card)
 
 int fs_arena_layer_in(const struct fs_att *a, struct fs_arena_map *m, uint32_t layer)
 {
+	if (layer >= FS_MAX_LAYERS) /* layer_in's size, whatever a header said */
+		return 0;
 	uint64_t bit = 1ull << (layer % 64);
 	if (fs_load_acquire(&m->layer_in[layer / 64]) & bit)
 		return 1;
@@ -192,10 +198,12 @@ int fs_arena_layer_in(const struct fs_att *a, struct fs_arena_map *m, uint32_t l
 	return 1;
 }
 
-void fs_arena_note_ready(const struct fs_att *a)
+int fs_arena_note_ready(const struct fs_att *a)
 {
+	int all = 1;
 	for (uint32_t l = 0; a->arena && l < a->layers && l < a->arena->layers; l++)
-		(void)fs_arena_layer_in(a, a->arena, l);
+		all &= fs_arena_layer_in(a, a->arena, l);
+	return all;
 }
 
 int fs_layer_ready(const fs_client *c, uint32_t layer)
@@ -205,7 +213,11 @@ int fs_layer_ready(const fs_client *c, uint32_t layer)
 		return -ENOTCONN;
 	if (layer >= m->layers)
 		return -EINVAL;
-	return fs_arena_layer_in(fs_load_acquire(&c->att), m, layer);
+	/* Only the bits: the attachment (and the daemon region its ready words
+	 * are in) may be retired and unmapped under a thread that holds no
+	 * view; the background thread turns the words into bits
+	 * (fs_arena_note_ready, every period while a layer is not in). */
+	return fs_arena_layer_in(NULL, m, layer);
 }
 
 int fs_arena_expert(const fs_client *c, uint32_t layer, uint32_t expert, struct fs_expert_blob *out)
@@ -218,7 +230,7 @@ int fs_arena_expert(const fs_client *c, uint32_t layer, uint32_t expert, struct 
 		return -EINVAL;
 	/* A layer still loading: the bytes are not there yet (the engine
 	 * serves it from its own copy of the model). */
-	if (!fs_arena_layer_in(fs_load_acquire(&c->att), m, layer))
+	if (!fs_arena_layer_in(NULL, m, layer)) /* the bits only: see fs_layer_ready */
 		return -EAGAIN;
 	const struct fs_arena_entry *e = &m->idx[(uint64_t)layer * m->experts + expert];
 	out->data = (const uint8_t *)m->ah + e->offset;

@@ -13,8 +13,9 @@
  *    made ping take 3.8 s and an honest attach fail.
  *  - A reply not taken by its peer within CTL_SEND_MS is dropped, and so
  *    is a request that finds CTL_PER_PIPE requests of its connection (a
- *    process: CTL_PER_PID) waiting for their replies (counted:
- *    replies_dropped).  One peer holds at most that many of the contexts.
+ *    process: CTL_PER_PID; a user other than root and foresightd's own:
+ *    CTL_PER_UID) waiting for their replies (counted: replies_dropped).
+ *    One peer holds at most that many of the contexts.
  *    The connection is left open (its process's connection cap bounds
  *    it): closing connections with replies in flight (nng_pipe_close) made
  *    nng 1.5.2 leak them, 13 000 sockets in 6 s of this attack.
@@ -49,6 +50,9 @@
 #define CTL_CTXS 64u
 #define CTL_PER_PIPE 2u
 #define CTL_PER_PID 8u
+/* A user other than root and foresightd's own: a quarter of the contexts,
+ * so several processes of one user cannot hold them all. */
+#define CTL_PER_UID (CTL_CTXS / 4u)
 #define CTL_SEND_MS 1000
 #define CONNS_PER_PID 16u
 #define CONNS_PER_UID 64u
@@ -64,6 +68,7 @@ struct ctl_ctx {
 	nng_msg *msg;         /* the request, on its way to the loop */
 	uint32_t pipe_id;     /* under lock: the connection it serves, while busy */
 	uint64_t pid;         /* under lock: its peer's pid, while busy */
+	uint64_t uid;         /* under lock: its peer's uid, while busy */
 	int busy;             /* under lock: a request taken, its reply not yet sent */
 	struct ctl_ctx *next; /* under lock: the loop's queue */
 };
@@ -236,14 +241,16 @@ static void on_ctx(void *arg)
 	}
 	nng_msg *m = nng_aio_get_msg(c->aio);
 	uint32_t pid_ = (uint32_t)nng_pipe_id(nng_msg_get_pipe(m));
-	uint64_t peer = 0;
+	uint64_t peer = 0, peer_uid = UINT64_MAX;
 	nng_pipe_get_uint64(nng_msg_get_pipe(m), NNG_OPT_IPC_PEER_PID, &peer);
+	nng_pipe_get_uint64(nng_msg_get_pipe(m), NNG_OPT_IPC_PEER_UID, &peer_uid);
 	c->msg = m;
 	c->state = CTX_LOOP;
 	pthread_mutex_lock(&lock);
 	c->busy = 1;
 	c->pipe_id = pid_;
 	c->pid = peer;
+	c->uid = peer_uid;
 	struct conn *cn = conn_find(pid_);
 	if (cn)
 		cn->last_ns = fs_now_ns();
@@ -263,16 +270,18 @@ static void handle_one(struct fsd *d, struct ctl_ctx *c)
 	nng_msg *m = c->msg;
 	c->msg = NULL;
 	nng_pipe p = nng_msg_get_pipe(m);
-	unsigned of_pipe = 0, of_pid = 0;
+	unsigned of_pipe = 0, of_pid = 0, of_uid = 0;
 	pthread_mutex_lock(&lock);
 	for (unsigned i = 0; i < n_ctxs; i++) {
 		if (!ctxs[i].busy || &ctxs[i] == c)
 			continue;
 		of_pipe += ctxs[i].pipe_id == c->pipe_id;
 		of_pid += ctxs[i].pid == c->pid;
+		of_uid += ctxs[i].uid == c->uid;
 	}
 	pthread_mutex_unlock(&lock);
-	if (of_pipe >= CTL_PER_PIPE || of_pid >= CTL_PER_PID) {
+	if (of_pipe >= CTL_PER_PIPE || of_pid >= CTL_PER_PID ||
+	    (!is_admin(c->uid) && of_uid >= CTL_PER_UID)) {
 		/* Requests piled up behind replies it does not read. */
 		static uint64_t logged_ns;
 		uint64_t now = fs_now_ns();
@@ -280,8 +289,8 @@ static void handle_one(struct fsd *d, struct ctl_ctx *c)
 			logged_ns = now;
 			fsd_log(FSD_WARN,
 				"control: dropped a request of pid %llu: %u requests of its connection (%u of its "
-				"process) wait for replies it does not read",
-				(unsigned long long)c->pid, of_pipe, of_pid);
+				"process, %u of its user) wait for replies not read",
+				(unsigned long long)c->pid, of_pipe, of_pid, of_uid);
 		}
 		fsd_count(&d->counters_daemon[FS_C_replies_dropped], 1);
 		nng_msg_free(m);

@@ -268,6 +268,11 @@ void fsr_tiers_predictions_seen(struct fsr *r)
 	r->pred_seen = 1;
 	for (uint32_t c = 0; c < r->cards; c++) {
 		struct fsr_card *cd = &r->card[c];
+		/* tier_adapt: the recency sizes ghost hits learned were sizes of
+		 * the split before predictions; start again from the whole share,
+		 * or the static slots moved into recency below are trimmed out. */
+		for (uint32_t l = 0; cd->rec_size && l < r->layers; l++)
+			cd->rec_size[l] = FSR_NONE;
 		fsr_tiers_quotas(r, c);
 		for (uint32_t l = 0; l < r->layers; l++) {
 			uint32_t sl = fsr_tl(cd, l, FSR_TIER_STATIC)->old;

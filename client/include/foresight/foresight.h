@@ -247,7 +247,10 @@ struct fs_expert_blob {
  * serves it layer by layer, layer 0 first: compute the expert from the
  * engine's own copy of the model, e.g. its mapping of the file, and ask
  * again for a later token); -EINVAL out of range; -ENOTCONN before any
- * attach.  A layer once in stays in, also after the daemon is gone. */
+ * attach.  A layer once in stays in, also after the daemon is gone.  The
+ * library's background thread notes the layers the daemon has loaded once
+ * per period (100 ms), so a layer is seen in up to that long after it
+ * landed; any thread may call this. */
 FS_API int fs_arena_expert(const fs_client *c, uint32_t layer, uint32_t expert, struct fs_expert_blob *out);
 /* 1 when the layer's experts are in the arena (fs_arena_expert answers),
  * 0 while it loads, or a negative errno as fs_arena_expert.  Lookups of a
