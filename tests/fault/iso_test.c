@@ -11,7 +11,8 @@
  *   FS_ISO_SECONDS  each phase's length                   (CI 2)
  *   FS_ISO_ROUNDS   alone/beside phases, alternated        (CI 4, sanitized 2)
  *   FS_ISO_WARM     seconds the attack runs before the first (3 x FS_ISO_SECONDS)
- *   FS_ISO_SHARE    the bar, percent of the hit rate alone (CI 75; the issue's
+ *   FS_ISO_SHARE    the bar, percent of the hit rate alone (CI 75, asserted in
+ *                   the plain build only unless set: sanitized, too noisy; the issue's
  *                   bar, 90, is what the long runs use: on a loaded 2-core CI
  *                   machine a 3 s hit rate moves by more than 10 % between
  *                   two runs with no attack at all, while every attack here
@@ -136,10 +137,19 @@ static void expect_unhurt(const char *attack, const struct honest *solo, const s
 		attack, 100 * solo->hit_rate, 100 * with->hit_rate,
 		solo->hit_rate > 0 ? 100 * with->hit_rate / solo->hit_rate : 0.0, with->attach_ms[0],
 		with->attach_ms[1]);
-	cr_expect_gt(solo->hit_rate, 0.2, "%s: the honest engines hit too little alone to judge", attack);
-	cr_expect_geq(with->hit_rate, share * solo->hit_rate,
-		      "%s: honest hit rate %.3f beside the attack, %.3f alone", attack, with->hit_rate,
-		      solo->hit_rate);
+	/* Under a sanitizer the hit rate of one or two 2 s phases is noise
+	 * (CI's ASan stage: 36-91 % alone across the tests of one run, an
+	 * attack that does nothing at 73 %): the share is asserted in the
+	 * plain build, which CI runs too, or when FS_ISO_SHARE asks for it;
+	 * the sanitized builds, and a sanitized daemon (FS_TEST_DAEMON: CI's
+	 * TSan stage), check the rest (attach, bytes, counters). */
+	if ((!SAN && !getenv("FS_TEST_DAEMON")) || getenv("FS_ISO_SHARE")) {
+		cr_expect_gt(solo->hit_rate, 0.2, "%s: the honest engines hit too little alone to judge",
+			     attack);
+		cr_expect_geq(with->hit_rate, share * solo->hit_rate,
+			      "%s: honest hit rate %.3f beside the attack, %.3f alone", attack,
+			      with->hit_rate, solo->hit_rate);
+	}
 	for (int i = 0; i < 2; i++) {
 		cr_expect(with->attach_ms[i] >= 0 && with->attach_ms[i] <= attach_bar,
 			  "%s: honest engine %d attached in %ld ms", attack, i, with->attach_ms[i]);
