@@ -57,15 +57,16 @@ static int check_tiers(const struct fsr *r, const struct fsr_card *cd)
 		CHECK(cd->ntier[t] <= cd->card_quota[t] || !fsr_tier_ops(t)->card_wide || cd->retrim);
 		card_wide += cd->card_quota[t];
 	}
-	/* Reserved sizes only for the layers the card serves (fsr_place.c),
-	 * none on a card that serves no layer. */
+	/* Reserved sizes only for the layers the card serves (fsr_place.c);
+	 * a live card that serves no layer keeps its card-wide (static) size,
+	 * a card that is down none (fsr_card_check). */
 	uint32_t card = (uint32_t)(cd - r->card), nserved = 0;
 	for (uint32_t l = 0; l < r->layers; l++) {
 		nserved += fsr_serves(r, card, l);
 		for (unsigned t = 0; t < FSR_NTIERS; t++)
 			CHECK(fsr_serves(r, card, l) || cd->quota[l * FSR_NTIERS + t] == 0);
 	}
-	CHECK(nserved > 0 || cd->quota_total == 0);
+	CHECK(nserved > 0 || reserved == 0);
 	/* Each card its own tier: no slot or candidate of a layer the card no
 	 * longer serves once the trim has run (fsr_sched.c). */
 	for (uint32_t l = 0; l < r->layers && !r->one_tier && !cd->retrim; l++)

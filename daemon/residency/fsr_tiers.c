@@ -121,7 +121,10 @@ void fsr_tiers_quotas(struct fsr *r, uint32_t card)
 		spare = nl < cd->nslots / 128 ? nl : cd->nslots / 128;
 	uint32_t avail = spare < cd->nslots ? cd->nslots - spare : 0;
 	uint32_t base = nl ? avail / nl : 0, extra = nl ? avail % nl : 0, i = 0;
-	cd->quota_total = nl ? avail : 0;
+	/* A live card that serves no layer keeps its static tier whole: with
+	 * one tier its slots stay and are read from there (fsr.h, "Placement
+	 * across cards"); without, the trim empties what it no longer serves. */
+	cd->quota_total = up ? avail : 0;
 	/* What the layers' shares leave is the static tier's, the card's. */
 	uint32_t left = cd->quota_total;
 	for (uint32_t l = 0; l < r->layers; l++) {

@@ -420,11 +420,13 @@ static int run_init(struct run *x, const struct replay_input *in, const struct r
 		return rc;
 	x->layer_ms = m->intercept_ms / t->layers;
 	x->miss_ms_l = m->miss_ms / t->layers;
-	if (replay_policy_uses_profile(p) && (rc = fsr_profile_load(x->r, profile)) != 0)
-		return rc;
+	/* foresightd's order: the reach (one tier across the cards), then the
+	 * profile (a client's load, once the daemon serves). */
 	if ((rc = regions_init(x, &cfg)) != 0)
 		return rc;
 	if ((rc = fsr_set_reach(x->r, x->dh->peer_reach)) != 0)
+		return rc;
+	if (replay_policy_uses_profile(p) && (rc = fsr_profile_load(x->r, profile)) != 0)
 		return rc;
 	return engine_init(x, &cfg);
 }
