@@ -24,7 +24,7 @@ void fsd_config_residency(const struct fsd_config *c, struct fsr_config *rc)
 	rc->uniform_bytes = c->expert_bytes;
 	if (c->tiers) {
 		fsr_config_tiers(rc);
-		if (c->recency_slots >= 0) /* -1: the core's default (FSR_AUTO_PRED) */
+		if (c->recency_slots >= 0) /* -1: the core's default (FSR_AUTO) */
 			rc->recency_slots = (uint32_t)c->recency_slots;
 		rc->predicted_slots = c->predicted_slots < 0 ? FSR_AUTO : (uint32_t)c->predicted_slots;
 		rc->spare_slots = c->spare_slots < 0 ? FSR_AUTO : (uint32_t)c->spare_slots;

@@ -116,8 +116,7 @@
 	X(tiers, tiers, U32, 0, 1, 0, 1, 0, \
 	  "residency tiers and the copy scheduler: 1 on, 0 the untiered policy") \
 	X(recency_slots, recency_slots, INT, 0, -1, -1, 1 << 24, 0, \
-	  "recency tier slots per layer; -1: once engines post predictions the layer's whole share " \
-	  "less its predicted slots (no separate static tier), until then a 16th of the share") \
+	  "recency tier slots per layer beside a card-wide static tier, -1 auto: a 16th of the share") \
 	X(predicted_slots, predicted_slots, INT, 0, -1, -1, 1 << 24, 0, \
 	  "predicted tier slots per layer, -1 auto: a 16th of the share, 1..4") \
 	X(spare_slots, spare_slots, INT, 0, -1, -1, 1 << 24, 0, \

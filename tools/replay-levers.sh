@@ -8,10 +8,16 @@
 # the default with one tier's slots left to the other.  Prints Markdown.  Deterministic.
 # tools/replay-levers.sh FS_REPLAY seeds: the model's draw (--gen-seed 1-5) at 26 and 52 %
 # for static, the tiers as they were and the default.
+# tools/replay-levers.sh FS_REPLAY gpu: fs-engine-bench's protocol config in the replay, the
+# bench's modes side by side (docs/results/replay.md, "GPU and replay").
+# The engine posts as fs-engine-bench's does: the best 8 candidates it does not hold, per
+# target layer and horizon (--pred-max 8; FS_PRED_MAX=0: every candidate, the replay's
+# own default, which refreshes resident experts and flatters an LRU: docs/results/replay.md).
 set -euo pipefail
 R=${1:-build/tools/replay/fs-replay}
 MODE=${2:-levers}
 T=${FS_TRACES:-../shared/data/route-traces}
+PM=${FS_PRED_MAX:-8}
 OLD="--recency auto --admit-value off --tier-adapt off --cross-window off"
 WL=("model 0.259" "model 0.395" "model 0.52")
 for tr in qwen gemma; do for f in 0.10 0.25 0.50 0.75; do WL+=("$tr $f"); done; done
@@ -24,7 +30,7 @@ run() { # WORKLOAD FRAC POLICY ARGS... -> misses per layer-window (or bound with
 		"$R" "${src[@]}" --slots-frac "$f" --policy static --json |
 			python3 -c 'import json,sys; print("%.3f" % [r for r in json.load(sys.stdin) if r["policy"]=="clairvoyant"][0]["distinct_misses_per_layer_window"])'
 	else
-		"$R" "${src[@]}" --slots-frac "$f" --no-bound --policy "$p" --json "$@" |
+		"$R" "${src[@]}" --slots-frac "$f" --no-bound --pred-max "$PM" --policy "$p" --json "$@" |
 			python3 -c 'import json,sys; print("%.3f" % json.load(sys.stdin)[0]["distinct_misses_per_layer_window"])'
 	fi
 }
@@ -37,6 +43,28 @@ row() { # NAME POLICY ARGS...
 	done
 	echo "$line"
 }
+if [ "$MODE" = gpu ]; then
+	# fs-engine-bench's protocol config (16 layers, windows of 2 and of 3 tokens for its mean of
+	# 2.5, 0.45 MiB experts over 3.375 GB/s, 4.4 ms per window + 60 us per miss as measured
+	# on the H200, foresightd's publish_us): tok/s of the bench's modes (recency =
+	# static+recency, predict = static+predicted, both = all) under the tiers of session 5
+	# (--recency pred) and the default, with the engine's posting (--pred-max 8) and with the
+	# replay's own (every candidate).
+	G=(--synthetic --model --layers 16 --expert-bytes 442368 --bus-gbps 3.375 --intercept-ms 4.4
+		--miss-ms 0.96 --publish-us 200 --windows 400 --no-bound)
+	P=(--recall 1:100,100,100 --recall 2:100,100,100 --recall 3:100,100,100)
+	tps() { "$R" "${G[@]}" --json "$@" | python3 -c 'import json,sys; r=json.load(sys.stdin)[0]; print("%.1f (%.2f %%)" % (r["tokens_per_s"], 100*r["hit_rate"]))'; }
+	echo "| slots, tokens/window | posting | tiers | static | recency | predict | both | perfect (both) |"
+	echo "|---|---|---|---:|---:|---:|---:|---:|"
+	for f in 0.26 0.52; do for t in 2 3; do for pm in 8 0; do for tiers in pred auto; do
+		a=(--slots-frac "$f" --tokens-per-window "$t" --pred-max "$pm" --recency "$tiers")
+		post=$([ "$pm" = 8 ] && echo "engine's (best 8 not held)" || echo "every candidate")
+		lab=$([ "$tiers" = pred ] && echo "session 5 (--recency pred)" || echo "default (split)")
+		echo "| $f, $t | $post | $lab | $(tps "${a[@]}" --policy static) | $(tps "${a[@]}" --policy static+recency) |" \
+			"$(tps "${a[@]}" --policy static+predicted) | $(tps "${a[@]}" --policy all) | $(tps "${a[@]}" --policy all "${P[@]}") |"
+	done; done; done; done
+	exit 0
+fi
 if [ "$MODE" = seeds ]; then
 	echo "| model, slots | policy | gen-seed 1 | 2 | 3 | 4 | 5 | mean | default vs as they were, per seed |"
 	echo "|---|---|---:|---:|---:|---:|---:|---:|---|"
@@ -82,11 +110,11 @@ row "lru (baseline)" lru
 row "tiers as they were: all, no lever" all $OLD
 row "(a) + cross-window (layers 0-2 from the last window)" all $OLD --cross-window on
 row "(b) + tier-adapt (ghost-list sizing, ARC-like)" all $OLD --tier-adapt on
-row "(c) + admit-value (value per byte on the bus)" all $OLD --admit-value on
+row "(c) + admit-value (value per byte on the bus): the default" all
 row "(b') static tier's slots to recency (--recency all)" all $OLD --recency all
-row "(b) + (c): ghost-list sizing with admit-value" all $OLD --tier-adapt on --admit-value on
-row "(c) + (b') once predictions arrive: the new default, all" all
-row "new default + (a) cross-window" all --cross-window on
-row "tier check: default, predicted tier's slots to recency" all --predicted 0
-row "tier check: default, recency's slots to a static tier" all --recency 0
+row "(c) + (b') once predictions arrive (--recency pred: session 5's default)" all --recency pred
+row "(b) + (c): ghost-list sizing with admit-value" all --tier-adapt on
+row "default + (a) cross-window" all --cross-window on
+row "tier check: default, predicted tier's slots to recency (static+recency)" static+recency
+row "tier check: default, recency's slots to the static tier (static+predicted)" static+predicted
 row "clairvoyant bound" bound

@@ -43,22 +43,24 @@ void fsr_config_defaults(struct fsr_config *cfg)
 /*
  * The tiers' sizes default to FSR_ALL (recency) and FSR_AUTO (the others),
  * worked out per layer from its share of the card's slots (fsr_tiers.c):
- *  - recency: FSR_AUTO_PRED since issue 18.  Once an engine posts a
- *    prediction, FSR_ALL: the layer's whole share less its predicted
- *    slots, so no slot is the static tier's (the profile seeds each
- *    layer's recency tier with its hottest experts; predictions keep the
- *    experts about to be used in it).  Until then FSR_AUTO: without
- *    predictions the card-wide static tier is worth more (fs-replay
- *    static+recency, qwen 25 %: 1.022 distinct misses per layer-window
- *    with the split, 1.116 with the whole share; at 10 % the whole share
- *    misses more than lru, 2.833 against 2.785).  The lever
- *    table (docs/results/replay.md, "Levers"): on the calibrated model 2.161
- *    distinct misses per layer-window at 26 % slots against 2.454 with the
- *    split it replaced (both with admit_value), 0.868 / 0.911 on qwen /
- *    gemma at 25 % against 0.961 / 1.030; at 50 % the split is better
- *    (qwen 0.143 with recency 0 against 0.167).  That split, FSR_AUTO: a
- *    16th of the share, at least 1, the rest a card-wide static tier (the
- *    discussion reserved 16 of a 266-slot share).
+ *  - recency: FSR_AUTO, a 16th of the share (at least 1) beside a
+ *    card-wide static tier (the discussion reserved 16 of a 266-slot
+ *    share).  Session 5 made it FSR_AUTO_PRED (the layer's whole share as
+ *    one LRU once an engine predicts) from a replay whose engine posted
+ *    every candidate of its predictor, resident ones included: a
+ *    prediction of a resident expert refreshes it in the LRU, which made
+ *    that LRU keep popular experts by accident.  Engines post only the
+ *    best few candidates they do not hold (fs-engine-bench: 8 per target
+ *    layer and horizon; the router-ahead kernel skips what the epoch
+ *    holds), and then the whole-share LRU thrashes on the routing's long
+ *    tail: on the GPU (1 x H200, 26 %, one repetition) `both` fell below
+ *    the static peer (-3.5 %) while recency and predict alone gained
+ *    5-6 %.  fs-replay --pred-max 8 (the engine's posting) reproduces that
+ *    ranking, and there the split beats the whole share everywhere
+ *    (calibrated model 26 %: 2.421 against 2.957 distinct misses per
+ *    layer-window, static 2.918; 52 %: 0.432 against 0.571; qwen 25 %:
+ *    0.904 against 0.970; docs/results/replay.md, "GPU and replay").
+ *    FSR_AUTO_PRED and FSR_ALL stay options.
  *  - predicted: a 16th of the share, 1..4.  A x8 link moves one or two
  *    experts per layer time and predictions look 1-3 layers ahead, so a
  *    layer seldom gets more than a few predicted copies per window.
@@ -90,7 +92,7 @@ void fsr_config_tiers(struct fsr_config *cfg)
 {
 	cfg->tiers = 1;
 	cfg->admit_value = 1;
-	cfg->recency_slots = FSR_AUTO_PRED;
+	cfg->recency_slots = FSR_AUTO;
 	cfg->predicted_slots = FSR_AUTO;
 	cfg->spare_slots = FSR_AUTO;
 	cfg->adapt = 1;

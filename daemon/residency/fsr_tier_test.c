@@ -522,17 +522,20 @@ Test(levers, bad_lever_values_are_refused)
 	cr_assert_null(fsr_create(&c));
 }
 
-/* The default recency size (FSR_AUTO_PRED): a 16th of the share and a
- * card-wide static tier until the first prediction; then each layer's whole
- * share less its predicted slots, the static slots joining their layer's
- * recency tier in place (resident still, nothing copied). */
+/* The default recency size is FSR_AUTO (a 16th of the share beside a
+ * card-wide static tier, before and after predictions: fsr_core.c says
+ * why).  FSR_AUTO_PRED, an option: the same until the first prediction;
+ * then each layer's whole share less its predicted slots, the static slots
+ * joining their layer's recency tier in place (resident still, nothing
+ * copied). */
 Test(levers, first_prediction_gives_the_static_slots_to_recency)
 {
 	struct fsr_config c = tcfg(100, 0, 0, 4);
 	fsr_config_tiers(&c);
+	cr_assert_eq(c.recency_slots, FSR_AUTO, "the default: the split, predictions or not");
+	c.recency_slots = FSR_AUTO_PRED;
 	c.bus_gbps = 0;
 	c.spare_slots = 4;
-	cr_assert_eq(c.recency_slots, FSR_AUTO_PRED);
 	struct fsr *r = mk(c);
 	static uint32_t counts[TL * TE];
 	profile(counts);

@@ -75,6 +75,7 @@ struct replay_model {
 	uint32_t cards;      /* --cards: cards, each with `slots` slots and its own bus (1) */
 	uint32_t clients;    /* --clients: engines, each its own slice of the trace (1) */
 	uint32_t publish_us; /* --publish-us: at most one epoch per this (0: every change at once) */
+	uint32_t pred_max;   /* --pred-max: best N not held per horizon, as fs-engine-bench (0: all) */
 };
 void replay_model_defaults(struct replay_model *m);
 

@@ -39,7 +39,7 @@ void replay_model_defaults(struct replay_model *m)
 		.slots_frac = 0.5,
 		.seed = 1,
 		.decoys = DECOYS_POPULAR,
-		.recency = FSR_AUTO_PRED, /* the core's default (fsr_config_tiers) */
+		.recency = FSR_AUTO, /* the core's default (fsr_config_tiers) */
 		.predicted = FSR_AUTO,
 		.spare = FSR_AUTO,
 		.adapt = 1,
@@ -102,6 +102,8 @@ static void usage(FILE *f)
 		"  --cards N (1)       cards, each with --slots slots and its own bus (the core places across them)\n"
 		"  --clients M (1)     engines, each replaying its own contiguous slice of the scored windows\n"
 		"  --publish-us N (0)  at most one epoch per N us of virtual time (foresightd's default: 200)\n"
+		"  --pred-max N (0)    post only the best N candidates not held, per target layer and\n"
+		"                      horizon, as fs-engine-bench's engine does (its default 8; 0: all)\n"
 		"Predictor (oracle-noised router-ahead):\n"
 		"  --recall H:A,B,C    recall %% within ranks 10/24/48 (scaled to top-k), H layers ahead;\n"
 		"                      defaults 1:61,82,90 2:52,72,83 3:46,66,78\n"
@@ -207,6 +209,7 @@ enum {
 	O_CARDS,
 	O_CLIENTS,
 	O_PUBLISH_US,
+	O_PRED_MAX,
 };
 
 static const struct option longopts[] = {
@@ -257,6 +260,7 @@ static const struct option longopts[] = {
 	{"cards", required_argument, NULL, O_CARDS},
 	{"clients", required_argument, NULL, O_CLIENTS},
 	{"publish-us", required_argument, NULL, O_PUBLISH_US},
+	{"pred-max", required_argument, NULL, O_PRED_MAX},
 	{"recency-slots", required_argument, NULL, O_RECENCY},
 	{"predicted-slots", required_argument, NULL, O_PREDICTED},
 	{"spare-slots", required_argument, NULL, O_SPARE},
@@ -360,6 +364,8 @@ static int one(struct replay_opts *o, int ch, const char *a)
 		return u32(a, 1, 64, &m->clients);
 	case O_PUBLISH_US:
 		return u32(a, 0, 1000000, &m->publish_us);
+	case O_PRED_MAX:
+		return u32(a, 0, 1024, &m->pred_max);
 	case O_RECENCY:
 		return size_or_auto(a, &m->recency);
 	case O_PREDICTED:

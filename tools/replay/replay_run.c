@@ -213,12 +213,41 @@ static int engine_hit(struct run *x, const struct engine *c, uint32_t layer, uin
 	return 0;
 }
 
+/* --pred-max: what fs-engine-bench's engine posts (eb_engine.c predict):
+ * the candidates best first (ties: lower expert), those the engine would
+ * hit now skipped, the first `max` kept.  In place; returns how many. */
+static uint32_t best_not_held(struct run *x, const struct engine *c, uint32_t layer, uint32_t n, uint32_t max)
+{
+	uint32_t kept = 0;
+	for (uint32_t i = 0; i < n; i++) { /* insertion sort by score, stable in expert order */
+		uint16_t e = x->cand_e[i];
+		float s = x->cand_s[i];
+		if (engine_hit(x, c, layer, e))
+			continue;
+		uint32_t j = kept < max ? kept++ : max;
+		while (j > 0 && x->cand_s[j - 1] < s) {
+			if (j < max) {
+				x->cand_e[j] = x->cand_e[j - 1];
+				x->cand_s[j] = x->cand_s[j - 1];
+			}
+			j--;
+		}
+		if (j < max) {
+			x->cand_e[j] = e;
+			x->cand_s[j] = s;
+		}
+	}
+	return kept;
+}
+
 static void predict_ahead(struct run *x, struct engine *c, uint32_t layer)
 {
 	const struct fs_trace_iter *it = &c->it;
 	for (unsigned h = 1; h <= 3 && layer + h < x->t->layers; h++) {
 		uint32_t n = replay_predict(&x->pred, it->window, it->first_token, it->n_tokens, layer + h, h,
 					    x->cand_e, x->cand_s);
+		if (x->m->pred_max)
+			n = best_not_held(x, c, layer + h, n, x->m->pred_max);
 		for (uint32_t i = 0; i < n; i++) {
 			uint32_t v;
 			memcpy(&v, &x->cand_s[i], sizeof(v));
