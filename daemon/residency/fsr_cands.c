@@ -29,8 +29,15 @@ static void merge(struct fsr_cand *old, const struct fsr_cand *c)
 		*old = *c;
 		return;
 	}
-	if (old_spec && (int32_t)(c->window - old->window) <= 0)
-		return; /* the prediction still stands */
+	/* A prediction for a later window (a cross-window one, an engine
+	 * that pipelines) still stands: it has the nearer deadline.  One for
+	 * this window does not: a use of the layer in that window means the
+	 * layer has run, so the prediction expires unserved; the miss's want
+	 * (its next run) takes its place.  Keeping the prediction lost the
+	 * recency copy of every predicted expert that missed anyway, which on
+	 * a busy bus is most of them (fsr_loading_test found it). */
+	if (old_spec && (int32_t)(c->window - old->window) < 0)
+		return;
 	*old = *c;
 }
 

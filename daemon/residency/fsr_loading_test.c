@@ -20,7 +20,7 @@
 static uint64_t cd_[FS_N_DAEMON], cc_[FS_N_CARD], cl_[L * FS_N_LAYER], ccl_[4 * FS_N_CLIENT];
 static uint32_t ready_[L];
 
-static struct fsr *mk(int tiers)
+static struct fsr *mk(int tiers, uint32_t recency)
 {
 	struct fsr_config c = {.cards = 1,
 			       .slots = {16},
@@ -36,12 +36,7 @@ static struct fsr *mk(int tiers)
 	if (tiers) {
 		fsr_config_tiers(&c);
 		c.bus_gbps = 0;
-		/* The split of a card-wide static tier and a 16th of recency: with
-		 * the default (the whole share to recency once predictions come,
-		 * issue 18) this test's windows, which predict and miss every
-		 * expert of every layer on 4 slots a layer, copy nothing for a
-		 * layer that comes in; not yet understood (h18's report). */
-		c.recency_slots = FSR_AUTO;
+		c.recency_slots = recency;
 	}
 	c.layer_ready = ready_;
 	fsr_config_defaults(&c);
@@ -99,11 +94,11 @@ static unsigned window(struct fsr *r, uint32_t w)
 	return copied;
 }
 
-static void run(int tiers)
+static void run(int tiers, uint32_t recency)
 {
 	/* Layer 0 in; the others loading, one with a word nobody wrote. */
 	ready_[0] = FS_LAYER_READY, ready_[1] = 0, ready_[2] = 1, ready_[3] = UINT32_MAX;
-	struct fsr *r = mk(tiers);
+	struct fsr *r = mk(tiers, recency);
 	unsigned copied = 0;
 	for (uint32_t w = 1; w <= 3; w++)
 		copied |= window(r, w);
@@ -122,10 +117,10 @@ static void run(int tiers)
 
 Test(fsr_loading, untiered)
 {
-	run(0);
+	run(0, 0);
 }
 
 Test(fsr_loading, tiered)
 {
-	run(1);
+	run(1, FSR_AUTO); /* the default split */
 }
