@@ -179,12 +179,14 @@ static int run(const char *sock, const struct run_opts *o)
 	/* pin=1: the first arena, pinned, and one of its blobs. */
 	const void *pin = NULL;
 	struct fs_expert_blob pin_b = {0};
-	if (o->pin && ((pin = fs_arena_pin(c)) == NULL || fs_arena_expert(c, 0, 0, &pin_b) != 0))
-		return 2;
 	struct reader rd = {.c = c, .layers = m.layers, .experts = m.experts};
 	pthread_t rt;
-	if (o->reader && pthread_create(&rt, NULL, reader_main, &rd) != 0)
+	if ((o->pin && ((pin = fs_arena_pin(c)) == NULL || fs_arena_expert(c, 0, 0, &pin_b) != 0)) ||
+	    (o->reader && pthread_create(&rt, NULL, reader_main, &rd) != 0)) {
+		free(sel);
+		free(hs);
 		return 2;
+	}
 	printf("started pid %d\n", (int)getpid());
 	fflush(stdout);
 	uint64_t detached_ns = 0, said_ns = 0;
