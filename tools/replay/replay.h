@@ -72,7 +72,7 @@ struct replay_model {
 	 * the same names here, which the bus, the sweeps and the tests set. */
 	struct fsd_config daemon;
 	/* fs-replay's own knobs of our tiers, which foresightd has no option for. */
-	uint32_t recency_override; /* --recency auto|all: FSR_AUTO or FSR_ALL; 0: recency_slots */
+	uint32_t recency_override; /* --recency auto|all|pred: FSR_AUTO, FSR_ALL, FSR_AUTO_PRED; 0: none */
 	int adapt;                 /* 0: --no-adapt, the static tier frozen at its profile */
 	float pred_min_score;
 	/* The daemon around the core (replay_run.c): foresightd's names. */

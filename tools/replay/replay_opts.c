@@ -189,8 +189,10 @@ static void usage(FILE *f)
 	policy_help(f);
 	fprintf(f,
 		"fs-replay's own spellings and knobs of our tiers:\n"
-		"  --recency N|pred|auto|all   --recency-slots N (pred: -1), or auto: a 16th of the share\n"
-		"                      (the split before issue 18), all: the whole share, no static tier\n"
+		"  --recency N|auto|all|pred   --recency-slots N, or the core's sizes foresightd has no\n"
+		"                      value for: auto, a 16th of the share beside a card-wide static tier;\n"
+		"                      all, the whole share, no static tier; pred, auto until predictions\n"
+		"                      arrive, then all\n"
 		"  --predicted N|auto  --spare N|auto   --predicted-slots, --spare-slots (auto: -1)\n"
 		"  --decay F           --freq-decay     --bus-share PCT   --bus-share-pct\n"
 		"  --no-adapt          freeze the static tier at its profile\n"
@@ -424,12 +426,12 @@ static int one(struct replay_opts *o, int ch, const char *a)
 	case O_PRED_MAX:
 		return u32(a, 0, 1024, &m->pred_max);
 	case O_RECENCY:
-		if (strcmp(a, "auto") == 0 || strcmp(a, "all") == 0) {
+		if (strcmp(a, "auto") == 0 || strcmp(a, "all") == 0 || strcmp(a, "pred") == 0) {
 			int rc = row_set(o, "recency_slots", "-1", "--recency");
-			m->recency_override = a[1] == 'u' ? FSR_AUTO : FSR_ALL;
+			m->recency_override = a[1] == 'u' ? FSR_AUTO : a[1] == 'l' ? FSR_ALL : FSR_AUTO_PRED;
 			return rc;
 		}
-		return row_set(o, "recency_slots", strcmp(a, "pred") == 0 ? "-1" : a, "--recency");
+		return row_set(o, "recency_slots", a, "--recency");
 	case O_PREDICTED:
 		return row_set(o, "predicted_slots", strcmp(a, "auto") == 0 ? "-1" : a, "--predicted");
 	case O_SPARE:
