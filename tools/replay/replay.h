@@ -19,7 +19,6 @@
 #include <stdio.h>
 
 #include "fs_trace.h"
-#include "fsd_options.h"
 #include "fsr.h"
 
 /* The policies of --compare, in table order. */
@@ -56,7 +55,7 @@ struct replay_model {
 	double miss_ms;             /* per extra miss per layer-window (2.78) */
 	double bus_gbps;            /* one card's link (13.5: PCIe Gen4 x8) */
 	uint64_t expert_bytes;      /* when the trace records none */
-	uint32_t delay;             /* landing delay of cross-window copies, windows >= 1 */
+	uint32_t delay;             /* landing delay of cross-window copies, windows (0: at landing) */
 	uint32_t tokens_per_window; /* T */
 	double slots_frac;          /* slots as a share of layers x experts (used when slots == 0) */
 	uint32_t slots;             /* slots of the one card */
@@ -64,17 +63,14 @@ struct replay_model {
 	uint64_t seed;              /* the predictor's noise */
 	struct replay_recall recall;
 	enum replay_decoys decoys;
-	/* foresightd's options as fs-replay read them (replay_opts.c): its
-	 * FSD_POLICY rows (fsd_options.h) configure our tiers through the
-	 * daemon's own fsd_config_residency (replay_policy.c; the baselines
-	 * take foresightd's defaults instead).  The machine's rows among them
-	 * (cards, slots, bus_gbps, publish_us) are copied into the fields of
-	 * the same names here, which the bus, the sweeps and the tests set. */
-	struct fsd_config daemon;
-	/* fs-replay's own knobs of our tiers, which foresightd has no option for. */
-	uint32_t recency_override; /* --recency auto|all|pred: FSR_AUTO, FSR_ALL, FSR_AUTO_PRED; 0: none */
-	int adapt;                 /* 0: --no-adapt, the static tier frozen at its profile */
+	/* Our tiers (the baselines ignore these): FSR_AUTO or a number. */
+	uint32_t recency, predicted, spare;
+	int adapt;
+	float decay;
 	float pred_min_score;
+	uint32_t bus_share_pct;
+	/* Levers of issue 18, each -1 (the core's default), 0 or 1. */
+	int tier_adapt, admit_value, cross_window;
 	/* The daemon around the core (replay_run.c): foresightd's names. */
 	uint32_t cards;      /* --cards: cards, each with `slots` slots and its own bus (1) */
 	uint32_t clients;    /* --clients: engines, each its own slice of the trace (1) */
@@ -82,6 +78,8 @@ struct replay_model {
 	uint32_t pred_max;   /* --pred-max: best N not held per horizon, as fs-engine-bench (0: all) */
 };
 void replay_model_defaults(struct replay_model *m);
+
+#define REPLAY_PER_MAX 8u
 
 /* What one policy did over the scored windows. */
 struct replay_result {
@@ -107,6 +105,13 @@ struct replay_result {
 	 * row): of the zero-miss clock's, and of the clairvoyant bound's
 	 * (replay_bound.h; filled by replay_report_shares) */
 	double share_zero, share_bound;
+	/* --cards N --clients M (the first REPLAY_PER_MAX of each): what each
+	 * engine looked up and hit, and the copies each card landed, over the
+	 * scored windows, and the profile's fill on each card before them (the
+	 * agreement test, replay_agree_test.c, compares them with a real
+	 * foresightd's). */
+	uint64_t client_uses[REPLAY_PER_MAX], client_hits[REPLAY_PER_MAX];
+	uint64_t card_copies[REPLAY_PER_MAX], card_fill[REPLAY_PER_MAX];
 };
 
 /* The trace and what builds the profile. */

@@ -12,7 +12,9 @@
  * wanted it, however fast the bus is, modelling a slower path from a miss
  * to a usable slot (the discussion measured its ring on a path that landed
  * 2-3 windows late).  Predicted copies and the profile's fill are usable
- * as soon as their bytes are in.
+ * as soon as their bytes are in.  Delay 0 (the agreement test's, never
+ * the command line's): every copy is usable as soon as its bytes are in,
+ * as on foresightd's host backend.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -87,7 +89,7 @@ unsigned replay_bus_land(struct replay_bus *b, uint64_t now, uint32_t window, st
 					   .bytes = f->bytes,
 					   .at = f->done}; /* 0 only at virtual 0, = now */
 		uint32_t usable = f->cp.window + b->delay;
-		if (delayed(&f->cp) && (int32_t)(usable - window) > 0) {
+		if (b->delay && delayed(&f->cp) && (int32_t)(usable - window) > 0) {
 			if (b->pend_win[f->cp.slot] == 0 && b->npend < 2 * b->nslots)
 				b->pend[b->npend++] = f->cp.slot;
 			b->pend_win[f->cp.slot] = usable ? usable : 1;

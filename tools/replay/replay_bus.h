@@ -17,7 +17,7 @@ struct replay_flight {
 
 struct replay_bus {
 	double bytes_per_ns; /* the link; 0: copies land at once */
-	uint32_t delay;      /* windows before a cross-window copy is usable */
+	uint32_t delay;      /* windows before a cross-window copy is usable (0: when landed) */
 	uint64_t free_at;
 	struct replay_flight *q; /* FIFO, done times non-decreasing */
 	uint32_t cap, head, n;

@@ -515,6 +515,7 @@ int replay_run(const struct replay_input *in, const struct replay_model *m, enum
 	}
 	preload(&x);
 	/* Only decode counts: the profile's fill happened during prefill. */
+	uint64_t copied0[REPLAY_PER_MAX] = {0};
 	uint64_t *card0 = calloc(FS_N_CARD, sizeof(uint64_t));
 	if (!card0 || (rc = engines_start(&x, in, m)) != 0) {
 		free(card0);
@@ -522,9 +523,12 @@ int replay_run(const struct replay_input *in, const struct replay_model *m, enum
 		run_free(&x);
 		return rc ? rc : -ENOMEM;
 	}
-	for (uint32_t c = 0; c < x.cards; c++)
+	for (uint32_t c = 0; c < x.cards; c++) {
 		for (uint32_t k = 0; k < FS_N_CARD; k++)
 			card0[k] += x.c_card[(size_t)c * FS_N_CARD + k];
+		if (c < REPLAY_PER_MAX)
+			copied0[c] = x.c_card[(size_t)c * FS_N_CARD + FS_CC_copied];
+	}
 	/* Engines step in virtual-time order. */
 	for (;;) {
 		struct engine *next = NULL;
@@ -544,12 +548,21 @@ int replay_run(const struct replay_input *in, const struct replay_model *m, enum
 	}
 
 	uint64_t sum[FS_N_CARD] = {0}, elapsed = 0;
-	for (uint32_t c = 0; c < x.cards; c++)
+	for (uint32_t c = 0; c < x.cards; c++) {
 		for (uint32_t k = 0; k < FS_N_CARD; k++)
 			sum[k] += x.c_card[(size_t)c * FS_N_CARD + k];
+		if (c < REPLAY_PER_MAX) {
+			out->card_fill[c] = copied0[c];
+			out->card_copies[c] = x.c_card[(size_t)c * FS_N_CARD + FS_CC_copied] - copied0[c];
+		}
+	}
 	uint64_t uses = 0, hits = 0;
 	uint32_t scored = 0;
 	for (uint32_t i = 0; i < x.nclients; i++) {
+		if (i < REPLAY_PER_MAX) {
+			out->client_uses[i] = x.cl[i].uses;
+			out->client_hits[i] = x.cl[i].hits;
+		}
 		uses += x.cl[i].uses;
 		hits += x.cl[i].hits;
 		scored += x.cl[i].windows;
