@@ -138,29 +138,52 @@ static int map_daemon(struct fs_client *c, struct fs_att *a)
 	return 0;
 }
 
+void fs_arena_unmap(struct fs_client *c, struct fs_arena_map *m)
+{
+	fs_shm_close(&m->shm);
+	m->ah = NULL;
+	m->idx = NULL;
+	m->layers = m->experts = 0;
+	m->dev = m->ino = 0;
+	m->next = c->arena_spare;
+	c->arena_spare = m;
+}
+
 static int map_arena(struct fs_client *c, struct fs_att *a, int fd)
 {
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	for (struct fs_arena_map *m = c->arenas; m; m = m->next) {
-		if (m->dev == (uint64_t)st.st_dev && m->ino == (uint64_t)st.st_ino &&
-		    m->layers == a->layers && m->experts == a->experts) {
-			close(fd); /* the same memfd, handed over across a restart */
-			a->arena = m;
-			return 0;
-		}
+	/* The same memfd as the current arena, handed over across a restart
+	 * (the fd store): map nothing.  A retired arena is never taken back,
+	 * even when it is this memfd: its unmapping goes in order (see
+	 * fs_client_internal.h), and a second mapping of the same pages costs
+	 * no memory while the first one waits for its readers. */
+	struct fs_arena_map *cur = fs_load_acquire(&c->arena_cur);
+	if (cur && cur->dev == (uint64_t)st.st_dev && cur->ino == (uint64_t)st.st_ino &&
+	    cur->layers == a->layers && cur->experts == a->experts) {
+		close(fd);
+		a->arena = cur;
+		return 0;
 	}
-	struct fs_arena_map *m = calloc(1, sizeof(*m));
-	if (!m) {
+	/* A struct of an unmapped arena, or a new one.  Its `pins` are left as
+	 * they are: a reader that loaded it as c->arena_cur long ago may still
+	 * add and take back one (fs_arena_get); nothing is read through it
+	 * until it is published as c->arena_cur again. */
+	struct fs_arena_map *m = c->arena_spare;
+	if (m) {
+		c->arena_spare = m->next;
+	} else if (!(m = calloc(1, sizeof(*m)))) {
 		close(fd);
 		return -ENOMEM;
 	}
+	m->next = NULL;
+	for (unsigned i = 0; i < FS_MAX_LAYERS / 64; i++)
+		fs_store_relaxed(&m->layer_in[i], 0ull);
 	int r = fs_shm_map_fd(&m->shm, fd, sizeof(struct fs_arena_hdr), 0);
 	if (r < 0) {
 		fs_set_error(c, "mapping the arena failed: %s", strerror(-r));
-		fs_shm_close(&m->shm);
-		free(m);
+		fs_arena_unmap(c, m);
 		return r;
 	}
 	const struct fs_arena_hdr *h = m->shm.base;
@@ -176,8 +199,7 @@ static int map_arena(struct fs_client *c, struct fs_att *a, int fd)
 		ok = part_ok(e[i].offset, e[i].bytes, sz);
 	if (!ok) {
 		fs_set_error(c, "arena: bad header or an expert out of bounds");
-		fs_shm_close(&m->shm);
-		free(m);
+		fs_arena_unmap(c, m);
 		return -EBADMSG;
 	}
 	m->ah = h;
@@ -186,8 +208,6 @@ static int map_arena(struct fs_client *c, struct fs_att *a, int fd)
 	m->experts = hc.experts;
 	m->dev = (uint64_t)st.st_dev;
 	m->ino = (uint64_t)st.st_ino;
-	m->next = c->arenas;
-	c->arenas = m;
 	a->arena = m;
 	return 0;
 }
@@ -351,6 +371,10 @@ fail:
 	cJSON_Delete(rep);
 	if (arena_fd >= 0)
 		close(arena_fd);
+	/* An arena this attach mapped anew is seen by no one else yet. */
+	if (a->arena && a->arena != fs_load_acquire(&c->arena_cur))
+		fs_arena_unmap(c, a->arena);
+	a->arena = NULL;
 	fs_att_destroy(c, a, 0);
 	return r;
 }

@@ -117,6 +117,53 @@ static void reap(struct fs_client *c, int all)
 	}
 }
 
+/* Does an attachment (the current one or a retired one) map arena m? */
+static int arena_attached(const struct fs_client *c, const struct fs_arena_map *m)
+{
+	const struct fs_att *cur = fs_load_relaxed(&c->att);
+	if (cur && cur->arena == m)
+		return 1;
+	for (const struct fs_att *a = c->retired; a; a = a->next)
+		if (a->arena == m)
+			return 1;
+	return 0;
+}
+
+/* Unmap retired arenas nothing can read any more, oldest first (the rule
+ * is in fs_client_internal.h).  The pins are read after c->arena_cur moved
+ * on (seq_cst both): a reader that pins this arena later sees the new
+ * c->arena_cur and lets it go without reading it (fs_arena_get). */
+static void arena_reap(struct fs_client *c)
+{
+	while (c->arena_old) {
+		struct fs_arena_map *m = c->arena_old;
+		if (__atomic_load_n(&m->pins, __ATOMIC_SEQ_CST) != 0 ||
+		    fs_load_acquire(&c->qs) == m->retired_qs || arena_attached(c, m))
+			return;
+		c->arena_old = m->next;
+		fs_arena_unmap(c, m);
+		__atomic_fetch_add(&c->arenas_unmapped, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/* A new attachment is current: its arena becomes the one every reader
+ * sees; the one before, if another, is retired (the newest). */
+static void arena_switch(struct fs_client *c, struct fs_arena_map *na)
+{
+	struct fs_arena_map *old = c->arena_cur;
+	if (old == na)
+		return;
+	__atomic_store_n(&c->arena_cur, na, __ATOMIC_SEQ_CST);
+	if (!old)
+		return;
+	old->retired_qs = fs_load_acquire(&c->qs); /* after the switch: an acquire before it counts not */
+	old->next = NULL;
+	struct fs_arena_map **pp = &c->arena_old;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = old;
+}
+
 static void *bg_main(void *arg)
 {
 	struct fs_client *c = arg;
@@ -149,13 +196,14 @@ static void *bg_main(void *arg)
 			}
 			pthread_mutex_unlock(&c->ctl_lock);
 			if (r == 0) {
-				__atomic_store_n(&c->arena_cur, na->arena, __ATOMIC_RELEASE);
+				arena_switch(c, na->arena);
 				__atomic_store_n(&c->att, na, __ATOMIC_RELEASE);
 				__atomic_fetch_add(&c->attach_count, 1, __ATOMIC_RELAXED);
 				(void)fs_dev_sync(c); /* the kernels' ring, if enabled */
 			}
 		}
 		reap(c, 0);
+		arena_reap(c);
 		uint32_t w = fs_load_acquire(&c->bg_wake);
 		if (!fs_load_acquire(&c->bg_stop))
 			fs_futex_wait(&c->bg_wake, w, BG_PERIOD_NS);
@@ -175,16 +223,25 @@ static void fill_model(struct fs_client *c, const struct fs_att *a)
 	m->model[sizeof(m->model) - 1] = 0;
 }
 
-/* What a handle owns besides attachments: every arena it mapped (engines
- * may still hold pointers into them until now), the REQ socket, itself. */
-static void handle_free(struct fs_client *c)
+/* What a handle owns besides attachments: its arenas (engines may still
+ * hold pointers into them until now), the REQ socket, itself. */
+static void arena_list_free(struct fs_arena_map *m)
 {
-	while (c->arenas) {
-		struct fs_arena_map *m = c->arenas;
-		c->arenas = m->next;
+	while (m) {
+		struct fs_arena_map *n = m->next;
 		fs_shm_close(&m->shm);
 		free(m);
+		m = n;
 	}
+}
+
+static void handle_free(struct fs_client *c)
+{
+	if (c->arena_cur)
+		c->arena_cur->next = NULL;
+	arena_list_free(c->arena_cur);
+	arena_list_free(c->arena_old);
+	arena_list_free(c->arena_spare);
 	if (c->req_open)
 		nng_close(c->req);
 	pthread_mutex_destroy(&c->ctl_lock);

@@ -26,10 +26,23 @@
 #include "fs_ring_dev.h"
 #include "fs_shm.h"
 
-/* An arena mapping.  Owned by the handle, not by an attachment: pointers
- * into it stay valid until fs_client_close, across daemon restarts (the
- * CPU path never stops).  A restarted daemon that hands over the same
- * memfd is recognised by inode and mapped once. */
+/* An arena mapping.  The current one is c->arena_cur.  A restarted daemon
+ * that hands over the same memfd (the fd store) is recognised by inode and
+ * mapped once; one that built a new arena makes this one retired
+ * (c->arena_old, oldest first), and the background thread unmaps a retired
+ * arena once nothing can still read it (arena_reap in fs_client.c):
+ *  - no pin: fs_arena_pin, a view acquired while detached (it carries the
+ *    arena current then), a library call reading it right now;
+ *  - no attachment, current or retired, maps it (a view acquired while
+ *    attached pins its attachment, and so its arena);
+ *  - every arena retired before it is unmapped (a view pins the arena
+ *    current at its acquire, and its holder may read every arena made
+ *    current while it holds it: so they go in order);
+ *  - an fs_acquire began after it was retired (pointers taken with no view
+ *    held are valid until the handle's next fs_acquire).
+ * The struct itself is kept for reuse (c->arena_spare) until
+ * fs_client_close: a reader that loaded a stale c->arena_cur may still
+ * touch its `pins` (fs_arena_get). */
 struct fs_arena_map {
 	struct fs_shm shm;
 	const struct fs_arena_hdr *ah;
@@ -41,7 +54,9 @@ struct fs_arena_map {
 	 * not read from a daemon region, so that it outlives the attachment:
 	 * a daemon that dies while loading leaves the layers it loaded. */
 	uint64_t layer_in[FS_MAX_LAYERS / 64]; /* atomic */
-	struct fs_arena_map *next;
+	int pins;                              /* atomic: see above */
+	uint64_t retired_qs;                   /* c->qs when it stopped being current */
+	struct fs_arena_map *next;             /* in c->arena_old or c->arena_spare */
 };
 
 struct fs_att {
@@ -87,13 +102,15 @@ struct fs_client {
 	int req_open;
 	pthread_mutex_t ctl_lock; /* the REQ socket: open/close vs. background */
 
-	struct fs_att *att;             /* current attachment or NULL (atomic pointer) */
-	struct fs_att *retired;         /* background thread only */
-	struct fs_arena_map *arenas;    /* every arena mapped, newest first */
-	struct fs_arena_map *arena_cur; /* the one fs_arena_expert reads (atomic) */
-	uint64_t qs;                    /* engine quiescent-state counter (atomic) */
-	uint64_t attach_count;          /* atomic */
-	uint64_t dropped;               /* atomic */
+	struct fs_att *att;               /* current attachment or NULL (atomic pointer) */
+	struct fs_att *retired;           /* background thread only */
+	struct fs_arena_map *arena_cur;   /* the one fs_arena_expert reads (atomic) */
+	struct fs_arena_map *arena_old;   /* retired, still mapped, oldest first (background thread) */
+	struct fs_arena_map *arena_spare; /* unmapped, for the next arena (background thread) */
+	uint64_t arenas_unmapped;         /* retired arenas unmapped so far (atomic) */
+	uint64_t qs;                      /* engine quiescent-state counter (atomic) */
+	uint64_t attach_count;            /* atomic */
+	uint64_t dropped;                 /* atomic */
 
 	struct fs_model_info model_info;
 
@@ -123,6 +140,11 @@ int fs_arena_layer_in(const struct fs_att *a, struct fs_arena_map *m, uint32_t l
  * thread and attach: the only callers that hold the attachment); 1 once
  * every layer is in. */
 int fs_arena_note_ready(const struct fs_att *a);
+/* fs_epoch.c: the current arena, pinned (NULL before any attach), and
+ * its release: what every reader of c->arena_cur goes through.  Lock-free:
+ * two atomic adds. */
+struct fs_arena_map *fs_arena_get(const struct fs_client *c);
+void fs_arena_put(struct fs_arena_map *m);
 /* fs_attach.c */
 int fs_att_create(struct fs_client *c, struct fs_att **out);
 void fs_att_destroy(struct fs_client *c, struct fs_att *a, int detach);
@@ -143,6 +165,9 @@ int fs_dev_att_create(struct fs_client *c, struct fs_att *a);
 int fs_dev_att_destroy(struct fs_client *c, struct fs_att *a);
 int fs_dev_sync(struct fs_client *c); /* point the descriptor at c->att */
 void fs_dev_close(struct fs_client *c);
+/* fs_attach.c: unmap an arena no one reads and keep its struct for the
+ * next one (the background thread, or a failed attach's own new arena) */
+void fs_arena_unmap(struct fs_client *c, struct fs_arena_map *m);
 /* fs_client.c */
 void fs_set_error(const struct fs_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* fs_query.c: the message fs_open_error() returns on this thread */

@@ -16,6 +16,38 @@ static void view_empty(struct fs_view *v)
 	v->hold_ = -1;
 }
 
+struct fs_arena_map *fs_arena_get(const struct fs_client *c)
+{
+	for (;;) {
+		struct fs_arena_map *m = __atomic_load_n(&c->arena_cur, __ATOMIC_SEQ_CST);
+		if (!m)
+			return NULL;
+		__atomic_fetch_add(&m->pins, 1, __ATOMIC_SEQ_CST);
+		/* Still current after the pin: the background thread reads the
+		 * pins only after it moved c->arena_cur on (arena_reap), so it
+		 * sees ours.  Otherwise it may be unmapped already: let it go. */
+		if (__atomic_load_n(&c->arena_cur, __ATOMIC_SEQ_CST) == m)
+			return m;
+		__atomic_fetch_sub(&m->pins, 1, __ATOMIC_RELEASE);
+	}
+}
+
+void fs_arena_put(struct fs_arena_map *m)
+{
+	if (m)
+		__atomic_fetch_sub(&m->pins, 1, __ATOMIC_RELEASE);
+}
+
+/* A view with no table.  It pins the arena current now (kept in tab_,
+ * which no lookup reads while att_ is NULL): the engine computes the
+ * window from the arena, and a re-attach to another arena meanwhile must
+ * not unmap the bytes it reads (fs_release lets it go). */
+static void view_empty_pinned(const fs_client *c, struct fs_view *v)
+{
+	view_empty(v);
+	v->tab_ = (const uint64_t *)(const void *)fs_arena_get(c);
+}
+
 static const uint64_t *buf_entries(const struct fs_att *a, uint32_t buf)
 {
 	const char *b = (const char *)a->dh + a->dh->off_epochs + (uint64_t)buf * a->dh->epoch_buf_bytes;
@@ -34,16 +66,20 @@ int fs_acquire(fs_client *c, struct fs_view *v)
 	view_empty(v);
 	struct fs_att *a = fs_load_acquire(&c->att);
 	if (!a || fs_load_acquire(&a->dead) || fs_load_acquire(&a->dh->state) != FS_DAEMON_RUNNING ||
-	    fs_load_acquire(&a->ch->state) != FS_CLIENT_ATTACHED)
+	    fs_load_acquire(&a->ch->state) != FS_CLIENT_ATTACHED) {
+		view_empty_pinned(c, v);
 		return 0; /* daemon gone or we were dropped: a view that misses everything */
+	}
 	if (a->hold_used == (1u << FS_MAX_HOLDS) - 1)
 		return -EBUSY;
 	int k = __builtin_ctz(~a->hold_used);
 	uint64_t cur;
 	for (;;) {
 		cur = fs_load_acquire(&a->dh->current);
-		if (cur == 0)
+		if (cur == 0) {
+			view_empty_pinned(c, v);
 			return 0; /* nothing published yet */
+		}
 		fs_store_relaxed(&a->ch->holds[k], FS_CUR_EPOCH(cur));
 		fs_smp_mb(); /* the hold store, before re-reading current */
 		if (fs_load_acquire(&a->dh->current) == cur)
@@ -52,6 +88,7 @@ int fs_acquire(fs_client *c, struct fs_view *v)
 	uint32_t buf = FS_CUR_BUF(cur);
 	if (buf >= a->epoch_bufs || fs_load_acquire(&buf_hdr(a, buf)->epoch) != FS_CUR_EPOCH(cur)) {
 		fs_store_release(&a->ch->holds[k], 0ull); /* cannot happen with a sane daemon */
+		view_empty_pinned(c, v);
 		return 0;
 	}
 	a->hold_used |= 1u << k;
@@ -77,6 +114,8 @@ void fs_release(fs_client *c, struct fs_view *v)
 			fs_ring_wake(a->prod.hdr);
 		a->hold_used &= ~(1u << v->hold_);
 		__atomic_fetch_sub(&a->views, 1, __ATOMIC_ACQ_REL);
+	} else if (!a && v->tab_) {
+		fs_arena_put((struct fs_arena_map *)(uintptr_t)v->tab_); /* view_empty_pinned's */
 	}
 	view_empty(v);
 }
@@ -208,35 +247,51 @@ int fs_arena_note_ready(const struct fs_att *a)
 
 int fs_layer_ready(const fs_client *c, uint32_t layer)
 {
-	struct fs_arena_map *m = fs_load_acquire(&c->arena_cur);
+	struct fs_arena_map *m = fs_arena_get(c);
 	if (!m)
 		return -ENOTCONN;
-	if (layer >= m->layers)
-		return -EINVAL;
 	/* Only the bits: the attachment (and the daemon region its ready words
 	 * are in) may be retired and unmapped under a thread that holds no
 	 * view; the background thread turns the words into bits
 	 * (fs_arena_note_ready, every period while a layer is not in). */
-	return fs_arena_layer_in(NULL, m, layer);
+	int r = layer >= m->layers ? -EINVAL : fs_arena_layer_in(NULL, m, layer);
+	fs_arena_put(m);
+	return r;
 }
 
 int fs_arena_expert(const fs_client *c, uint32_t layer, uint32_t expert, struct fs_expert_blob *out)
 {
-	/* Any arena ever mapped stays mapped until fs_client_close. */
-	struct fs_arena_map *m = fs_load_acquire(&c->arena_cur);
+	/* Pinned while we read it; the bytes stay mapped as foresight.h says
+	 * (the view held, or until the next fs_acquire, or fs_arena_pin). */
+	struct fs_arena_map *m = fs_arena_get(c);
 	if (!m)
 		return -ENOTCONN;
+	int r = 0;
 	if (layer >= m->layers || expert >= m->experts)
-		return -EINVAL;
+		r = -EINVAL;
 	/* A layer still loading: the bytes are not there yet (the engine
 	 * serves it from its own copy of the model). */
-	if (!fs_arena_layer_in(NULL, m, layer)) /* the bits only: see fs_layer_ready */
-		return -EAGAIN;
-	const struct fs_arena_entry *e = &m->idx[(uint64_t)layer * m->experts + expert];
-	out->data = (const uint8_t *)m->ah + e->offset;
-	out->bytes = e->bytes;
-	out->checksum = e->checksum;
-	return 0;
+	else if (!fs_arena_layer_in(NULL, m, layer)) /* the bits only: see fs_layer_ready */
+		r = -EAGAIN;
+	if (r == 0) {
+		const struct fs_arena_entry *e = &m->idx[(uint64_t)layer * m->experts + expert];
+		out->data = (const uint8_t *)m->ah + e->offset;
+		out->bytes = e->bytes;
+		out->checksum = e->checksum;
+	}
+	fs_arena_put(m);
+	return r;
+}
+
+const void *fs_arena_pin(fs_client *c)
+{
+	return c ? fs_arena_get(c) : NULL;
+}
+
+void fs_arena_unpin(fs_client *c, const void *pin)
+{
+	(void)c;
+	fs_arena_put((struct fs_arena_map *)(uintptr_t)pin);
 }
 
 uint64_t fs_checksum(const void *p, size_t n)

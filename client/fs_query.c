@@ -67,14 +67,9 @@ int fs_client_stats_json(fs_client *c, char *buf, size_t len)
 	return (int)n;
 }
 
-int fs_arena_expert_parts(const fs_client *c, uint32_t layer, uint32_t expert, struct fs_expert_part *out,
-			  unsigned max)
+static int arena_parts(const struct fs_arena_map *m, uint32_t layer, uint32_t expert,
+		       struct fs_expert_part *out, unsigned max)
 {
-	if (!c || (!out && max))
-		return -EINVAL;
-	const struct fs_arena_map *m = fs_load_acquire(&c->arena_cur);
-	if (!m)
-		return -ENOTCONN;
 	if (layer >= m->layers || expert >= m->experts)
 		return -EINVAL;
 	const struct fs_arena_entry *e = &m->idx[(uint64_t)layer * m->experts + expert];
@@ -93,6 +88,19 @@ int fs_arena_expert_parts(const fs_client *c, uint32_t layer, uint32_t expert, s
 						 .ne = {s->ne[0], s->ne[1]}};
 	}
 	return (int)p->count;
+}
+
+int fs_arena_expert_parts(const fs_client *c, uint32_t layer, uint32_t expert, struct fs_expert_part *out,
+			  unsigned max)
+{
+	if (!c || (!out && max))
+		return -EINVAL;
+	struct fs_arena_map *m = fs_arena_get(c); /* pinned while we read it */
+	if (!m)
+		return -ENOTCONN;
+	int r = arena_parts(m, layer, expert, out, max);
+	fs_arena_put(m);
+	return r;
 }
 
 int fs_card_device(const fs_client *c, uint32_t card)

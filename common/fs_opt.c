@@ -17,7 +17,7 @@ static void fail(const struct fs_opt_cmd *c, const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fputs(" (try --help)\n", stderr);
+	fprintf(stderr, " %s\n", c->hint ? c->hint : "(try --help)");
 }
 
 static int takes_value(const struct fs_opt *o)

@@ -29,7 +29,7 @@
  * bad one leaves the destination as it was.
  *
  * Errors go to stderr as "PROG: --name 'VALUE': what was wanted (try
- * --help)" and fs_opt_parse returns -1; the tool picks its exit status.
+ * --help)" (or the command's hint) and fs_opt_parse returns -1; the tool picks its exit status.
  * --help: the usage text, the option list (each help followed by
  * "(default: X)" from the destination's value before the parse, unless
  * the help itself mentions a default, or the row is a flag), then the tail
@@ -121,6 +121,9 @@ struct fs_opt_cmd {
 	const char **pos;
 	unsigned max_pos;
 	unsigned *npos;
+	/* After an error message: NULL, "(try --help)"; a tool whose --help
+	 * is per command says which ("(try 'fsctl stats --help')"). */
+	const char *hint;
 };
 
 #define FS_OPT_HELP 1

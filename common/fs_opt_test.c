@@ -211,6 +211,17 @@ Test(opt, no_positionals_allowed)
 	cr_assert_stderr_eq_str("fs-test: unexpected argument 'stray' (try --help)\n");
 }
 
+/* A tool whose --help is per command names it in the hint. */
+Test(opt, the_hint_replaces_try_help, .init = setup)
+{
+	cmd.hint = "(try 'fs-test sub --help')";
+	cr_redirect_stderr();
+	cr_assert_eq(PARSE("--windows", "0", NULL), -1);
+	fflush(stderr);
+	cr_assert_stderr_eq_str(
+		"fs-test: --windows '0': give an integer from 1 to 1000 (try 'fs-test sub --help')\n");
+}
+
 /* --help: from the table, the defaults as before the parse (a value given
  * before --help does not show as the default), nothing stored. */
 Test(opt, help_from_the_table)

@@ -44,7 +44,10 @@
 _Static_assert(FSD_MAX_CLIENTS <= FSE_MAX_CLIENTS, "the hot engine has a row for every client");
 
 /* ---- logging (sd-daemon priority prefixes, for journald) ------------- */
-extern int fsd_log_level;
+/* The level is the running settings' log_level (struct fsd's cfg: a
+ * reload writes it on the loop thread while any thread logs); main points
+ * the log at it once the settings are read, FSD_INFO until then. */
+void fsd_log_level_at(const int *level);
 void fsd_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define FSD_ERR 3
 #define FSD_WARN 4
@@ -95,6 +98,7 @@ struct fsd_backoff {
 /* ---- the daemon ------------------------------------------------------- */
 struct fsd {
 	struct fsd_config cfg;
+	struct fsd_settings settings; /* how cfg was read: a reload reads it again so */
 	uv_loop_t *loop;
 	uint64_t start_ns;
 	uint64_t instance;

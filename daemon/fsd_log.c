@@ -12,12 +12,18 @@
 
 #include "fsd.h"
 
-/* Written by a reload (SIGHUP, loop thread) while any thread logs. */
-int fsd_log_level = FSD_INFO;
+/* Where the level is: struct fsd's cfg.log_level (fsd.h). */
+static const int *level_at;
+
+void fsd_log_level_at(const int *level)
+{
+	__atomic_store_n(&level_at, level, __ATOMIC_RELEASE);
+}
 
 void fsd_log(int prio, const char *fmt, ...)
 {
-	if (prio > __atomic_load_n(&fsd_log_level, __ATOMIC_RELAXED))
+	const int *at = __atomic_load_n(&level_at, __ATOMIC_ACQUIRE);
+	if (prio > (at ? __atomic_load_n(at, __ATOMIC_RELAXED) : FSD_INFO))
 		return;
 	static const char hex[] = "0123456789abcdef";
 	char line[1024], out[1024];

@@ -191,8 +191,9 @@ int main(int argc, char **argv)
 {
 	static struct fsd d;
 	fsd_config_defaults(&d.cfg);
-	if (fsd_config_parse(&d.cfg, argc, argv) < 0)
+	if (fsd_config_parse(&d.settings, &d.cfg, argc, argv) < 0)
 		return 2;
+	fsd_log_level_at(&d.cfg.log_level);
 	if (d.cfg.describe)
 		return fsd_arena_gguf_describe(d.cfg.model_path);
 	if (d.cfg.check_config) {

@@ -37,7 +37,6 @@ static int attach_fails;
 
 /* ---- the daemon around fsd_control.c ---------------------------------- */
 
-int fsd_log_level = 0;
 void fsd_log(int prio, const char *fmt, ...)
 {
 	(void)prio;

@@ -35,7 +35,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define EXPERTS 8u
 #define RING 64u
 
-int fsd_log_level = 0;
 void fsd_log(int prio, const char *fmt, ...)
 {
 	(void)prio;

@@ -17,6 +17,15 @@
  *       the engine falls back to the arena, as a real one must.  Prints
  *       "windows W hits H misses M verified V mismatches X torn T attaches
  *        A posted P dropped D late L" and exits 1 on any mismatch.
+ *       lag=1: each window's view (and the arena bytes read through it) is
+ *       released only after the next window's fs_acquire, as a pipelining
+ *       engine does, and those bytes are checked again then (a daemon
+ *       restart in between must not unmap them: foresight.h, "the arena").
+ *       pin=1: an fs_arena_pin from the start; expert (0, 0) of the arena
+ *       current then is checked every window, across restarts.
+ *       reader=1: a second thread reads the arena meanwhile, flat out, as a
+ *       CPU path's worker does: pin, fs_arena_expert, check the bytes,
+ *       unpin (it holds no view: the pin is what keeps the bytes).
  *   fs-fault-engine hold SOCKET
  *       attach, hold an epoch, print "holding epoch N", wait to be killed.
  *   fs-fault-engine segv SOCKET
@@ -29,6 +38,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +63,7 @@ static void on_stop(int sig)
 
 struct run_opts {
 	uint64_t windows, seconds, seed;
-	unsigned rate, k, churn, predict, verify_all;
+	unsigned rate, k, churn, predict, verify_all, lag, pin, reader;
 };
 
 struct held {
@@ -120,6 +130,32 @@ static void pick(const struct fs_model_info *m, const struct run_opts *o, uint64
 	}
 }
 
+/* reader=1's thread and what it found. */
+struct reader {
+	fs_client *c;
+	uint32_t layers, experts;
+	unsigned long long reads, bad;
+	volatile int stop;
+};
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	uint64_t s = 12345;
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		const void *pin = fs_arena_pin(r->c);
+		struct fs_expert_blob b;
+		uint64_t x = rng(&s);
+		if (pin && fs_arena_expert(r->c, (uint32_t)(x % r->layers), (uint32_t)(x >> 32) % r->experts,
+					   &b) == 0) {
+			r->reads++;
+			r->bad += fs_checksum(b.data, b.bytes) != b.checksum;
+		}
+		fs_arena_unpin(r->c, pin);
+	}
+	return NULL;
+}
+
 static int run(const char *sock, const struct run_opts *o)
 {
 	fs_client *c;
@@ -136,6 +172,21 @@ static int run(const char *sock, const struct run_opts *o)
 	uint64_t t0 = mono_ns(), end = o->seconds ? t0 + o->seconds * 1000000000ull : UINT64_MAX;
 	uint64_t w;
 	signal(SIGTERM, on_stop); /* stop after this window and report */
+	/* lag=1: the window before's view and one arena blob read through it. */
+	struct fs_view prev = {0};
+	struct fs_expert_blob prev_b = {0};
+	int have_prev = 0;
+	/* pin=1: the first arena, pinned, and one of its blobs. */
+	const void *pin = NULL;
+	struct fs_expert_blob pin_b = {0};
+	struct reader rd = {.c = c, .layers = m.layers, .experts = m.experts};
+	pthread_t rt;
+	if ((o->pin && ((pin = fs_arena_pin(c)) == NULL || fs_arena_expert(c, 0, 0, &pin_b) != 0)) ||
+	    (o->reader && pthread_create(&rt, NULL, reader_main, &rd) != 0)) {
+		free(sel);
+		free(hs);
+		return 2;
+	}
 	printf("started pid %d\n", (int)getpid());
 	fflush(stdout);
 	uint64_t detached_ns = 0, said_ns = 0;
@@ -156,6 +207,19 @@ static int run(const char *sock, const struct run_opts *o)
 		}
 		posted += fs_window_begin(c, (uint32_t)w, 1) == 0;
 		fs_acquire(c, &v);
+		if (have_prev) { /* the window before, still held: its bytes are still there */
+			if (prev_b.data) {
+				verified++;
+				bad += fs_checksum(prev_b.data, prev_b.bytes) != prev_b.checksum;
+			}
+			prev_b.data = NULL;
+			fs_release(c, &prev);
+			have_prev = 0;
+		}
+		if (pin) {
+			verified++;
+			bad += fs_checksum(pin_b.data, pin_b.bytes) != pin_b.checksum;
+		}
 		uint32_t nh = 0;
 		for (uint32_t l = 0; l < m.layers; l++)
 			pick(&m, o, &seed, (uint32_t)w, l, sel + (size_t)l * o->k);
@@ -190,6 +254,8 @@ static int run(const char *sock, const struct run_opts *o)
 					verified++;
 					bad += fs_checksum(b.data, b.bytes) != b.checksum;
 				}
+				if (o->lag)
+					prev_b = b;
 				hits += hit;
 				misses += !hit;
 				posted += fs_post_usage(c, (uint32_t)w, l, x, card, hit) == 0;
@@ -220,7 +286,23 @@ static int run(const char *sock, const struct run_opts *o)
 					;
 			}
 		}
-		fs_release(c, &v);
+		if (o->lag) {
+			prev = v;
+			have_prev = 1;
+		} else {
+			fs_release(c, &v);
+		}
+	}
+	if (have_prev)
+		fs_release(c, &prev);
+	if (pin)
+		fs_arena_unpin(c, pin);
+	if (o->reader) {
+		__atomic_store_n(&rd.stop, 1, __ATOMIC_RELEASE);
+		pthread_join(rt, NULL);
+		verified += rd.reads;
+		bad += rd.bad;
+		fprintf(stderr, "reader: %llu arena reads, %llu wrong\n", rd.reads, rd.bad);
 	}
 	printf("windows %llu hits %llu misses %llu verified %llu mismatches %llu torn %llu attaches %llu "
 	       "posted %llu dropped %llu late %llu\n",
@@ -345,6 +427,9 @@ int main(int argc, char **argv)
 			.churn = (unsigned)opt(argc, argv, "churn", 0),
 			.predict = (unsigned)opt(argc, argv, "predict", 1),
 			.verify_all = (unsigned)opt(argc, argv, "verify", 1),
+			.lag = (unsigned)opt(argc, argv, "lag", 0),
+			.pin = (unsigned)opt(argc, argv, "pin", 0),
+			.reader = (unsigned)opt(argc, argv, "reader", 0),
 		};
 		if (!o.windows && !o.seconds)
 			o.windows = UINT64_MAX - 1; /* until SIGTERM */

@@ -20,6 +20,7 @@
  *   FSH_KEEP=1      keep the test's directory (daemon log, engine outputs)
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <grp.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -524,4 +525,144 @@ Test(iso, a_client_that_never_reads_its_replies_stalls_nothing, .timeout = 300)
 Test(iso, thousands_of_idle_connections_exhaust_nothing, .timeout = 300)
 {
 	conns_attack("idle-conns", "conns_refused");
+}
+
+/* ---- 7: daemon restarts without the fd store cost engines no memory ------ */
+
+/* The mappings of foresightd's arena memfd and the open fds of a process;
+ * -1 each when it cannot be read. */
+static void proc_mem(pid_t pid, int *arena_maps, int *fds)
+{
+	char path[64], line[512];
+	*arena_maps = *fds = -1;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	int n = 0;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "/memfd:foresight-arena") != NULL;
+	fclose(f);
+	*arena_maps = n;
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return;
+	n = 0;
+	// cppcheck-suppress readdirCalled ; one thread reads this directory
+	for (struct dirent *e; (e = readdir(d)) != NULL;)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	*fds = n;
+}
+
+static long wait_attached(const char *sock, int n, int timeout_ms)
+{
+	uint64_t t0 = fsh_now_ms();
+	do {
+		if (fault_clients(sock) == n)
+			return (long)(fsh_now_ms() - t0);
+		usleep(5000);
+	} while (fsh_now_ms() < t0 + (uint64_t)timeout_ms);
+	return -1;
+}
+
+/*
+ * Point 7: the daemon is restarted by hand, without the fd store (killed
+ * -9, or stopped), so each new daemon builds a new arena.  Engine 0 holds
+ * its windows' views one window longer (lag=1, a pipelining engine) and
+ * re-reads the arena bytes of the window before across each restart; its
+ * arena mappings and fds must come back to what they were before the first
+ * restart (the old arena unmapped, its fd closed): they are polled with a
+ * generous deadline, never timed; a second thread of it reads the arena
+ * flat out under fs_arena_pin meanwhile (reader=1).  Engine 1 holds an fs_arena_pin on the
+ * first arena and reads it every window: it must keep every arena
+ * (foresight.h's rule for a pin) and read no wrong byte either.
+ * FS_ISO_RESTARTS restarts (CI 5; docs/results/reliability.md: 30).
+ */
+Test(iso, daemon_restarts_without_the_fd_store_cost_engines_no_memory, .timeout = 600)
+{
+	unsigned restarts = (unsigned)fault_env("FS_ISO_RESTARTS", 5);
+	struct fdaemon d;
+	cr_assert_eq(fd_init(&d, 0), 0); /* no notify socket: no fd store */
+	const char *extra[] = {SMALL, NULL};
+	cr_assert_geq(fd_start(&d, extra, 0), 0, "foresightd did not start");
+	char out[2][256];
+	pid_t e[2];
+	const char *mode[2] = {"lag=1", "pin=1"};
+	for (int i = 0; i < 2; i++) {
+		snprintf(out[i], sizeof(out[i]), "%s/restart-engine%d.out", d.h.dir, i);
+		e[i] = fault_spawn(fsh_argv(FS_FAULT_ENGINE_BIN, "run", d.h.sock, "rate=200", "k=4",
+					    "churn=20", mode[i], NULL),
+				   out[i], -1, -1);
+		cr_assert_eq(fault_wait_text(out[i], "started", 20000), 0, "engine %d did not start: %s", i,
+			     text(out[i]));
+	}
+	cr_assert_geq(wait_attached(d.h.sock, 2, 20000), 0, "the engines did not attach");
+	int maps0[2], fds0[2];
+	for (int i = 0; i < 2; i++) {
+		proc_mem(e[i], &maps0[i], &fds0[i]);
+		cr_assert_gt(maps0[i], 0, "engine %d maps no arena", i);
+		cr_assert_gt(fds0[i], 0);
+	}
+	int worst_maps = maps0[0], worst_fds = fds0[0];
+	long worst_back = 0, worst_flat = 0;
+	for (unsigned r = 0; r < restarts; r++) {
+		if (r % 2 == 0) {
+			cr_assert_eq(fd_kill9(&d), 0);
+		} else { /* a clean stop: the engines see STOPPING */
+			kill(d.h.pid, SIGTERM);
+			cr_assert_geq(fsh_wait(d.h.pid, 20000), 0, "round %u: the daemon did not stop", r);
+			d.h.pid = 0;
+		}
+		usleep(100000); /* the engines run on the CPU path meanwhile */
+		for (int i = 0; i < 2; i++)
+			cr_assert_eq(kill(e[i], 0), 0, "round %u: engine %d died with the daemon", r, i);
+		cr_assert_geq(fd_start(&d, extra, 0), 0, "round %u: foresightd did not start again", r);
+		long back = wait_attached(d.h.sock, 2, 30000);
+		cr_assert_geq(back, 0, "round %u: the engines did not re-attach: %s", r, text(out[0]));
+		worst_back = back > worst_back ? back : worst_back;
+		/* Engine 0 lets the old arena go within a window or two of the
+		 * re-attach; a loaded machine may take seconds: poll, 30 s. */
+		uint64_t t0 = fsh_now_ms();
+		int maps, fds;
+		for (;;) {
+			proc_mem(e[0], &maps, &fds);
+			worst_maps = maps > worst_maps ? maps : worst_maps;
+			worst_fds = fds > worst_fds ? fds : worst_fds;
+			if ((maps <= maps0[0] && fds <= fds0[0]) || fsh_now_ms() > t0 + 30000)
+				break;
+			usleep(20000);
+		}
+		long flat = (long)(fsh_now_ms() - t0);
+		worst_flat = flat > worst_flat ? flat : worst_flat;
+		cr_expect_leq(maps, maps0[0], "round %u: engine 0 maps the arena %d times (%d before)", r,
+			      maps, maps0[0]);
+		cr_expect_leq(fds, fds0[0], "round %u: engine 0 has %d fds (%d before)", r, fds, fds0[0]);
+		int pmaps, pfds;
+		proc_mem(e[1], &pmaps, &pfds);
+		cr_expect_geq(pmaps, maps0[1] * (int)(r + 2),
+			      "round %u: the pinned engine maps %d arena ranges, not every arena (%d each)",
+			      r, pmaps, maps0[1]);
+		fprintf(stderr,
+			"iso restart %u: engines back %ld ms after ready; engine 0: %d arena maps, %d fds after "
+			"%ld ms (%d, %d before); pinned engine 1: %d maps, %d fds\n",
+			r, back, maps, fds, flat, maps0[0], fds0[0], pmaps, pfds);
+	}
+	for (int i = 0; i < 2; i++) {
+		struct fault_engine res;
+		kill(e[i], SIGTERM);
+		int st = fsh_wait(e[i], 20000);
+		cr_expect_eq(st, 0, "engine %d exit status %d: %s", i, st, text(out[i]));
+		cr_assert_eq(fault_parse_engine(out[i], &res), 0, "no result line in %s", out[i]);
+		cr_expect_eq(res.mismatches, 0, "engine %d read a wrong byte", i);
+		cr_expect_eq(res.attaches, restarts + 1ull, "engine %d attached %llu times", i, res.attaches);
+		fprintf(stderr, "iso restart: engine %d: %llu windows, %llu verified, %llu mismatches\n", i,
+			res.windows, res.verified, res.mismatches);
+	}
+	fprintf(stderr,
+		"iso restarts: %u without the fd store: engine 0 at most %d arena maps and %d fds (%d and %d "
+		"before), flat again within %ld ms of the re-attach; engines back within %ld ms\n",
+		restarts, worst_maps, worst_fds, maps0[0], fds0[0], worst_flat, worst_back);
+	fd_stop(&d);
 }

@@ -9,6 +9,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "fs_opt.h"
+
 /* Exit statuses (fsctl --help lists them). */
 enum {
 	FSCTL_OK = 0,
@@ -18,6 +20,21 @@ enum {
 };
 
 #define FSCTL_TIMEOUT_MS 3000
+
+/* ---- a command's options (fsctl_cmds.c, common/fs_opt) ------------------- */
+
+/* Parse a command's argv (argv[0]: its name) against its rows: 0 to run,
+ * -1 when --help was printed (exit FSCTL_OK), FSCTL_USAGE after the error
+ * ("fsctl NAME: ... (try 'fsctl NAME --help')").  pos/max_pos: its
+ * positional arguments (NULL, 0: none). */
+int fsctl_parse(const char *name, const char *usage, const struct fs_opt *opts, unsigned n, int argc,
+		char **argv, const char **pos, unsigned max_pos, unsigned *npos);
+/* The values of --interval S (seconds, 0.01 to 3600; a double) and --count
+ * N (at least 1; a long): fsctl top and fsctl stats --watch take both. */
+int fsctl_opt_seconds(void *dst, const char *val, char *err, size_t len);
+int fsctl_opt_count(void *dst, const char *val, char *err, size_t len);
+#define FSCTL_OPT_INTERVAL(d, h) FS_OPT_FN("interval", "S", 1 ? (d) : (double *)0, fsctl_opt_seconds, h)
+#define FSCTL_OPT_COUNT(d, h) FS_OPT_FN("count", "N", 1 ? (d) : (long *)0, fsctl_opt_count, h)
 
 struct fsctl {
 	const char *socket; /* resolved: --socket, $FORESIGHT_SOCKET, default */

@@ -12,35 +12,54 @@
 #include "fs_ctl.h"
 #include "fsctl.h"
 
-static int is_help(const char *a)
+int fsctl_parse(const char *name, const char *usage, const struct fs_opt *opts, unsigned n, int argc,
+		char **argv, const char **pos, unsigned max_pos, unsigned *npos)
 {
-	return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0;
+	char prog[48], hint[80];
+	snprintf(prog, sizeof(prog), "fsctl %s", name);
+	snprintf(hint, sizeof(hint), "(try 'fsctl %s --help')", name);
+	const struct fs_opt_cmd cmd = {.prog = prog,
+				       .usage = usage,
+				       .opts = opts,
+				       .n = n,
+				       .pos = pos,
+				       .max_pos = max_pos,
+				       .npos = npos,
+				       .hint = hint};
+	int rc = fs_opt_parse(&cmd, argc, argv);
+	return rc == FS_OPT_HELP ? -1 : rc < 0 ? FSCTL_USAGE : 0;
 }
 
-static int usage_error(const char *cmd, const char *fmt, const char *arg)
+int fsctl_opt_seconds(void *dst, const char *val, char *err, size_t len)
 {
-	fprintf(stderr, "fsctl %s: ", cmd);
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, " (try 'fsctl %s --help')\n", cmd);
-	return FSCTL_USAGE;
+	char *end;
+	double s = strtod(val, &end);
+	if (*end || !(s >= 0.01 && s <= 3600)) {
+		snprintf(err, len, "give seconds, 0.01 to 3600");
+		return -1;
+	}
+	*(double *)dst = s;
+	return 0;
 }
 
-/* Commands whose only options are --help and --json (*json set). */
-static int no_options(const char *cmd, const char *help, int argc, char **argv, int *json)
+int fsctl_opt_count(void *dst, const char *val, char *err, size_t len)
+{
+	char *end;
+	long n = strtol(val, &end, 10);
+	if (*end || end == val || n < 1) {
+		snprintf(err, len, "give a positive number");
+		return -1;
+	}
+	*(long *)dst = n;
+	return 0;
+}
+
+/* Commands whose only option is --json (*json set). */
+static int json_only(const char *cmd, const char *usage, int argc, char **argv, int *json)
 {
 	*json = 0;
-	for (int i = 1; i < argc; i++) {
-		if (is_help(argv[i])) {
-			fputs(help, stdout);
-			return -1;
-		}
-		if (strcmp(argv[i], "--json") == 0) {
-			*json = 1;
-			continue;
-		}
-		return usage_error(cmd, "unexpected argument '%s'", argv[i]);
-	}
-	return 0;
+	const struct fs_opt opts[] = {FS_OPT_FLAG("json", 0, json, "the daemon's reply as JSON")};
+	return fsctl_parse(cmd, usage, opts, FS_OPT_N(opts), argc, argv, NULL, 0, NULL);
 }
 
 /* --json: the daemon's reply minus "ok", pretty-printed. */
@@ -58,13 +77,12 @@ static void print_json(FILE *out, const cJSON *r)
 /* ---- ping ----------------------------------------------------------------- */
 
 static const char ping_help[] = "usage: fsctl ping [--json]\n"
-				"Check that foresightd answers; prints its version, pid and uptime.\n"
-				"  --json   the daemon's reply as JSON\n";
+				"Check that foresightd answers; prints its version, pid and uptime.\n";
 
 int fsctl_cmd_ping(const struct fsctl *g, int argc, char **argv)
 {
 	int json;
-	int rc = no_options("ping", ping_help, argc, argv, &json);
+	int rc = json_only("ping", ping_help, argc, argv, &json);
 	if (rc)
 		return rc < 0 ? FSCTL_OK : rc;
 	cJSON *r;
@@ -82,15 +100,7 @@ int fsctl_cmd_ping(const struct fsctl *g, int argc, char **argv)
 
 static const char stats_help[] =
 	"usage: fsctl stats [--json] [--layers all|N] [--watch [--interval S] [--count N]]\n"
-	"Counters of foresightd: totals, per card, per layer, per client, daemon.\n"
-	"  --json          the daemon's reply as JSON (pretty-printed)\n"
-	"  --layers all    list every layer (default: the 8 worst by hit rate)\n"
-	"  --layers N      list the N worst layers\n"
-	"  --watch         every interval: the screen of fsctl top (rates per second);\n"
-	"                  with --json the reply each interval (no escapes either way\n"
-	"                  when not a terminal)\n"
-	"  --interval S    seconds between redraws (default 1, may be fractional)\n"
-	"  --count N       stop after N redraws (implies --watch)\n";
+	"Counters of foresightd: totals, per card, per layer, per client, daemon.\n";
 
 struct stats_opts {
 	int json, watch;
@@ -99,45 +109,41 @@ struct stats_opts {
 	struct fsctl_render_opts render;
 };
 
+/* --layers all|N */
+static int layers_opt(void *dst, const char *val, char *err, size_t len)
+{
+	struct fsctl_render_opts *r = dst;
+	char *end;
+	if (strcasecmp(val, "all") == 0) {
+		r->all_layers = 1;
+		return 0;
+	}
+	long n = strtol(val, &end, 10);
+	if (*end || n < 1 || n > 100000) {
+		snprintf(err, len, "give 'all' or a positive number");
+		return -1;
+	}
+	r->worst = (int)n;
+	return 0;
+}
+
 static int parse_stats(int argc, char **argv, struct stats_opts *o)
 {
 	*o = (struct stats_opts){.interval = 1.0};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		char *end;
-		if (is_help(a)) {
-			fputs(stats_help, stdout);
-			return -1;
-		} else if (strcmp(a, "--json") == 0) {
-			o->json = 1;
-		} else if (strcmp(a, "--watch") == 0) {
-			o->watch = 1;
-		} else if (strcmp(a, "--interval") == 0 && i + 1 < argc) {
-			o->interval = strtod(argv[++i], &end);
-			if (*end || !(o->interval >= 0.01 && o->interval <= 3600))
-				return usage_error("stats", "--interval '%s': give seconds, 0.01 to 3600",
-						   argv[i]);
-		} else if (strcmp(a, "--count") == 0 && i + 1 < argc) {
-			o->count = strtol(argv[++i], &end, 10);
-			if (*end || o->count < 1)
-				return usage_error("stats", "--count '%s': give a positive number", argv[i]);
-			o->watch = 1;
-		} else if (strcmp(a, "--layers") == 0 && i + 1 < argc) {
-			const char *v = argv[++i];
-			if (strcasecmp(v, "all") == 0) {
-				o->render.all_layers = 1;
-			} else {
-				long n = strtol(v, &end, 10);
-				if (*end || n < 1 || n > 100000)
-					return usage_error(
-						"stats", "--layers '%s': give 'all' or a positive number", v);
-				o->render.worst = (int)n;
-			}
-		} else {
-			return usage_error("stats", "unknown or incomplete option '%s'", a);
-		}
-	}
-	return 0;
+	const struct fs_opt opts[] = {
+		FS_OPT_FLAG("json", 0, &o->json, "the daemon's reply as JSON (pretty-printed)"),
+		FS_OPT_FN("layers", "all|N", &o->render, layers_opt,
+			  "list every layer, or the N worst by hit rate (default: the 8 worst)"),
+		FS_OPT_FLAG("watch", 0, &o->watch,
+			    "every interval: the screen of fsctl top (rates per second); with --json the "
+			    "reply each interval (no escapes either way when not a terminal)"),
+		FSCTL_OPT_INTERVAL(&o->interval, "seconds between redraws (default 1, may be fractional)"),
+		FSCTL_OPT_COUNT(&o->count, "stop after N redraws (implies --watch)"),
+	};
+	int rc = fsctl_parse("stats", stats_help, opts, FS_OPT_N(opts), argc, argv, NULL, 0, NULL);
+	if (rc == 0 && o->count)
+		o->watch = 1;
+	return rc;
 }
 
 /* One view of a stats reply, to out. */
@@ -232,13 +238,12 @@ int fsctl_cmd_stats(const struct fsctl *g, int argc, char **argv)
 static const char clients_help[] =
 	"usage: fsctl clients [--json]\n"
 	"The engines attached to foresightd: id, name, pid, uid, time attached and\n"
-	"their counters (windows, hits, misses, hit rate, holds, ...).\n"
-	"  --json   the daemon's reply as JSON\n";
+	"their counters (windows, hits, misses, hit rate, holds, ...).\n";
 
 int fsctl_cmd_clients(const struct fsctl *g, int argc, char **argv)
 {
 	int json;
-	int rc = no_options("clients", clients_help, argc, argv, &json);
+	int rc = json_only("clients", clients_help, argc, argv, &json);
 	if (rc)
 		return rc < 0 ? FSCTL_OK : rc;
 	cJSON *r;
@@ -350,15 +355,19 @@ static int profile_load(const struct fsctl *g, const char *path)
 
 int fsctl_cmd_profile(const struct fsctl *g, int argc, char **argv)
 {
-	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		fputs(profile_help, stdout);
-		return FSCTL_OK;
+	const char *pos[2];
+	unsigned npos = 0;
+	int rc = fsctl_parse("profile", profile_help, NULL, 0, argc, argv, pos, 2, &npos);
+	if (rc) {
+		if (rc > 0) /* a usage error shows the usage too */
+			fputs(profile_help, stderr);
+		return rc < 0 ? FSCTL_OK : rc;
 	}
-	if (argc != 3 || (strcmp(argv[1], "save") && strcmp(argv[1], "load"))) {
+	if (npos != 2 || (strcmp(pos[0], "save") && strcmp(pos[0], "load"))) {
 		fputs(profile_help, stderr);
 		return FSCTL_USAGE;
 	}
-	return strcmp(argv[1], "save") == 0 ? profile_save(g, argv[2]) : profile_load(g, argv[2]);
+	return strcmp(pos[0], "save") == 0 ? profile_save(g, pos[1]) : profile_load(g, pos[1]);
 }
 
 /* ---- card ----------------------------------------------------------------- */
@@ -374,17 +383,19 @@ static const char card_help[] =
 
 int fsctl_cmd_card(const struct fsctl *g, int argc, char **argv)
 {
-	if (argc >= 2 && is_help(argv[1])) {
-		fputs(card_help, stdout);
-		return FSCTL_OK;
+	int json = 0;
+	const char *pos[2];
+	unsigned npos = 0;
+	const struct fs_opt opts[] = {FS_OPT_FLAG("json", 0, &json, "the daemon's reply as JSON")};
+	int rc = fsctl_parse("card", card_help, opts, FS_OPT_N(opts), argc, argv, pos, 2, &npos);
+	if (rc) {
+		if (rc > 0) /* a usage error shows the usage too */
+			fputs(card_help, stderr);
+		return rc < 0 ? FSCTL_OK : rc;
 	}
-	int json = argc == 4 && strcmp(argv[3], "--json") == 0;
-	if (json)
-		argc = 3;
 	char *end = NULL;
-	long n = argc == 3 ? strtol(argv[2], &end, 10) : -1;
-	if (argc != 3 || strcmp(argv[1], "down") != 0 || !end || *end || end == argv[2] || n < 0 ||
-	    n > 65535) {
+	long n = npos == 2 ? strtol(pos[1], &end, 10) : -1;
+	if (npos != 2 || strcmp(pos[0], "down") != 0 || !end || *end || end == pos[1] || n < 0 || n > 65535) {
 		fputs(card_help, stderr);
 		return FSCTL_USAGE;
 	}
@@ -394,7 +405,7 @@ int fsctl_cmd_card(const struct fsctl *g, int argc, char **argv)
 	cJSON_AddNumberToObject(req, "card", (double)n);
 	cJSON_AddStringToObject(req, "state", "down");
 	struct fsctl_conn *c;
-	int rc = fsctl_connect(g, &c);
+	rc = fsctl_connect(g, &c);
 	if (rc == 0) {
 		rc = fsctl_call_req(c, req, &r);
 		fsctl_disconnect(c);
@@ -417,7 +428,7 @@ static const char shutdown_help[] = "usage: fsctl shutdown [--json]\n"
 int fsctl_cmd_shutdown(const struct fsctl *g, int argc, char **argv)
 {
 	int json;
-	int rc = no_options("shutdown", shutdown_help, argc, argv, &json);
+	int rc = json_only("shutdown", shutdown_help, argc, argv, &json);
 	if (rc)
 		return rc < 0 ? FSCTL_OK : rc;
 	cJSON *r;
@@ -437,8 +448,7 @@ static const char counters_help[] =
 	"usage: fsctl counters [--scdoc]\n"
 	"What every counter means: the daemon's, each card's, each layer's and each\n"
 	"client's (proto/fs_counters.h, the one list that feeds fsctl, the stats\n"
-	"reply and the metrics).  Needs no daemon.  --scdoc: as scdoc(5) text (the\n"
-	"COUNTERS section of fsctl(1) is built from it).\n";
+	"reply and the metrics).  Needs no daemon.\n";
 
 /* scdoc: * and _ format, \ escapes. */
 static void scdoc_put(const char *s)
@@ -467,16 +477,11 @@ int fsctl_cmd_counters(const struct fsctl *g, int argc, char **argv)
 {
 	(void)g;
 	int scdoc = 0;
-	for (int i = 1; i < argc; i++) {
-		if (is_help(argv[i])) {
-			fputs(counters_help, stdout);
-			return FSCTL_OK;
-		} else if (strcmp(argv[i], "--scdoc") == 0) {
-			scdoc = 1;
-		} else {
-			return usage_error("counters", "unexpected argument '%s'", argv[i]);
-		}
-	}
+	const struct fs_opt opts[] = {FS_OPT_FLAG(
+		"scdoc", 0, &scdoc, "as scdoc(5) text (the COUNTERS section of fsctl(1) is built from it)")};
+	int rc = fsctl_parse("counters", counters_help, opts, FS_OPT_N(opts), argc, argv, NULL, 0, NULL);
+	if (rc)
+		return rc < 0 ? FSCTL_OK : rc;
 	static const char *const intro[] = {
 		"Daemon counters (the stats reply's daemon object; metrics foresight_NAME)",
 		"Card counters (each card: cards[]; summed: totals; metrics foresight_card_NAME{card})",

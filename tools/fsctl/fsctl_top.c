@@ -601,38 +601,18 @@ static const char top_help[] = "usage: fsctl top [--interval S] [--count N]\n"
 			       "by hit rate, each a rate per second over the last interval (the first\n"
 			       "frame: averages since the daemon started).  Fits 80x24; a wider window\n"
 			       "shows more columns, a taller one more clients and layers.  Keys: ? the\n"
-			       "columns' help, q quit.  Not a terminal: the same frames, plain text.\n"
-			       "  --interval S    seconds between frames (default 1, may be fractional)\n"
-			       "  --count N       stop after N frames\n";
+			       "columns' help, q quit.  Not a terminal: the same frames, plain text.\n";
 
 int fsctl_cmd_top(const struct fsctl *g, int argc, char **argv)
 {
 	double interval = 1.0;
 	long count = 0;
-	for (int i = 1; i < argc; i++) {
-		char *end;
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			fputs(top_help, stdout);
-			return FSCTL_OK;
-		} else if (strcmp(argv[i], "--interval") == 0 && i + 1 < argc) {
-			interval = strtod(argv[++i], &end);
-			if (*end || !(interval >= 0.01 && interval <= 3600)) {
-				fprintf(stderr, "fsctl top: --interval '%s': give seconds, 0.01 to 3600\n",
-					argv[i]);
-				return FSCTL_USAGE;
-			}
-		} else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
-			count = strtol(argv[++i], &end, 10);
-			if (*end || count < 1) {
-				fprintf(stderr, "fsctl top: --count '%s': give a positive number\n", argv[i]);
-				return FSCTL_USAGE;
-			}
-		} else {
-			fprintf(stderr,
-				"fsctl top: unknown or incomplete option '%s' (try 'fsctl top --help')\n",
-				argv[i]);
-			return FSCTL_USAGE;
-		}
-	}
+	const struct fs_opt opts[] = {
+		FSCTL_OPT_INTERVAL(&interval, "seconds between frames (default 1, may be fractional)"),
+		FSCTL_OPT_COUNT(&count, "stop after N frames"),
+	};
+	int rc = fsctl_parse("top", top_help, opts, FS_OPT_N(opts), argc, argv, NULL, 0, NULL);
+	if (rc)
+		return rc < 0 ? FSCTL_OK : rc;
 	return fsctl_top_run(g, interval, count);
 }

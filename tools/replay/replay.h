@@ -19,6 +19,7 @@
 #include <stdio.h>
 
 #include "fs_trace.h"
+#include "fsd_options.h"
 #include "fsr.h"
 
 /* The policies of --compare, in table order. */
@@ -63,14 +64,17 @@ struct replay_model {
 	uint64_t seed;              /* the predictor's noise */
 	struct replay_recall recall;
 	enum replay_decoys decoys;
-	/* Our tiers (the baselines ignore these): FSR_AUTO or a number. */
-	uint32_t recency, predicted, spare;
-	int adapt;
-	float decay;
+	/* foresightd's options as fs-replay read them (replay_opts.c): its
+	 * FSD_POLICY rows (fsd_options.h) configure our tiers through the
+	 * daemon's own fsd_config_residency (replay_policy.c; the baselines
+	 * take foresightd's defaults instead).  The machine's rows among them
+	 * (cards, slots, bus_gbps, publish_us) are copied into the fields of
+	 * the same names here, which the bus, the sweeps and the tests set. */
+	struct fsd_config daemon;
+	/* fs-replay's own knobs of our tiers, which foresightd has no option for. */
+	uint32_t recency_override; /* --recency auto|all|pred: FSR_AUTO, FSR_ALL, FSR_AUTO_PRED; 0: none */
+	int adapt;                 /* 0: --no-adapt, the static tier frozen at its profile */
 	float pred_min_score;
-	uint32_t bus_share_pct;
-	/* Levers of issue 18, each -1 (the core's default), 0 or 1. */
-	int tier_adapt, admit_value, cross_window;
 	/* The daemon around the core (replay_run.c): foresightd's names. */
 	uint32_t cards;      /* --cards: cards, each with `slots` slots and its own bus (1) */
 	uint32_t clients;    /* --clients: engines, each its own slice of the trace (1) */

@@ -27,29 +27,119 @@
 /* --model: four sessions of 500 tokens build the profile (2-token windows) */
 #define MODEL_WARMUP 1000
 
+/* The rows of foresightd's options whose default fs-replay does not take:
+ * its model of the machine, not the daemon's (fsd_options.h, FSD_POLICY).
+ * slots: when neither --slots nor the config file gives it, --slots-frac
+ * of the trace's layers x experts. */
+static const struct {
+	const char *key, *dflt;
+} own_defaults[] = {
+	{"cards", "1"},
+	{"publish_us", "0"},
+	{"slots", "--slots-frac 0.5"},
+};
+
+int replay_own_default(const char *key)
+{
+	for (size_t i = 0; i < sizeof(own_defaults) / sizeof(own_defaults[0]); i++)
+		if (strcmp(own_defaults[i].key, key) == 0)
+			return 1;
+	return 0;
+}
+
 void replay_model_defaults(struct replay_model *m)
 {
 	*m = (struct replay_model){
 		.intercept_ms = 13.0,
 		.miss_ms = 2.78,
-		.bus_gbps = 13.5,
 		.expert_bytes = BOX_EXPERT_BYTES,
 		.delay = 1,
 		.tokens_per_window = 1,
 		.slots_frac = 0.5,
 		.seed = 1,
 		.decoys = DECOYS_POPULAR,
-		.recency = FSR_AUTO, /* the core's default (fsr_config_tiers) */
-		.predicted = FSR_AUTO,
-		.spare = FSR_AUTO,
 		.adapt = 1,
-		.tier_adapt = -1,
-		.admit_value = -1,
-		.cross_window = -1,
-		.cards = 1,
 		.clients = 1,
 	};
+	fsd_config_defaults(&m->daemon);
+	m->daemon.cards = 1;
+	m->daemon.publish_us = 0;
+	m->cards = m->daemon.cards;
+	m->publish_us = m->daemon.publish_us;
+	m->bus_gbps = m->daemon.bus_gbps;
 	replay_recall_default(&m->recall);
+}
+
+/* A row of the machine (fsd_options.h) set from a flag or the file: the
+ * model's field of the same name follows it. */
+static void machine_row(struct replay_model *m, const char *key)
+{
+	if (strcmp(key, "cards") == 0)
+		m->cards = m->daemon.cards;
+	else if (strcmp(key, "slots") == 0)
+		m->slots = m->daemon.slots;
+	else if (strcmp(key, "bus_gbps") == 0)
+		m->bus_gbps = m->daemon.bus_gbps;
+	else if (strcmp(key, "publish_us") == 0)
+		m->publish_us = m->daemon.publish_us;
+}
+
+/* `text` from column `col` (where the line is now) to `width`, each
+ * further line indented to col. */
+static void wrap(FILE *f, const char *text, int col, int width)
+{
+	const char *p = text;
+	int at = col;
+	while (*p) {
+		size_t w = strcspn(p, " ");
+		if (at > col && at + 1 + (int)w > width) {
+			fprintf(f, "\n%*s", col, "");
+			at = col;
+		}
+		fprintf(f, " %.*s", (int)w, p);
+		at += 1 + (int)w;
+		p += w;
+		while (*p == ' ')
+			p++;
+	}
+	fputc('\n', f);
+}
+
+/* foresightd's FSD_POLICY rows, generated: the row's flag, help and
+ * default (fs-replay's own where own_defaults says, with foresightd's). */
+static void policy_help(FILE *f)
+{
+	struct fsd_config def;
+	fsd_config_defaults(&def);
+	for (size_t i = 0; i < FSD_NOPTS; i++) {
+		const struct fsd_opt *o = &fsd_opt_rows[i];
+		if (!(o->flags & FSD_POLICY))
+			continue;
+		char flag[48], v[96];
+		fsd_opt_flag(o, flag, sizeof(flag));
+		if (o->type == FSD_OPT_ONOFF)
+			snprintf(flag + strlen(flag), sizeof(flag) - strlen(flag), " on|off");
+		else if (o->type != FSD_OPT_FLAG)
+			snprintf(flag + strlen(flag), sizeof(flag) - strlen(flag), " N");
+		fsd_opt_format(o, &def, v, sizeof(v));
+		size_t n = strlen(v);
+		if (n >= 2 && v[0] == '"' && v[n - 1] == '"') {
+			memmove(v, v + 1, n - 2);
+			v[n - 2] = 0;
+		}
+		const char *own = NULL;
+		for (size_t k = 0; k < sizeof(own_defaults) / sizeof(own_defaults[0]); k++)
+			if (strcmp(own_defaults[k].key, o->key) == 0)
+				own = own_defaults[k].dflt;
+		char text[640];
+		if (own)
+			snprintf(text, sizeof(text), "%s (default here: %s; foresightd's: %s)", o->help, own,
+				 v);
+		else
+			snprintf(text, sizeof(text), "%s (default: %s)", o->help, v);
+		fprintf(f, "  %-22s", flag);
+		wrap(f, text, 24, 100);
+	}
 }
 
 static void usage(FILE *f)
@@ -86,22 +176,29 @@ static void usage(FILE *f)
 		"Model:\n"
 		"  --tokens-per-window T   (1; synthetic 2)\n"
 		"  --warmup N              windows that only build the profile (0; synthetic 200)\n"
-		"  --slots N | --slots-frac F   slot budget (default fraction 0.5 of layers x experts)\n"
-		"  --bus-gbps G (13.5: PCIe Gen4 x8)   --expert-bytes B (the trace's, else 1769472)\n"
+		"  --slots-frac F          slots per card as a share of layers x experts, when --slots is\n"
+		"                          not given (0.5)\n"
+		"  --expert-bytes B        (the trace's, else 1769472)\n"
 		"  --delay D               windows before a copy for a miss is usable (1)\n"
 		"  --intercept-ms X (13.0) --miss-ms X (2.78 per extra miss per layer-window)\n"
-		"Our tiers (the baselines ignore these):\n"
-		"  --recency N|auto|all|pred  --predicted N|auto  --spare N|auto   slots per layer / per card\n"
-		"                      (also foresightd's names --recency-slots, --predicted-slots, --spare-slots)\n"
+		"foresightd's policy options: its own rows (daemon/fsd_options.h), the same flags,\n"
+		"ranges and defaults as `foresightd --help`, through its fsd_config_residency; our tiers\n"
+		"take them, the baselines (static, lru, lru-warm, static-layer) foresightd's defaults:\n"
+		"  --config FILE          foresightd's config file (foresightd.json(5)): its policy keys\n"
+		"                         are taken, the others checked and left; the flags win over it\n");
+	policy_help(f);
+	fprintf(f,
+		"fs-replay's own spellings and knobs of our tiers:\n"
+		"  --recency N|auto|all|pred   --recency-slots N, or the core's sizes foresightd has no\n"
+		"                      value for: auto, a 16th of the share beside a card-wide static tier;\n"
+		"                      all, the whole share, no static tier; pred, auto until predictions\n"
+		"                      arrive, then all\n"
+		"  --predicted N|auto  --spare N|auto   --predicted-slots, --spare-slots (auto: -1)\n"
+		"  --decay F           --freq-decay     --bus-share PCT   --bus-share-pct\n"
 		"  --no-adapt          freeze the static tier at its profile\n"
-		"  --tier-adapt on|off   recency vs static sizes per layer from ghost hits (ARC-like)\n"
-		"  --admit-value on|off  a copy must be worth more than the resident it displaces\n"
-		"  --cross-window on|off layers 0-2 of the next window predicted from this one's routing\n"
-		"  --decay F (0.95 per token)  --bus-share PCT (80)  --pred-min-score S (0)\n"
+		"  --pred-min-score S  (0)\n"
 		"The daemon (foresightd's hot engine, daemon/engine/, runs the replay):\n"
-		"  --cards N (1)       cards, each with --slots slots and its own bus (the core places across them)\n"
 		"  --clients M (1)     engines, each replaying its own contiguous slice of the scored windows\n"
-		"  --publish-us N (0)  at most one epoch per N us of virtual time (foresightd's default: 200)\n"
 		"  --pred-max N (0)    post only the best N candidates not held, per target layer and\n"
 		"                      horizon, as fs-engine-bench's engine does (its default 8; 0: all)\n"
 		"Predictor (oracle-noised router-ahead):\n"
@@ -130,21 +227,18 @@ static int u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
 	return 0;
 }
 
-static int size_or_auto(const char *s, uint32_t *out)
+/* One of foresightd's rows from a flag of fs-replay's own spelling (or of
+ * its own): the row's checks and messages, and where it was set. */
+static int row_set(struct replay_opts *o, const char *key, const char *val, const char *flag)
 {
-	if (strcmp(s, "auto") == 0) {
-		*out = FSR_AUTO;
-		return 0;
-	}
-	if (strcmp(s, "all") == 0) { /* --recency all: no static tier (per-layer LRU + predictions) */
-		*out = FSR_ALL;
-		return 0;
-	}
-	if (strcmp(s, "pred") == 0) { /* the default: all once predictions arrive, else auto */
-		*out = FSR_AUTO_PRED;
-		return 0;
-	}
-	return u32(s, 0, 1u << 24, out);
+	const struct fsd_opt *r = fsd_opt_find(key);
+	if (!r || fsd_opt_set(&o->src, &o->model.daemon, r, val, flag) < 0)
+		return -2; /* the message is printed */
+	fsd_opt_note(&o->src, key, flag);
+	machine_row(&o->model, key);
+	if (strcmp(key, "recency_slots") == 0)
+		o->model.recency_override = 0;
+	return 0;
 }
 
 int replay_recall_parse(const char *s, struct replay_recall *rc)
@@ -178,9 +272,7 @@ enum {
 	O_GENSEED,
 	O_TOKENS,
 	O_WARMUP,
-	O_SLOTS,
 	O_SLOTS_FRAC,
-	O_BUS,
 	O_EBYTES,
 	O_DELAY,
 	O_ICPT,
@@ -190,8 +282,9 @@ enum {
 	O_SPARE,
 	O_NOADAPT,
 	O_DECAY,
-	O_SHARE,
 	O_MINSCORE,
+	O_BUSSHARE,
+	O_CONFIG,
 	O_RECALL,
 	O_DECOYS,
 	O_SEED,
@@ -203,16 +296,11 @@ enum {
 	O_MODEL_SET,
 	O_CALIBRATE,
 	O_NO_BOUND,
-	O_TIER_ADAPT,
-	O_ADMIT_VALUE,
-	O_CROSS_WINDOW,
-	O_CARDS,
 	O_CLIENTS,
-	O_PUBLISH_US,
 	O_PRED_MAX,
 };
 
-static const struct option longopts[] = {
+static const struct option own_longopts[] = {
 	{"compare", no_argument, NULL, O_COMPARE},
 	{"policy", required_argument, NULL, O_POLICY},
 	{"json", no_argument, NULL, O_JSON},
@@ -228,9 +316,7 @@ static const struct option longopts[] = {
 	{"gen-seed", required_argument, NULL, O_GENSEED},
 	{"tokens-per-window", required_argument, NULL, O_TOKENS},
 	{"warmup", required_argument, NULL, O_WARMUP},
-	{"slots", required_argument, NULL, O_SLOTS},
 	{"slots-frac", required_argument, NULL, O_SLOTS_FRAC},
-	{"bus-gbps", required_argument, NULL, O_BUS},
 	{"expert-bytes", required_argument, NULL, O_EBYTES},
 	{"delay", required_argument, NULL, O_DELAY},
 	{"intercept-ms", required_argument, NULL, O_ICPT},
@@ -240,7 +326,7 @@ static const struct option longopts[] = {
 	{"spare", required_argument, NULL, O_SPARE},
 	{"no-adapt", no_argument, NULL, O_NOADAPT},
 	{"decay", required_argument, NULL, O_DECAY},
-	{"bus-share", required_argument, NULL, O_SHARE},
+	{"bus-share", required_argument, NULL, O_BUSSHARE},
 	{"pred-min-score", required_argument, NULL, O_MINSCORE},
 	{"recall", required_argument, NULL, O_RECALL},
 	{"decoys", required_argument, NULL, O_DECOYS},
@@ -253,31 +339,13 @@ static const struct option longopts[] = {
 	{"model-set", required_argument, NULL, O_MODEL_SET},
 	{"calibrate", no_argument, NULL, O_CALIBRATE},
 	{"no-bound", no_argument, NULL, O_NO_BOUND},
-	{"tier-adapt", required_argument, NULL, O_TIER_ADAPT},
-	{"admit-value", required_argument, NULL, O_ADMIT_VALUE},
-	{"cross-window", required_argument, NULL, O_CROSS_WINDOW},
-	/* the daemon around the core, with foresightd's names (replay_run.c) */
-	{"cards", required_argument, NULL, O_CARDS},
 	{"clients", required_argument, NULL, O_CLIENTS},
-	{"publish-us", required_argument, NULL, O_PUBLISH_US},
 	{"pred-max", required_argument, NULL, O_PRED_MAX},
-	{"recency-slots", required_argument, NULL, O_RECENCY},
-	{"predicted-slots", required_argument, NULL, O_PREDICTED},
-	{"spare-slots", required_argument, NULL, O_SPARE},
-	{"help", no_argument, NULL, 'h'},
-	{0},
+	{"config", required_argument, NULL, O_CONFIG},
+	/* then foresightd's FSD_POLICY rows (replay_opts_parse) */
 };
-
-static int on_off(const char *a, int *v)
-{
-	if (strcmp(a, "on") == 0)
-		*v = 1;
-	else if (strcmp(a, "off") == 0)
-		*v = 0;
-	else
-		return -1;
-	return 0;
-}
+#define N_OWN (sizeof(own_longopts) / sizeof(own_longopts[0]))
+#define O_ROW 1000 /* + the row's index in fsd_opt_rows */
 
 static int add_policy(struct replay_opts *o, enum replay_policy_id p)
 {
@@ -295,7 +363,6 @@ static int one(struct replay_opts *o, int ch, const char *a)
 {
 	struct replay_model *m = &o->model;
 	double d;
-	uint32_t u;
 	switch (ch) {
 	case O_COMPARE:
 		for (int p = 0; p < RP_COMPARE_N; p++)
@@ -340,13 +407,9 @@ static int one(struct replay_opts *o, int ch, const char *a)
 	case O_WARMUP:
 		o->warmup_given = 1;
 		return u32(a, 0, 1u << 24, &m->warmup);
-	case O_SLOTS:
-		return u32(a, 1, UINT32_MAX >> 2, &m->slots);
 	case O_SLOTS_FRAC:
 		m->slots = 0;
 		return num(a, 1e-6, 1, &m->slots_frac);
-	case O_BUS:
-		return num(a, 0.001, 1e5, &m->bus_gbps);
 	case O_EBYTES:
 		if (num(a, 1, 1e12, &d))
 			return -1;
@@ -358,44 +421,28 @@ static int one(struct replay_opts *o, int ch, const char *a)
 		return num(a, 0.001, 1e6, &m->intercept_ms);
 	case O_MISS:
 		return num(a, 0, 1e6, &m->miss_ms);
-	case O_CARDS:
-		return u32(a, 1, FS_MAX_CARDS, &m->cards);
 	case O_CLIENTS:
 		return u32(a, 1, 64, &m->clients);
-	case O_PUBLISH_US:
-		return u32(a, 0, 1000000, &m->publish_us);
 	case O_PRED_MAX:
 		return u32(a, 0, 1024, &m->pred_max);
 	case O_RECENCY:
-		return size_or_auto(a, &m->recency);
+		if (strcmp(a, "auto") == 0 || strcmp(a, "all") == 0 || strcmp(a, "pred") == 0) {
+			int rc = row_set(o, "recency_slots", "-1", "--recency");
+			m->recency_override = a[1] == 'u' ? FSR_AUTO : a[1] == 'l' ? FSR_ALL : FSR_AUTO_PRED;
+			return rc;
+		}
+		return row_set(o, "recency_slots", a, "--recency");
 	case O_PREDICTED:
-		return size_or_auto(a, &m->predicted) ||
-				       (m->predicted >= FSR_AUTO_PRED && m->predicted != FSR_AUTO) ?
-			       -1 :
-			       0;
+		return row_set(o, "predicted_slots", strcmp(a, "auto") == 0 ? "-1" : a, "--predicted");
 	case O_SPARE:
-		return size_or_auto(a, &m->spare) || (m->spare >= FSR_AUTO_PRED && m->spare != FSR_AUTO) ?
-			       -1 :
-			       0;
+		return row_set(o, "spare_slots", strcmp(a, "auto") == 0 ? "-1" : a, "--spare");
 	case O_NOADAPT:
 		m->adapt = 0;
 		return 0;
-	case O_TIER_ADAPT:
-		return on_off(a, &m->tier_adapt);
-	case O_ADMIT_VALUE:
-		return on_off(a, &m->admit_value);
-	case O_CROSS_WINDOW:
-		return on_off(a, &m->cross_window);
 	case O_DECAY:
-		if (num(a, 1e-6, 1, &d))
-			return -1;
-		m->decay = (float)d;
-		return 0;
-	case O_SHARE:
-		if (u32(a, 1, 100, &u))
-			return -1;
-		m->bus_share_pct = u;
-		return 0;
+		return row_set(o, "freq_decay", a, "--decay");
+	case O_BUSSHARE:
+		return row_set(o, "bus_share_pct", a, "--bus-share");
 	case O_MINSCORE:
 		if (num(a, 0, 1e6, &d))
 			return -1;
@@ -448,6 +495,7 @@ int replay_opts_parse(struct replay_opts *o, int argc, char **argv)
 {
 	memset(o, 0, sizeof(*o));
 	replay_model_defaults(&o->model);
+	fsd_opt_src_init(&o->src, "fs-replay");
 	fs_trace_gen_defaults(&o->gen);
 	o->gen.layers = BOX_LAYERS;
 	o->gen.experts = BOX_EXPERTS;
@@ -457,22 +505,71 @@ int replay_opts_parse(struct replay_opts *o, int argc, char **argv)
 	o->gen.locality = BOX_LOCALITY;
 	o->out_dir = ".";
 	fs_trace_model_defaults(&o->tmodel);
+
+	/* fs-replay's own options, then foresightd's FSD_POLICY rows. */
+	struct option lo[N_OWN + FSD_NOPTS + 2];
+	char names[FSD_NOPTS][48];
+	size_t n = 0;
+	for (size_t i = 0; i < N_OWN; i++)
+		lo[n++] = own_longopts[i];
+	for (size_t i = 0; i < FSD_NOPTS; i++) {
+		const struct fsd_opt *r = &fsd_opt_rows[i];
+		if (!(r->flags & FSD_POLICY))
+			continue;
+		fsd_opt_flag(r, names[i], sizeof(names[i]));
+		lo[n++] = (struct option){names[i] + 2,
+					  r->type == FSD_OPT_FLAG ? no_argument : required_argument, NULL,
+					  O_ROW + (int)i};
+	}
+	lo[n++] = (struct option){"help", no_argument, NULL, 'h'};
+	lo[n] = (struct option){0};
+
+	/* Pass 1: --help, and --config FILE: the file first, the flags over it
+	 * wherever they stand (as foresightd reads them). */
 	int ch;
+	const char *file = NULL;
+	opterr = 0;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		if (ch == 'h') {
 			usage(stdout);
 			return 1;
 		}
+		if (ch == O_CONFIG)
+			file = optarg;
+	}
+	if (file) {
+		if (fsd_config_load(&o->src, &o->model.daemon, file) < 0)
+			return -1;
+		for (size_t i = 0; i < FSD_NOPTS; i++)
+			if ((fsd_opt_rows[i].flags & FSD_POLICY) &&
+			    fsd_opt_given(&o->src, fsd_opt_rows[i].key))
+				machine_row(&o->model, fsd_opt_rows[i].key);
+	}
+	/* Pass 2: every option, in order. */
+	opterr = 1;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		if (ch == '?') {
 			usage(stderr);
 			return -1;
 		}
-		if (one(o, ch, optarg) != 0) {
+		if (ch == O_CONFIG)
+			continue;
+		if (ch >= O_ROW) {
+			const struct fsd_opt *r = &fsd_opt_rows[ch - O_ROW];
+			if (row_set(o, r->key, optarg ? optarg : "1", names[ch - O_ROW]) != 0)
+				return -1;
+			continue;
+		}
+		int rc = one(o, ch, optarg);
+		if (rc == -2)
+			return -1;
+		if (rc != 0) {
 			const char *name = "?";
-			for (const struct option *lo = longopts; lo->name; lo++)
-				if (lo->val == ch)
-					name = lo->name;
+			for (size_t i = 0; i < N_OWN; i++)
+				if (own_longopts[i].val == ch)
+					name = own_longopts[i].name;
 			fprintf(stderr, "fs-replay: --%s: bad value '%s'\n", name, optarg ? optarg : "");
 			return -1;
 		}

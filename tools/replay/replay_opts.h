@@ -25,9 +25,13 @@ struct replay_opts {
 	int stats;         /* --trace-stats */
 	const char *sweep; /* "slots", "delay" or NULL */
 	const char *out_dir;
+	struct fsd_opt_src src; /* where each of foresightd's options (model.daemon) was set */
 };
 
 /* 0: run; 1: --help printed; -1: error printed. */
 int replay_opts_parse(struct replay_opts *o, int argc, char **argv);
+/* 1 when fs-replay's default of foresightd's option `key` is its own (its
+ * model of the machine: cards, slots, publish_us), not the row's. */
+int replay_own_default(const char *key);
 
 #endif /* REPLAY_OPTS_H */

@@ -13,8 +13,11 @@
  *  - static-layer (not in --compare): static with each layer's own share
  *    of the slots, the definition of ../shared/tools/replay_ref.py
  *    (replay_layer.c; tests/replay_oracle_test.sh compares the two).
- * Our policies take the tier sizes, decay and bus share from the model
- * (defaults: the core's, fsr_config_tiers()).
+ * Every policy's core configuration is foresightd's, assembled from
+ * foresightd's options by the daemon's own fsd_config_residency
+ * (daemon/fsd_core_config.c): ours from the options fs-replay was given
+ * (its FSD_POLICY rows, the same flags and config file as foresightd's),
+ * the baselines from the rows' defaults, then each policy's sizes.
  */
 #include <errno.h>
 #include <math.h>
@@ -60,22 +63,34 @@ uint32_t replay_slots(const struct replay_model *m, const struct fs_trace *t)
 int replay_policy_config(enum replay_policy_id p, const struct replay_model *m, const struct fs_trace *t,
 			 struct fsr_config *cfg)
 {
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->cards = m->cards ? m->cards : 1;
-	if (cfg->cards > FS_MAX_CARDS)
+	int ours = p == RP_STATIC_RECENCY || p == RP_STATIC_PREDICTED || p == RP_ALL;
+	if (!ours && p != RP_STATIC && p != RP_STATIC_LAYER && p != RP_LRU && p != RP_LRU_WARM)
 		return -EINVAL;
-	for (uint32_t c = 0; c < cfg->cards; c++) /* per card, as foresightd's --slots */
-		cfg->slots[c] = replay_slots(m, t);
-	cfg->layers = t->layers;
-	cfg->experts = t->experts;
-	cfg->max_clients = m->clients ? m->clients : 1;
-	fsr_config_tiers(cfg);
+	/* foresightd's options: ours as given, the baselines at the defaults
+	 * (no option tunes them); the machine is the model's. */
+	struct fsd_config fc;
+	if (ours)
+		fc = m->daemon;
+	else
+		fsd_config_defaults(&fc);
+	fc.cards = m->cards ? m->cards : 1;
+	if (fc.cards > FS_MAX_CARDS)
+		return -EINVAL;
+	fc.slots = replay_slots(m, t); /* per card, as foresightd's --slots */
+	fc.layers = t->layers;
+	fc.experts = t->experts;
+	fc.max_clients = m->clients ? m->clients : 1;
+	fc.expert_bytes = m->expert_bytes; /* replay_run.c gives the core each expert's size */
+	fc.bus_gbps = m->bus_gbps;
+	fc.tiers = 1;
+	fsd_config_residency(&fc, cfg); /* the daemon's own assembly */
 	cfg->layer_ns = (uint64_t)llround(m->intercept_ms * 1e6 / t->layers);
 	switch (p) {
 	case RP_STATIC:
 	case RP_STATIC_LAYER: /* replay_run.c sets its slots to the experts chosen */
 		cfg->recency_slots = cfg->predicted_slots = cfg->spare_slots = 0;
 		cfg->adapt = 0;
+		cfg->bus_gbps = 0.0; /* copies nothing */
 		break;
 	case RP_LRU:
 	case RP_LRU_WARM:
@@ -84,27 +99,17 @@ int replay_policy_config(enum replay_policy_id p, const struct replay_model *m, 
 		cfg->adapt = 0;
 		cfg->bus_gbps = 0.0; /* lands a window later, whatever the bus */
 		break;
-	case RP_STATIC_RECENCY:
-	case RP_STATIC_PREDICTED:
-	case RP_ALL:
-		cfg->recency_slots = p == RP_STATIC_PREDICTED ? 0 : m->recency;
-		cfg->predicted_slots = p == RP_STATIC_RECENCY ? 0 : m->predicted;
-		cfg->spare_slots = m->spare;
-		cfg->adapt = m->adapt;
-		cfg->freq_decay = m->decay;
-		cfg->pred_min_score = m->pred_min_score;
-		cfg->bus_gbps = m->bus_gbps;
-		cfg->bus_share_pct = m->bus_share_pct;
-		if (m->tier_adapt >= 0)
-			cfg->tier_adapt = (uint32_t)m->tier_adapt;
-		if (m->admit_value >= 0)
-			cfg->admit_value = (uint32_t)m->admit_value;
-		if (m->cross_window >= 0)
-			cfg->cross_window = m->cross_window ? FSR_CROSS_DEFAULT : 0;
-		break;
 	default:
-		return -EINVAL;
+		if (m->recency_override)
+			cfg->recency_slots = m->recency_override;
+		if (p == RP_STATIC_PREDICTED)
+			cfg->recency_slots = 0;
+		if (p == RP_STATIC_RECENCY)
+			cfg->predicted_slots = 0;
+		cfg->adapt = (uint32_t)m->adapt;
+		cfg->pred_min_score = m->pred_min_score;
+		break;
 	}
-	fsr_config_defaults(cfg); /* the core's defaults for what the model left 0 */
+	fsr_config_defaults(cfg); /* the core's defaults for what is left 0 */
 	return 0;
 }

@@ -61,7 +61,7 @@ void replay_report_header(FILE *out, const struct replay_input *in, const struct
 	fprintf(out, "slots     %u (%.1f %% of %llu)\n", slots, 100.0 * slots / (double)all,
 		(unsigned long long)all);
 	fprintf(out, "bus       %.1f GB/s, the scheduler plans with %u %% of it; landing delay %u window%s\n",
-		m->bus_gbps, m->bus_share_pct ? m->bus_share_pct : 80, m->delay, m->delay == 1 ? "" : "s");
+		m->bus_gbps, m->daemon.bus_share_pct, m->delay, m->delay == 1 ? "" : "s");
 	fprintf(out, "time      %.2f ms per window + %.2f ms per miss per layer-window\n", m->intercept_ms,
 		m->miss_ms);
 }

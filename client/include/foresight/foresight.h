@@ -17,7 +17,8 @@
  *  - When the daemon is gone, posts are dropped (counted), every acquired
  *    view answers "miss", and the arena stays readable: the engine computes
  *    on the CPU path and carries on.  A background thread re-attaches when
- *    the daemon returns.
+ *    the daemon returns (how long arena bytes stay mapped then: "the
+ *    arena" below).
  */
 #ifndef FORESIGHT_H
 #define FORESIGHT_H
@@ -36,7 +37,9 @@ extern "C" {
 #endif
 
 #define FS_CLIENT_VERSION_MAJOR 0
-#define FS_CLIENT_VERSION_MINOR 3 /* 2: fs_card_info.down (cards that go down); 3: fs_layer_ready */
+#define FS_CLIENT_VERSION_MINOR \
+	4 /* 2: fs_card_info.down (cards that go down); 3: fs_layer_ready; \
+					     4: fs_arena_pin, arenas unmapped after a restart */
 
 /* Default control socket; FORESIGHT_SOCKET in the environment overrides it. */
 #define FS_DEFAULT_SOCKET "/run/foresight/control.sock"
@@ -148,7 +151,10 @@ struct fs_slot {
 
 /* Hold the newest epoch for one window (an engine pipelining windows holds
  * one per window in flight, at most 8).  Returns 0, or -EBUSY when all
- * hold slots are taken.  Never fails because the daemon is gone. */
+ * hold slots are taken.  Never fails because the daemon is gone: the view
+ * is then empty (epoch 0, every lookup misses) but still keeps the arena
+ * readable (see "the arena" below), so fs_release every view that
+ * fs_acquire returned 0 for, an empty one too. */
 FS_API int fs_acquire(fs_client *c, struct fs_view *v);
 FS_API void fs_release(fs_client *c, struct fs_view *v);
 /* 1 and *out filled when the held epoch maps (card, layer, expert) to a
@@ -236,9 +242,27 @@ FS_API int fs_lookup_from(const fs_client *c, const struct fs_view *v, uint32_t 
 			  uint32_t expert, struct fs_place *out);
 
 /* ---- the arena (CPU path) ------------------------------------------- */
-
+/*
+ * How long arena bytes stay mapped (fs_expert_blob.data, and what
+ * fs_arena_expert_parts describes).  A daemon restarted under systemd takes
+ * its arena over from the fd store: the engines' mapping is the new
+ * daemon's arena, nothing changes.  A daemon started by hand (or one whose
+ * fd store was lost) builds a new arena; when the library re-attaches to it,
+ * fs_arena_expert answers from the new one, and the old one is unmapped
+ * once nothing may still read it, so restarts cost no memory.  Arena bytes
+ * obtained
+ *  - while a view is held stay valid until that view is released (every
+ *    view: one acquired while the daemon was gone too);
+ *  - with no view held stay valid until the handle's next fs_acquire;
+ *  - while an fs_arena_pin is held stay valid until that pin is released;
+ * and every arena stays mapped until fs_client_close for a handle that
+ * never calls fs_acquire.  A handle keeps an old arena only while one of
+ * these may still read it: an engine that releases its views keeps none a
+ * window after the re-attach.  (Before library version 0.4 every arena
+ * stayed mapped until fs_client_close.)
+ */
 struct fs_expert_blob {
-	const void *data; /* read-only, valid until fs_client_close */
+	const void *data; /* read-only; valid as the rule above says */
 	uint64_t bytes;
 	uint64_t checksum; /* FNV-1a 64 of the bytes */
 };
@@ -250,8 +274,17 @@ struct fs_expert_blob {
  * attach.  A layer once in stays in, also after the daemon is gone.  The
  * library's background thread notes the layers the daemon has loaded once
  * per period (100 ms), so a layer is seen in up to that long after it
- * landed; any thread may call this. */
+ * landed; any thread may call this (no lock, no system call). */
 FS_API int fs_arena_expert(const fs_client *c, uint32_t layer, uint32_t expert, struct fs_expert_blob *out);
+/* Keep the arena that fs_arena_expert answers from now, and every arena
+ * after it, mapped until fs_arena_unpin: for arena bytes kept beyond a
+ * window (tensors over the arena, a cudaHostRegister of it, a binding's
+ * exported buffers).  A pin held across restarts without the fd store
+ * keeps one arena per restart: release it when the bytes are let go.
+ * Returns an opaque pin, or NULL before any attach.  No lock, no system
+ * call; any thread. */
+FS_API const void *fs_arena_pin(fs_client *c);
+FS_API void fs_arena_unpin(fs_client *c, const void *pin);
 /* 1 when the layer's experts are in the arena (fs_arena_expert answers),
  * 0 while it loads, or a negative errno as fs_arena_expert.  Lookups of a
  * layer not in answer "miss": the daemon copies none of its experts. */

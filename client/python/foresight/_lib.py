@@ -155,6 +155,8 @@ def _declare(lib):
         "fs_card_ready_words": (c_vp, [c_vp, c_u32]),
         "fs_arena_expert": (ctypes.c_int, [c_vp, c_u32, c_u32, P(ExpertBlobC)]),
         "fs_layer_ready": (ctypes.c_int, [c_vp, c_u32]),
+        "fs_arena_pin": (c_vp, [c_vp]),
+        "fs_arena_unpin": (None, [c_vp, c_vp]),
         "fs_checksum": (c_u64, [c_vp, ctypes.c_size_t]),
         "fs_arena_expert_parts": (ctypes.c_int, [c_vp, c_u32, c_u32, P(ExpertPartC), ctypes.c_uint]),
         "fs_client_stats_json": (ctypes.c_int, [c_vp, ctypes.c_char_p, ctypes.c_size_t]),

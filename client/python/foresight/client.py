@@ -141,18 +141,23 @@ def _readonly_view(ptr, n, keep):
 
 
 class Blob:
-    """An expert's bytes in the arena (the CPU path): valid until the
-    Client is closed (closing waits for every export to be freed)."""
+    """An expert's bytes in the arena (the CPU path): valid while the Blob
+    or an export of it is alive, until the Client is closed (closing waits
+    for every export to be freed).  A Blob pins the arena (fs_arena_pin):
+    after a daemon restart without the fd store the old arena stays mapped
+    until the last Blob of it (or of a later arena before the restart) is
+    freed."""
 
-    __slots__ = ("client", "layer", "expert", "ptr", "nbytes", "checksum")
+    __slots__ = ("client", "layer", "expert", "ptr", "nbytes", "checksum", "__weakref__")
 
-    def __init__(self, client, layer, expert, ptr, nbytes, csum):
+    def __init__(self, client, layer, expert, ptr, nbytes, csum, pin):
         self.client = client
         self.layer = layer
         self.expert = expert
         self.ptr = ptr
         self.nbytes = nbytes
         self.checksum = csum
+        weakref.finalize(self, client._arena_unpin, pin)
 
     def __repr__(self):
         return "<foresight.Blob layer %d expert %d: %d bytes at 0x%x>" % (self.layer, self.expert, self.nbytes,
@@ -162,14 +167,15 @@ class Blob:
         """A read-only memoryview of the bytes (no copy)."""
         if not self.nbytes:
             return memoryview(b"")
-        return self.client._export_view(self.ptr, self.nbytes)
+        return self.client._export_view(self.ptr, self.nbytes, keep=self)
 
     def tobytes(self):
         return bytes(self.memoryview())
 
     def dlpack(self, dtype="uint8", shape=None, offset=0):
         """A DLPack Buffer (kDLCPU) over the blob, or a part of it."""
-        return self.client._export_buffer(self.ptr, self.nbytes, dtype, shape, offset, (_dl.KDLCPU, 0))
+        return self.client._export_buffer(self.ptr, self.nbytes, dtype, shape, offset, (_dl.KDLCPU, 0),
+                                          keep=self)
 
     def parts(self):
         return self.client.arena_parts(self.layer, self.expert)
@@ -393,18 +399,19 @@ class Client:
         if last:
             self._really_close()
 
-    def _export_view(self, ptr, n):
+    def _export_view(self, ptr, n, keep=None):
         self._h()
         self._export_started()
-        arr, mv = _readonly_view(ptr, n, self)
+        arr, mv = _readonly_view(ptr, n, keep if keep is not None else self)
         weakref.finalize(arr, self._export_done)
         return mv
 
-    def _export_buffer(self, ptr, nbytes, dtype, shape, offset, device):
+    def _export_buffer(self, ptr, nbytes, dtype, shape, offset, device, keep=None):
         self._h()
         if offset < 0 or offset > nbytes:
             raise InvalidArgument(_errno.EINVAL, "offset %d outside %d bytes" % (offset, nbytes))
-        return _dl.Buffer(ptr + offset, nbytes - offset, dtype, shape, device, owner=self,
+        return _dl.Buffer(ptr + offset, nbytes - offset, dtype, shape, device,
+                          owner=keep if keep is not None else self,
                           on_export=self._export_started, on_free=self._export_done)
 
     # ---- the handle -----------------------------------------------------
@@ -522,9 +529,23 @@ class Client:
         """The expert's bytes in the arena (a Blob)."""
         self._check_le(layer, expert)
         b = _lib.ExpertBlobC()
-        self._check(self._lib.fs_arena_expert(self._h(), layer, expert, ctypes.byref(b)),
-                    "arena_expert(%d, %d)" % (layer, expert))
-        return Blob(self, layer, expert, b.data, b.bytes, b.checksum)
+        # The pin first: the bytes fs_arena_expert answers are then in the
+        # pinned arena or a later one, which the pin keeps as well.
+        pin = self._lib.fs_arena_pin(self._h())
+        try:
+            self._check(self._lib.fs_arena_expert(self._h(), layer, expert, ctypes.byref(b)),
+                        "arena_expert(%d, %d)" % (layer, expert))
+        except BaseException:
+            self._arena_unpin(pin)
+            raise
+        return Blob(self, layer, expert, b.data, b.bytes, b.checksum, pin)
+
+    def _arena_unpin(self, pin):
+        # After close the handle (and its pins) are gone: under _elock, so
+        # that close (_really_close) cannot free it between check and call.
+        with self._elock:
+            if pin and self._handle is not None:
+                self._lib.fs_arena_unpin(self._handle, pin)
 
     def layer_ready(self, layer):
         """True when the layer's experts are in the arena; False while the
