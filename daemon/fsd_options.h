@@ -3,10 +3,13 @@
  * fsd_options.h: foresightd's options, one row each.  FSD_OPTIONS is the
  * only place an option is written down; it generates
  *  - the struct fsd_config members (below),
- *  - the defaults (fsd_config_defaults, fsd_config.c),
- *  - the option table: the command-line flag --KEY (with '_' as '-'), the
- *    config file key KEY, the type check and range, the reload rule
- *    (fsd_config.c),
+ *  - the defaults (fsd_config_defaults, fsd_options.c),
+ *  - the option table fsd_opt_rows: the command-line flag --KEY (with '_'
+ *    as '-'), the config file key KEY, the type check and range, the
+ *    reload rule (fsd_options.c; foresightd's command line and reload in
+ *    fsd_config.c),
+ *  - fs-replay's policy options and its reading of the same config file
+ *    (the rows flagged FSD_POLICY),
  *  - `foresightd --help` (the help text, then "(default: X)" from the row),
  *  - the man page lists: `foresightd --config-reference` prints every row,
  *    and docs/man builds foresightd(8) OPTIONS and foresightd.json(5) KEYS
@@ -30,7 +33,7 @@
  *    FSD_POLICY: residency policy, or the cards, slots and epochs it
  *    runs with: fs-replay takes the option too, with this key, flag, type,
  *    range, help and default, on its command line and from the same config
- *    file (tools/replay/replay_opts.c; replay_test pins the set).  Only
+ *    file (tools/replay/replay_opts.c; replay_opts_test pins the set).  Only
  *    three defaults are fs-replay's own, its model of the machine rather
  *    than the daemon's: cards 1, slots a share of the trace's experts
  *    (--slots-frac), publish_us 0 (replay_opts.c: replay_own_defaults).
