@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -14,12 +15,9 @@ size_t fs_page_round(size_t bytes)
 	return (bytes + pg - 1) / pg * pg;
 }
 
-int fs_shm_create(struct fs_shm *s, const char *name, size_t bytes)
+static int create(struct fs_shm *s, const char *name, unsigned flags)
 {
-	s->fd = -1;
-	s->base = NULL;
-	s->bytes = fs_page_round(bytes);
-	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | flags);
 	if (fd < 0)
 		return -errno;
 	/* A memfd is created 0777: no one but its owner may reopen it through
@@ -39,6 +37,29 @@ int fs_shm_create(struct fs_shm *s, const char *name, size_t bytes)
 	s->fd = fd;
 	s->base = p;
 	return 0;
+}
+
+int fs_shm_create(struct fs_shm *s, const char *name, size_t bytes)
+{
+	s->fd = -1;
+	s->base = NULL;
+	s->bytes = fs_page_round(bytes);
+	return create(s, name, 0);
+}
+
+int fs_shm_create_hugetlb(struct fs_shm *s, const char *name, size_t bytes, size_t huge)
+{
+	s->fd = -1;
+	s->base = NULL;
+	if (!huge || huge & (huge - 1) || bytes > SIZE_MAX - huge)
+		return -EINVAL;
+	/* A hugetlb file's size, mapping and unmapping go in whole huge pages
+	 * (munmap of a part of one fails): the size is rounded up to them. */
+	s->bytes = (bytes + huge - 1) / huge * huge;
+	int r = create(s, name, MFD_HUGETLB);
+	if (r < 0)
+		s->bytes = 0;
+	return r;
 }
 
 int fs_shm_map_fd(struct fs_shm *s, int fd, size_t min_bytes, int writable)

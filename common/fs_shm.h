@@ -18,6 +18,11 @@ struct fs_shm {
 /* Create a memfd of `bytes` (rounded up to the page size), sealed against
  * resizing, mapped read-write here.  0 or -errno. */
 int fs_shm_create(struct fs_shm *s, const char *name, size_t bytes);
+/* The same in hugetlb pages of `huge` bytes (MFD_HUGETLB, the default huge
+ * page size: pass the size /proc/meminfo gives as Hugepagesize), `bytes`
+ * rounded up to them.  The mapping reserves the pages: -ENOMEM when the
+ * free pool (vm.nr_hugepages) cannot hold it, never a fault later. */
+int fs_shm_create_hugetlb(struct fs_shm *s, const char *name, size_t bytes, size_t huge);
 /* Map an fd received from the daemon.  Checks that the file is at least
  * `min_bytes` long and uses its real size.  writable: PROT_WRITE too. */
 int fs_shm_map_fd(struct fs_shm *s, int fd, size_t min_bytes, int writable);

@@ -260,6 +260,9 @@ int fsd_arena_gguf_begin(struct fsd *d)
 	}
 	if (!g->res.locked)
 		fsd_log(FSD_WARN, "arena: NOT locked in memory (--allow-unlocked): %s", g->res.lock_err.msg);
+	/* The memory the load's speed depends on (fsg_load.c): hugetlb pages
+	 * when vm.nr_hugepages holds the arena, else shmem. */
+	fsd_log(FSD_INFO, "arena: %.1f MiB of %s", (double)d->arena_shm.bytes / 1048576.0, g->res.pages_why);
 	d->arena = d->arena_shm.base;
 	/* The model file's identity: what a restart checks a kept arena against. */
 	d->arena->seed = g->identity;
@@ -293,11 +296,12 @@ static void on_filled(uv_async_t *h)
 		fsd_log(FSD_ERR, "arena: %s", g->err.msg);
 	else
 		fsd_log(FSD_INFO,
-			"arena: loaded %.3f GB in %.2f s (%.2f GB/s, %llu reads%s, %u loader threads; %.0f %% of the "
-			"file was cached), %.1f MiB, %s",
+			"arena: loaded %.3f GB in %.2f s (%.2f GB/s, %llu reads%s, %u loader threads, %s; %.0f %% of "
+			"the file was cached), %.1f MiB, %s",
 			(double)res->bytes_read / 1e9, (double)res->ns / 1e9,
 			res->ns ? (double)res->bytes_read / (double)res->ns : 0.0,
 			(unsigned long long)res->read_calls, res->direct ? " O_DIRECT" : "", res->threads,
+			res->fill == FSG_FILL_WRITE ? "written into the memfd" : "read into the mapping",
 			res->cached >= 0 ? 100.0 * res->cached : 0.0, (double)d->arena_shm.bytes / 1048576.0,
 			res->locked ? "locked" : "unlocked");
 	__atomic_store_n(&d->counters_daemon[FS_C_arena_load_left_ns], 0, __ATOMIC_RELAXED);

@@ -94,7 +94,8 @@ static const char *mismatch(const struct fs_arena_hdr *h, uint64_t bytes, const 
 {
 	if (h->magic != FS_ARENA_MAGIC || h->version != FS_PROTO_VERSION)
 		return "magic or layout version";
-	if (h->arena_bytes != bytes || bytes != w->arena_bytes)
+	/* A hugetlb arena is rounded up to whole huge pages: larger is fine. */
+	if (h->arena_bytes != bytes || bytes < w->arena_bytes)
 		return "size";
 	if (h->source != w->source)
 		return "source (synthetic vs model file)";

@@ -57,6 +57,7 @@ struct opts {
 	unsigned threads;
 	uint64_t chunk;
 	int warm_only;
+	int pages, fill; /* enum fsg_pages, enum fsg_fill: the default rows' */
 };
 
 struct row {
@@ -92,7 +93,8 @@ static int size_arg(const char *v, uint64_t *out)
 
 static const char usage[] =
 	"usage: fs-bench-arena [--bytes N[K|M|G]] [--file F.gguf] [--dir D] [--keep] [--lock]\n"
-	"                      [--threads N] [--chunk N[K|M]] [--drop-caches] [--warm-only] [--quick]\n\n";
+	"                      [--threads N] [--chunk N[K|M]] [--drop-caches] [--warm-only] [--quick]\n"
+	"                      [--pages auto|shmem|hugetlb] [--fill auto|map|write]\n\n";
 
 /* --bytes, --chunk: a size with an optional K, M or G. */
 static int size_opt(void *dst, const char *v, char *err, size_t len)
@@ -209,11 +211,35 @@ struct bound_job {
 	uint64_t n;
 	int fnv;
 	uint64_t h;
+	int mfd;       /* fnv 3: the memfd written */
+	uint64_t off;  /* fnv 3: p's offset in it */
+	int map_after; /* fnv 3: then MADV_POPULATE_READ (maps and, locked, locks) */
 };
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
 
 static void *bound_thread(void *arg)
 {
 	struct bound_job *j = arg;
+	if (j->fnv == 3) { /* fresh pages the write fill's way: pwrite of a cached buffer, 8 MiB steps */
+		uint8_t *buf = aligned_alloc(4096, 8u << 20);
+		if (!buf) {
+			j->h = 1;
+			return NULL;
+		}
+		memset(buf, 0x5a, 8u << 20);
+		for (uint64_t o = 0; o < j->n; o += 8ull << 20) {
+			size_t n = (size_t)(j->n - o < (8ull << 20) ? j->n - o : 8ull << 20);
+			if (pwrite(j->mfd, buf, n, (off_t)(j->off + o)) != (ssize_t)n)
+				j->h = 1;
+			if (j->map_after)
+				(void)madvise(j->p + o, n, MADV_POPULATE_READ);
+		}
+		free(buf);
+		return NULL;
+	}
 	if (j->fnv == 2) { /* fresh pages, in the loader's 8 MiB steps */
 		for (uint64_t o = 0; o < j->n; o += 8ull << 20)
 			(void)madvise(j->p + o, (size_t)(j->n - o < (8ull << 20) ? j->n - o : 8ull << 20),
@@ -232,9 +258,10 @@ static void *bound_thread(void *arg)
 	return NULL;
 }
 
-/* One pass of memset (fnv 0), FNV-1a x4 (fnv 1) or page population (fnv 2) over [p, p + bytes) on
+/* One pass of memset (fnv 0), FNV-1a x4 (fnv 1), page population (fnv 2)
+ * or pwrite (fnv 3, into mfd, mapped at p) over [p, p + bytes) on
  * `threads` threads, each its own slice: seconds, or < 0. */
-static double parallel_pass(uint8_t *p, uint64_t bytes, unsigned threads, int fnv)
+static double parallel_pass_fd(uint8_t *p, uint64_t bytes, unsigned threads, int fnv, int mfd, int map_after)
 {
 	pthread_t th[64];
 	struct bound_job j[64];
@@ -242,16 +269,20 @@ static double parallel_pass(uint8_t *p, uint64_t bytes, unsigned threads, int fn
 	double t = now_s();
 	unsigned n = 0;
 	for (; n < threads; n++) {
-		j[n] = (struct bound_job){p + n * per, n + 1 == threads ? bytes - n * per : per, fnv, 0};
+		j[n] = (struct bound_job){
+			p + n * per, n + 1 == threads ? bytes - n * per : per, fnv, 0, mfd, n * per,
+			map_after};
 		if (pthread_create(&th[n], NULL, bound_thread, &j[n]) != 0)
 			return -1;
 	}
 	uint64_t h = 0;
+	int bad = 0;
 	for (unsigned k = 0; k < n; k++) {
 		pthread_join(th[k], NULL);
 		h ^= j[k].h;
+		bad |= fnv == 3 && j[k].h;
 	}
-	double s = now_s() - t;
+	double s = bad ? -1 : now_s() - t;
 	if (h == 42)
 		printf("(unlikely)\n"); /* keep the hashes alive */
 	return s;
@@ -265,8 +296,31 @@ static double parallel_pass(uint8_t *p, uint64_t bytes, unsigned threads, int fn
  * writing every byte (1 and N threads) and the index checksum (FNV-1a 64,
  * four streams a thread, on N threads). */
 struct bounds {
-	double pop1, popn, popsplit, write1, writen, fnv;
+	double pop1, popn, popsplit, popwrite, pophuge, write1, writen, fnv;
 };
+
+/* The free hugetlb pool: bytes, and the page size. */
+static uint64_t hugetlb_room(uint64_t *size)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	unsigned long long v, n = 0;
+	*size = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "HugePages_Free: %llu", &v) == 1)
+			n = v;
+		else if (sscanf(line, "Hugepagesize: %llu kB", &v) == 1)
+			*size = v * 1024;
+	}
+	if (f)
+		fclose(f);
+	return n * *size;
+}
+
+static double parallel_pass(uint8_t *p, uint64_t bytes, unsigned threads, int fnv)
+{
+	return parallel_pass_fd(p, bytes, threads, fnv, -1, 0);
+}
 
 static int fresh_arena(struct fs_shm *shm, uint64_t bytes, int lock)
 {
@@ -322,12 +376,35 @@ static int run_bounds(uint64_t bytes, unsigned threads, int lock, struct bounds 
 			return r;
 		}
 	}
+	/* The write fill's way: pwrite into a fresh memfd (no zeroing, no
+	 * faults), then, locked, map the pages (which locks them). */
+	{
+		struct fs_shm w;
+		if ((r = fresh_arena(&w, bytes, lock)) < 0) {
+			fs_shm_close(&shm);
+			return r;
+		}
+		b->popwrite = parallel_pass_fd(w.base, bytes, threads, 3, w.fd, lock);
+		fs_shm_close(&w);
+	}
+	/* hugetlb pages (only where the pool holds them: vm.nr_hugepages). */
+	uint64_t hsz;
+	b->pophuge = 0;
+	if (hugetlb_room(&hsz) >= (bytes + hsz - 1) / (hsz ? hsz : 1) * hsz && hsz) {
+		struct fs_shm h;
+		if (fs_shm_create_hugetlb(&h, "fs-bench-arena", (size_t)bytes, (size_t)hsz) == 0) {
+			if (lock)
+				(void)syscall(SYS_mlock2, h.base, h.bytes, 1 /* MLOCK_ONFAULT */);
+			b->pophuge = parallel_pass(h.base, bytes, threads, 2);
+			fs_shm_close(&h);
+		}
+	}
 	b->write1 = parallel_pass(shm.base, bytes, 1, 0);
 	b->writen = parallel_pass(shm.base, bytes, threads, 0);
 	b->fnv = parallel_pass(shm.base, bytes, threads, 1);
 	fs_shm_close(&shm);
-	if (b->pop1 <= 0 || b->popn <= 0 || b->popsplit <= 0 || b->write1 <= 0 || b->writen <= 0 ||
-	    b->fnv <= 0) {
+	if (b->pop1 <= 0 || b->popn <= 0 || b->popsplit <= 0 || b->popwrite <= 0 || b->write1 <= 0 ||
+	    b->writen <= 0 || b->fnv <= 0) {
 		fprintf(stderr, "fs-bench-arena: FAILED: a bound's thread did not start\n");
 		return -EAGAIN;
 	}
@@ -348,15 +425,25 @@ static long shmem_huge_kib(void)
 	return kib;
 }
 
+static double cpu_s(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+	       (double)ru.ru_stime.tv_usec / 1e6;
+}
+
 struct arena_run {
 	uint64_t bytes, arena_bytes, direct_bytes;
-	double s, cached;
-	int locked, direct;
+	double s, cached, cpu; /* cpu: the process's CPU seconds (user + system) the load took */
+	int locked, direct, hugetlb, fill;
 	unsigned threads;
 	long huge_kib;
+	char pages_why[160];
 };
 
-static int run_arena(const struct opts *o, const char *path, int direct, struct arena_run *out)
+static int run_arena(const struct opts *o, const char *path, int direct, int pages, int fill,
+		     struct arena_run *out)
 {
 	struct fsg_file f;
 	struct fsg_plan p;
@@ -367,8 +454,10 @@ static int run_arena(const struct opts *o, const char *path, int direct, struct 
 				   .lock = o->lock ? FSG_LOCK_TRY : FSG_LOCK_NO,
 				   .threads = o->threads,
 				   .chunk = o->chunk,
-				   .direct = direct};
-	double t = now_s();
+				   .direct = direct,
+				   .pages = pages,
+				   .fill = fill};
+	double t = now_s(), c0 = cpu_s();
 	int r = fsg_open(&f, path, &err);
 	if (r == 0 && (r = fsg_plan_build(&f, &p, &err)) < 0)
 		fsg_close(&f);
@@ -378,6 +467,7 @@ static int run_arena(const struct opts *o, const char *path, int direct, struct 
 	}
 	r = fsg_arena_build(&f, &p, &lo, &shm, &res, &err);
 	out->s = now_s() - t;
+	out->cpu = cpu_s() - c0;
 	if (r < 0)
 		fprintf(stderr, "fs-bench-arena: FAILED: arena: %s\n", err.msg);
 	else {
@@ -389,6 +479,9 @@ static int run_arena(const struct opts *o, const char *path, int direct, struct 
 		out->direct_bytes = res.direct_bytes;
 		out->cached = res.cached;
 		out->huge_kib = shmem_huge_kib();
+		out->hugetlb = res.hugetlb;
+		out->fill = res.fill;
+		snprintf(out->pages_why, sizeof(out->pages_why), "%s", res.pages_why);
 		fs_shm_close(&shm);
 	}
 	fsg_plan_free(&p);
@@ -422,6 +515,9 @@ static double ratio(double a, double b)
 	return b > 0 ? a / b : 0;
 }
 
+static const char *const page_names[] = {"auto", "shmem", "hugetlb", NULL};
+static const char *const fill_names[] = {"auto", "map", "write", NULL};
+
 int main(int argc, char **argv)
 {
 	struct opts o = {.bytes = 2ull << 30, .dir = "/tmp"};
@@ -441,6 +537,10 @@ int main(int argc, char **argv)
 		FS_OPT_FLAG("warm-only", 0, &o.warm_only,
 			    "only the warm rows and the bounds (a sweep of --threads, --chunk)"),
 		FS_OPT_FLAG("quick", 0, &quick, "a 32 MiB file (the smoke test; instead of --bytes)"),
+		FS_OPT_CHOICE("pages", "KIND", &o.pages, page_names,
+			      "the default rows' arena memory: auto (the daemon's), shmem, hugetlb"),
+		FS_OPT_CHOICE("fill", "HOW", &o.fill, fill_names,
+			      "the default rows' fill: auto (the daemon's), map, write"),
 	};
 	const struct fs_opt_cmd cmd = {"fs-bench-arena", usage, NULL, opts, FS_OPT_N(opts)};
 	int prc = fs_opt_parse(&cmd, argc, argv);
@@ -458,7 +558,25 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fs-bench-arena: FAILED: %s: %s\n", path, strerror(errno));
 		return 1;
 	}
-	enum { CAT_COLD, AR_COLD_D, AR_COLD_B, CAT_WARM, AR_WARM, P1, PN, PS, W1, WN, FNVN, NROWS };
+	enum {
+		CAT_COLD,
+		AR_COLD_D,
+		AR_COLD_B,
+		CAT_WARM,
+		AR_WARM,
+		AR_WARM_MAP,
+		AR_WARM_WRITE,
+		AR_WARM_HUGE,
+		P1,
+		PN,
+		PS,
+		PWR,
+		PH,
+		W1,
+		WN,
+		FNVN,
+		NROWS
+	};
 	uint64_t file_bytes = (uint64_t)st.st_size;
 	struct row rows[NROWS] = {{0}};
 	struct arena_run ar[NROWS] = {{0}};
@@ -487,17 +605,38 @@ int main(int argc, char **argv)
 	for (unsigned k = 0; k < 2 && rc == 0 && !o.warm_only; k++) {
 		evict(path, o.drop_caches, &how);
 		left_cold[loads[k].row] = cached(path);
-		if ((rc = run_arena(&o, path, loads[k].direct, &ar[loads[k].row])) == 0)
+		if ((rc = run_arena(&o, path, loads[k].direct, o.pages, o.fill, &ar[loads[k].row])) == 0)
 			rows[loads[k].row] = (struct row){loads[k].what, loads[k].cache,
 							  ar[loads[k].row].bytes, ar[loads[k].row].s};
 	}
 	/* Warm: cat (which also brings the file in), then the daemon's default. */
 	if (rc == 0 && (rc = run_cat(path, &s)) == 0 && (rc = run_cat(path, &s)) == 0)
 		rows[CAT_WARM] = (struct row){"cat FILE >/dev/null", "warm", file_bytes, s};
-	if (rc == 0 && (rc = run_arena(&o, path, FSG_DIRECT_AUTO, &ar[AR_WARM])) == 0)
+	if (rc == 0 && (rc = run_arena(&o, path, FSG_DIRECT_AUTO, o.pages, o.fill, &ar[AR_WARM])) == 0)
 		rows[AR_WARM] = (struct row){ar[AR_WARM].direct ? "arena load, auto=O_DIRECT" :
 								  "arena load, auto=buffered",
 					     "warm", ar[AR_WARM].bytes, ar[AR_WARM].s};
+	/* The memory and the fill side by side, warm: 4 KiB shmem filled
+	 * through the mapping and by pwrite, and hugetlb pages where the pool
+	 * (vm.nr_hugepages) holds the arena. */
+	static const struct {
+		int row, pages, fill;
+		const char *what;
+	} kinds[] = {
+		{AR_WARM_MAP, FSG_PAGES_SHMEM, FSG_FILL_MAP, "arena load, shmem, map fill"},
+		{AR_WARM_WRITE, FSG_PAGES_SHMEM, FSG_FILL_WRITE, "arena load, shmem, write fill"},
+		{AR_WARM_HUGE, FSG_PAGES_HUGETLB, FSG_FILL_AUTO, "arena load, hugetlb pages"},
+	};
+	uint64_t hsz, hroom = hugetlb_room(&hsz);
+	int pool = hsz && ar[AR_WARM].arena_bytes && hroom >= ar[AR_WARM].arena_bytes;
+	for (unsigned k = 0; k < 3 && rc == 0; k++) {
+		if (kinds[k].pages == FSG_PAGES_HUGETLB && !pool)
+			continue;
+		if ((rc = run_arena(&o, path, FSG_DIRECT_AUTO, kinds[k].pages, kinds[k].fill,
+				    &ar[kinds[k].row])) == 0)
+			rows[kinds[k].row] = (struct row){kinds[k].what, "warm", ar[kinds[k].row].bytes,
+							  ar[kinds[k].row].s};
+	}
 	/* The peak RSS so far: the loads' (the bounds below map memfds of
 	 * their own). */
 	struct rusage self;
@@ -509,6 +648,9 @@ int main(int argc, char **argv)
 		rows[P1] = (struct row){"fresh pages (populate), 1 thr", "-", arena_read, bd.pop1};
 		rows[PN] = (struct row){"fresh pages (populate), N thr", "-", arena_read, bd.popn};
 		rows[PS] = (struct row){"fresh pages, N thr, N memfds", "-", arena_read, bd.popsplit};
+		rows[PWR] = (struct row){"fresh pages (pwrite), N thr", "-", arena_read, bd.popwrite};
+		if (bd.pophuge > 0)
+			rows[PH] = (struct row){"fresh pages (hugetlb), N thr", "-", arena_read, bd.pophuge};
 		rows[W1] = (struct row){"fresh memory write, 1 thread", "-", arena_read, bd.write1};
 		rows[WN] = (struct row){"fresh memory write, N threads", "-", arena_read, bd.writen};
 		rows[FNVN] = (struct row){"FNV-1a 64 x4, N threads", "-", arena_read, bd.fnv};
@@ -523,6 +665,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < NROWS; i++) {
 		if (o.warm_only && (i == CAT_COLD || i == AR_COLD_D || i == AR_COLD_B))
 			continue; /* not asked for */
+		if ((i == AR_WARM_HUGE || i == PH) && !pool)
+			continue; /* no hugetlb pool: said below */
 		if (!rows[i].what || rows[i].s <= 0) {
 			printf("| %-30s | %-5s | %14s | %8s | %7s |\n", "(row missing)", "-", "-", "-",
 			       "FAILED");
@@ -575,6 +719,24 @@ int main(int argc, char **argv)
 	       bound, ratio(gbps(&rows[AR_WARM]), bound),
 	       gbps(&rows[AR_WARM]) >= 0.7 * bound ? "met" : "NOT met",
 	       file_bytes < (16ull << 30) ? " (this file is under 16 GiB)" : "");
+	printf("arena memory (the default rows): %s; filled %s\n", ar[AR_WARM].pages_why,
+	       ar[AR_WARM].fill == FSG_FILL_WRITE ? "by pwrite into the memfd" : "through the mapping");
+	printf("warm by memory and fill: shmem map %.2f GB/s, shmem write %.2f GB/s (%.2f x map), hugetlb %s\n",
+	       gbps(&rows[AR_WARM_MAP]), gbps(&rows[AR_WARM_WRITE]),
+	       ratio(gbps(&rows[AR_WARM_WRITE]), gbps(&rows[AR_WARM_MAP])),
+	       pool ? "measured above" : "not measured (no hugetlb pool holds the arena: vm.nr_hugepages)");
+	printf("CPU seconds a GB (all loader threads, user + system), warm: shmem map %.2f, shmem write %.2f%s",
+	       ar[AR_WARM_MAP].cpu / ((double)ar[AR_WARM_MAP].bytes / 1e9 + 1e-9),
+	       ar[AR_WARM_WRITE].cpu / ((double)ar[AR_WARM_WRITE].bytes / 1e9 + 1e-9),
+	       pool ? ", hugetlb " : "\n");
+	if (pool)
+		printf("%.2f\n", ar[AR_WARM_HUGE].cpu / ((double)ar[AR_WARM_HUGE].bytes / 1e9 + 1e-9));
+	if (pool)
+		printf("hugetlb: %.2f GB/s warm, %.2f x the lower bound (%.2f x shmem map); fresh hugetlb pages %.1f x "
+		       "faster than 4 KiB ones (N thr)\n",
+		       gbps(&rows[AR_WARM_HUGE]), ratio(gbps(&rows[AR_WARM_HUGE]), bound),
+		       ratio(gbps(&rows[AR_WARM_HUGE]), gbps(&rows[AR_WARM_MAP])),
+		       ratio(bd.popn, bd.pophuge));
 	char thp[160], thp_anon[160];
 	read_line("/sys/kernel/mm/transparent_hugepage/shmem_enabled", thp, sizeof(thp));
 	read_line("/sys/kernel/mm/transparent_hugepage/enabled", thp_anon, sizeof(thp_anon));

@@ -6,22 +6,24 @@
 #
 #   bash bench/arena/run.sh [OUTDIR]     (OUTDIR default $OUT or /tmp/fs-arena)
 #
-# 1. unpacks .debs/ with tools/device-setup.sh, builds fs-bench-arena
-#    (Release, build-arena/);
-# 2. fs-bench-arena --lock --drop-caches at ${ARENA_SMALL:-2G} and ${ARENA_BIG:-16G}
-#    (files in ${ARENA_DIR:-the repository}/, on the machine's disk, not
-#    /tmp, which may be RAM), then the big file again with 32 MiB jobs
-#    (cold and warm), and warm only (--warm-only) with 8 and 4 threads and
-#    unlocked: where the warm load's time goes (the page population rows,
-#    the thread count, the lock);
-# 3. writes every table to OUTDIR/arena-results.md (and the log to
+# 1. prints the machine's page settings (kernel, shmem_enabled, THP,
+#    the hugetlb pool), unpacks .debs/ with tools/device-setup.sh and builds
+#    fs-bench-arena (Release, build-arena/);
+# 2. fs-bench-arena --lock --drop-caches at ${ARENA_SMALL:-2G} and
+#    ${ARENA_BIG:-16G} as the machine is lent (files in ${ARENA_DIR:-the
+#    repository}/, on the machine's disk, not /tmp, which may be RAM):
+#    shmem arena, the daemon's fill, the map and write fills side by side;
+# 3. the chosen configuration, hugetlb pages: as root, vm.nr_hugepages
+#    raised by what the 16 GiB arena needs (ARENA_HUGETLB=0: not), the big
+#    file again cold and warm (foresightd and the bench take the pool
+#    when it holds the arena), then vm.nr_hugepages put back;
+# 4. while under ${ARENA_BUDGET_S:-400} s: warm only with shmem huge pages
+#    (shmem_enabled set to advise and put back; ARENA_SHMEM_THP=0: not),
+#    and with 32 MiB jobs; skipped (and said so) past the budget;
+# 5. writes every table to OUTDIR/arena-results.md (and the log to
 #    OUTDIR/arena-run.log) and fails when a run fails or a row is missing
-#    (fs-bench-arena exits 1 then).  ARENA_TRY_SHMEM_THP=1 adds a warm run
-#    with shmem huge pages (shmem_enabled set to advise and put back; only
-#    where /sys is writable).  The warm-only runs are skipped (and
-#    say so) once ${ARENA_BUDGET_S:-420} s have passed, so the whole stays
-#    under 10 minutes.
-# About 6-7 minutes on 16 cores / 128 GiB / NVMe.
+#    (fs-bench-arena exits 1 then).
+# About 6 minutes on 16 cores / 128 GiB / NVMe (the device limit is 10).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
@@ -29,18 +31,29 @@ OUTDIR=${1:-${OUT:-/tmp/fs-arena}}
 DIR=${ARENA_DIR:-$ROOT/.arena-bench}
 BIG=${ARENA_BIG:-16G}
 SMALL=${ARENA_SMALL:-2G}
+BUDGET=${ARENA_BUDGET_S:-400}
 mkdir -p "$OUTDIR" "$DIR"
 RES=$OUTDIR/arena-results.md
 exec > >(tee "$OUTDIR/arena-run.log") 2>&1
 
+THP=/sys/kernel/mm/transparent_hugepage
+NRHP=/proc/sys/vm/nr_hugepages
+pages() # the page settings the load depends on
+{
+	echo "kernel $(uname -r)"
+	echo "shmem_enabled: $(cat $THP/shmem_enabled 2>/dev/null || echo absent)"
+	echo "shmem_enabled 2048kB: $(cat $THP/hugepages-2048kB/shmem_enabled 2>/dev/null || echo absent)"
+	echo "THP enabled: $(cat $THP/enabled 2>/dev/null || echo absent); defrag: $(cat $THP/defrag 2>/dev/null || echo absent)"
+	echo "vm.nr_hugepages: $(cat $NRHP 2>/dev/null || echo absent)"
+	grep -E "HugePages_(Total|Free)|Hugepagesize" /proc/meminfo | tr -s ' ' | paste -sd ' ' || true
+}
 echo "== machine"
 date -u +%Y-%m-%dT%H:%MZ
 nproc
 free -g | head -2
 df -hT "$DIR" | tail -1
-cat /sys/kernel/mm/transparent_hugepage/shmem_enabled || true
-grep -E "HugePages_(Total|Free)" /proc/meminfo || true
 ulimit -l || true
+pages
 
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
@@ -53,7 +66,7 @@ run() # title, args...
 {
 	local title=$1
 	shift
-	echo "== $title: fs-bench-arena $*"
+	echo "== $title: fs-bench-arena $* (${SECONDS} s elapsed)"
 	{
 		echo
 		echo "### $title"
@@ -64,39 +77,63 @@ run() # title, args...
 		echo '```'
 	} | tee -a "$RES"
 }
+skip() { echo "== $1: SKIPPED ($2)" | tee -a "$RES"; }
 : >"$RES"
-run "$SMALL" --bytes "$SMALL" --lock --drop-caches --dir "$DIR"
-run "$BIG" --bytes "$BIG" --lock --drop-caches --dir "$DIR" --keep
-KEPT=("$DIR"/fs-bench-arena-*.gguf) # the 2 GiB file was deleted after its run
+{
+	echo "## machine"
+	echo
+	echo '```'
+	pages
+	echo '```'
+} >>"$RES"
+run "$SMALL, as lent" --bytes "$SMALL" --lock --drop-caches --dir "$DIR"
+run "$BIG, as lent" --bytes "$BIG" --lock --drop-caches --dir "$DIR" --keep
+KEPT=("$DIR"/fs-bench-arena-*.gguf) # the small file was deleted after its run
 BIGF=${KEPT[0]}
-BUDGET=${ARENA_BUDGET_S:-420}
-if [ -f "$BIGF" ]; then
-	run "$BIG, 32 MiB jobs" --file "$BIGF" --lock --drop-caches --chunk 32M
-	for v in "8 threads:--threads 8 --lock" "4 threads:--threads 4 --lock" "not locked:"; do
-		if ((SECONDS > BUDGET)); then
-			echo "== $BIG warm, ${v%%:*}: SKIPPED (${SECONDS} s > ${BUDGET} s)" | tee -a "$RES"
-			continue
-		fi
-		# shellcheck disable=SC2086
-		run "$BIG warm, ${v%%:*}" --file "$BIGF" --warm-only ${v#*:}
-	done
-	# Opt-in (ARENA_TRY_SHMEM_THP=1): the warm load with huge pages for
-	# shmem (shmem_enabled = advise: the arena asks with MADV_HUGEPAGE),
-	# where /sys is writable; the setting is put back right after.
-	THP=/sys/kernel/mm/transparent_hugepage/shmem_enabled
-	if [ "${ARENA_TRY_SHMEM_THP:-0}" = 1 ]; then
-		old=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$THP" 2>/dev/null || true)
-		if [ -n "$old" ] && ((SECONDS <= BUDGET)) && echo advise >"$THP" 2>/dev/null; then
-			run "$BIG warm, shmem huge pages (advise)" --file "$BIGF" --warm-only --lock
-			echo "$old" >"$THP" || echo "FAILED to put shmem_enabled back to $old"
-		else
-			echo "== $BIG warm, shmem huge pages: SKIPPED ($THP not writable, or over budget)" | tee -a "$RES"
-		fi
-	fi
-	rm -f "$BIGF"
-else
+if [ ! -f "$BIGF" ]; then
 	echo "FAILED: the $BIG file was not kept"
-	rc=1
+	exit 1
 fi
-echo "== done (rc $rc): $RES"
+
+# The chosen configuration: hugetlb pages for the arena (the pool raised
+# by the arena's pages and a margin, put back after).
+if [ "${ARENA_HUGETLB:-1}" = 1 ]; then
+	old=$(cat $NRHP 2>/dev/null || echo)
+	hp_kb=$(sed -n 's/^Hugepagesize: *\([0-9]*\) kB/\1/p' /proc/meminfo)
+	if [ -n "$old" ] && [ -n "$hp_kb" ] && [ -w $NRHP ]; then
+		want=$(($(stat -c %s "$BIGF") / (hp_kb * 1024) + 64))
+		echo $((old + want)) >$NRHP || true
+		free_hp=$(sed -n 's/^HugePages_Free: *\([0-9]*\)/\1/p' /proc/meminfo)
+		if [ "${free_hp:-0}" -ge "$want" ]; then
+			run "$BIG, hugetlb pages (vm.nr_hugepages $old -> $((old + want)))" --file "$BIGF" --lock --drop-caches
+		else
+			skip "$BIG, hugetlb pages" "asked for $want pages, the pool has ${free_hp:-0} free"
+		fi
+		echo "$old" >$NRHP || { echo "FAILED to put vm.nr_hugepages back to $old"; rc=1; }
+	else
+		skip "$BIG, hugetlb pages" "$NRHP not writable"
+	fi
+fi
+
+# Shmem huge pages (shmem_enabled = advise: the arena asks with
+# MADV_HUGEPAGE; the fill then goes through the mapping), where /sys is
+# writable; the setting is put back right after.
+if [ "${ARENA_SHMEM_THP:-${ARENA_TRY_SHMEM_THP:-1}}" = 1 ]; then
+	old=$(sed -n 's/.*\[\(.*\)\].*/\1/p' $THP/shmem_enabled 2>/dev/null || true)
+	if ((SECONDS > BUDGET)); then
+		skip "$BIG warm, shmem huge pages" "${SECONDS} s > ${BUDGET} s"
+	elif [ -n "$old" ] && echo advise >$THP/shmem_enabled 2>/dev/null; then
+		run "$BIG warm, shmem huge pages (shmem_enabled advise)" --file "$BIGF" --warm-only --lock --pages shmem
+		echo "$old" >$THP/shmem_enabled || { echo "FAILED to put shmem_enabled back to $old"; rc=1; }
+	else
+		skip "$BIG warm, shmem huge pages" "$THP/shmem_enabled not writable"
+	fi
+fi
+if ((SECONDS > BUDGET)); then
+	skip "$BIG warm, 32 MiB jobs" "${SECONDS} s > ${BUDGET} s"
+else
+	run "$BIG warm, 32 MiB jobs" --file "$BIGF" --warm-only --lock --chunk 32M
+fi
+rm -f "$BIGF"
+echo "== done (rc $rc, ${SECONDS} s): $RES"
 exit $rc

@@ -47,6 +47,21 @@ enum fsg_direct {
 	FSG_DIRECT_ON = 2,   /* O_DIRECT where the file system allows it */
 };
 
+/* What memory the arena is (fsg_load.c: why and how it was measured). */
+enum fsg_pages {
+	FSG_PAGES_AUTO = 0,    /* hugetlb when the free pool holds the whole arena, else shmem */
+	FSG_PAGES_SHMEM = 1,   /* shmem: 4 KiB pages, or 2 MiB where shmem_enabled gives them */
+	FSG_PAGES_HUGETLB = 2, /* hugetlb pages (vm.nr_hugepages), or fail */
+};
+
+/* How the blobs get into it. */
+enum fsg_fill {
+	FSG_FILL_AUTO = 0,  /* map on huge pages (hugetlb, or shmem THP), write on 4 KiB shmem */
+	FSG_FILL_MAP = 1,   /* populate the mapping (allocate, zero, lock), read the file into it */
+	FSG_FILL_WRITE = 2, /* read into a thread's buffer, pwrite it into the memfd (no zeroing, no
+			       page faults), then map and lock the pages (shmem only) */
+};
+
 struct fsg_load_opts {
 	const char *model; /* the arena header's model name */
 	int lock;          /* enum fsg_lock: lock the arena (on fault, as it fills)? */
@@ -55,6 +70,8 @@ struct fsg_load_opts {
 	uint64_t chunk;    /* bytes of blobs per job (one thread's unit); 0: 8 MiB */
 	int direct;        /* enum fsg_direct */
 	uint64_t max_bps;  /* 0, or a rate not to exceed (bytes/s: tests make a load last seconds) */
+	int pages;         /* enum fsg_pages */
+	int fill;          /* enum fsg_fill */
 	/* Called from the calling thread about every 100 ms and once at the
 	 * end (done == total), with the bytes landed and checksummed so far. */
 	void (*progress)(void *arg, uint64_t done, uint64_t total, uint64_t elapsed_ns);
@@ -79,6 +96,10 @@ struct fsg_load_result {
 	int direct;              /* read with O_DIRECT */
 	uint64_t direct_bytes;   /* bytes read with O_DIRECT (aligned supersets) */
 	double cached;           /* share of the file in the page cache at the start (mincore), -1: unknown */
+	int hugetlb;             /* the arena is in hugetlb pages */
+	int thp;                 /* shmem_enabled lets MADV_HUGEPAGE shmem have 2 MiB pages */
+	int fill;                /* FSG_FILL_MAP or FSG_FILL_WRITE: how it was filled */
+	char pages_why[160];     /* the memory chosen and why (hugetlb pool, shmem_enabled) */
 };
 
 /* Create the arena memfd (sealed against resizing, mapped read-write in

@@ -70,6 +70,27 @@ static void expected(const struct fsg_file *f, const struct fsg_part *pt, uint32
 	}
 }
 
+/* The bytes of a blob's page-rounded span that no part covers are zeros
+ * (the write fill assembles blobs in a reused buffer). */
+static void check_gaps(const struct fsg_layer *ly, const uint8_t *blob, uint64_t bytes, const char *what,
+		       uint32_t l, uint32_t e)
+{
+	uint64_t span = (bytes + FS_ARENA_ALIGN - 1) / FS_ARENA_ALIGN * FS_ARENA_ALIGN;
+	for (uint64_t i = 0; i < span; i++) {
+		int covered = 0;
+		for (uint32_t k = 0; k < ly->nparts && !covered; k++)
+			covered = i >= ly->part[k].blob_off && i < ly->part[k].blob_off + ly->part[k].bytes;
+		if (!covered && blob[i] != 0)
+			cr_assert_fail("%s: layer %u expert %u: byte %llu is in no part and not 0", what, l,
+				       e, (unsigned long long)i);
+		if (!covered) /* skip ahead to the next part: the bytes between are all gap */
+			continue;
+		for (uint32_t k = 0; k < ly->nparts; k++)
+			if (i >= ly->part[k].blob_off && i < ly->part[k].blob_off + ly->part[k].bytes)
+				i = ly->part[k].blob_off + ly->part[k].bytes - 1;
+	}
+}
+
 static void check_arena(const struct fsg_file *f, const struct fsg_plan *p, const struct fs_shm *shm,
 			uint64_t seed, const char *what)
 {
@@ -96,6 +117,7 @@ static void check_arena(const struct fsg_file *f, const struct fsg_plan *p, cons
 			cr_expect(fs_arena_parts_ok(h, shm->bytes, en), "%s: layer %u expert %u", what, l, e);
 			cr_expect_eq(en->checksum, fs_fnv1a64(blob, (size_t)en->bytes), "%s: checksum %u/%u",
 				     what, l, e);
+			check_gaps(ly, blob, en->bytes, what, l, e);
 			if (!ly->nparts) {
 				cr_expect_eq(en->parts, 0u);
 				continue;
@@ -132,37 +154,45 @@ Test(arena, every_fixture, .timeout = 120)
 		cr_assert_eq(fsg_open(&f, path, &err), 0, "%s", err.msg);
 		cr_assert_eq(fsg_plan_build(&f, &p, &err), 0, "%s", err.msg);
 		/* Vary threads, read size (tiny reads split parts), job size
-		 * (one expert a job) and O_DIRECT (bounce buffer, aligned reads). */
-		struct prog pr = {0};
-		struct fsg_load_opts o = {.model = "m",
-					  .lock = FSG_LOCK_NO,
-					  .threads = k % 4,
-					  .max_read = k % 2 ? 4096 : 0,
-					  .chunk = k % 3 == 0 ? 4096 : 0,
-					  .direct = (k / 2) % 2 ? FSG_DIRECT_ON : FSG_DIRECT_OFF,
-					  .progress = on_progress,
-					  .layer_done = on_layer,
-					  .arg = &pr};
-		struct fs_shm shm;
-		struct fsg_load_result res;
-		cr_assert_eq(fsg_arena_build(&f, &p, &o, &shm, &res, &err), 0, "%s: %s", fx[k].file, err.msg);
-		cr_expect_str_eq(((struct fs_arena_hdr *)shm.base)->model, "m");
-		cr_expect_eq(res.bytes_read, p.member_bytes);
-		cr_expect_geq(pr.calls, 1u);
-		cr_expect_eq(pr.done, p.member_bytes, "the last report says done");
-		cr_expect_eq(pr.total, p.member_bytes);
-		if (o.max_read == 4096)
-			cr_expect_geq(res.read_calls, p.member_bytes / 4096);
-		cr_assert_leq(p.layers, 64u);
-		cr_expect_eq(pr.layer_late, 0u);
-		for (uint32_t l = 0; l < p.layers; l++)
-			cr_expect_eq(pr.layer_calls[l], 1u, "%s: layer %u reported done %u times", fx[k].file,
-				     l, pr.layer_calls[l]);
-		if (res.direct)
-			cr_expect_geq(res.direct_bytes, p.member_bytes, "%s: O_DIRECT read it all",
-				      fx[k].file);
-		check_arena(&f, &p, &shm, fx[k].m.seed, fx[k].file);
-		fs_shm_close(&shm);
+		 * (one expert a job) and O_DIRECT (bounce buffer, aligned reads);
+		 * each both ways: into the mapping and written into the memfd. */
+		for (int fill = FSG_FILL_MAP; fill <= FSG_FILL_WRITE; fill++) {
+			struct prog pr = {0};
+			struct fsg_load_opts o = {.model = "m",
+						  .lock = FSG_LOCK_NO,
+						  .threads = k % 4,
+						  .max_read = k % 2 ? 4096 : 0,
+						  .chunk = k % 3 == 0 ? 4096 : 0,
+						  .direct = (k / 2) % 2 ? FSG_DIRECT_ON : FSG_DIRECT_OFF,
+						  .pages = FSG_PAGES_SHMEM,
+						  .fill = fill,
+						  .progress = on_progress,
+						  .layer_done = on_layer,
+						  .arg = &pr};
+			struct fs_shm shm;
+			struct fsg_load_result res;
+			cr_assert_eq(fsg_arena_build(&f, &p, &o, &shm, &res, &err), 0, "%s: %s", fx[k].file,
+				     err.msg);
+			cr_expect_str_eq(((struct fs_arena_hdr *)shm.base)->model, "m");
+			cr_expect_eq(res.bytes_read, p.member_bytes);
+			cr_expect_geq(pr.calls, 1u);
+			cr_expect_eq(pr.done, p.member_bytes, "the last report says done");
+			cr_expect_eq(pr.total, p.member_bytes);
+			if (o.max_read == 4096)
+				cr_expect_geq(res.read_calls, p.member_bytes / 4096);
+			cr_assert_leq(p.layers, 64u);
+			cr_expect_eq(pr.layer_late, 0u);
+			for (uint32_t l = 0; l < p.layers; l++)
+				cr_expect_eq(pr.layer_calls[l], 1u, "%s: layer %u reported done %u times",
+					     fx[k].file, l, pr.layer_calls[l]);
+			if (res.direct)
+				cr_expect_geq(res.direct_bytes, p.member_bytes, "%s: O_DIRECT read it all",
+					      fx[k].file);
+			cr_expect_eq(res.fill, fill, "%s: filled as asked", fx[k].file);
+			cr_expect_eq(res.hugetlb, 0);
+			check_arena(&f, &p, &shm, fx[k].m.seed, fx[k].file);
+			fs_shm_close(&shm);
+		}
 		fsg_plan_free(&p);
 		fsg_close(&f);
 	}
@@ -241,6 +271,77 @@ Test(arena, an_arena_that_cannot_be_locked)
 	cr_expect(strstr(res.lock_err.msg, "LimitMEMLOCK") != NULL, "%s", res.lock_err.msg);
 	check_arena(&f, &p, &shm, m.seed, "unlocked");
 	fs_shm_close(&shm);
+	fsg_plan_free(&p);
+	fsg_close(&f);
+}
+
+/* The free hugetlb pool (/proc/meminfo): bytes of free huge pages, page size. */
+static uint64_t hugetlb_free(uint64_t *size)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	unsigned long long v, nfree = 0;
+	*size = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "HugePages_Free: %llu", &v) == 1)
+			nfree = v;
+		else if (sscanf(line, "Hugepagesize: %llu kB", &v) == 1)
+			*size = v * 1024;
+	}
+	if (f)
+		fclose(f);
+	return nfree * *size;
+}
+
+/* Hugetlb pages: with a pool that holds the arena (vm.nr_hugepages), auto
+ * and "hugetlb" take them, the arena is whole huge pages, its bytes are
+ * right and a client's read-only fd maps it; without one, auto falls back
+ * to shmem and says why, and "hugetlb" fails naming vm.nr_hugepages. */
+Test(arena, hugetlb_pages_or_a_fallback_that_says_so, .timeout = 60)
+{
+	struct fsgw_model m;
+	char path[160];
+	struct fsg_file f;
+	struct fsg_plan p;
+	struct fsg_err err;
+	fsgw_model_defaults(&m, "qwen3moe");
+	tu_model(g_dir, "h.gguf", &m, path, sizeof(path));
+	cr_assert_eq(fsg_open(&f, path, &err), 0);
+	cr_assert_eq(fsg_plan_build(&f, &p, &err), 0);
+	struct fsg_layout lo;
+	cr_assert_eq(fsg_layout_build(&p, &lo, &err), 0);
+	uint64_t hsz, room = hugetlb_free(&hsz);
+	int pool = hsz && room >= (lo.bytes + hsz - 1) / hsz * hsz;
+	fsg_layout_free(&lo);
+	for (int pages = FSG_PAGES_AUTO; pages <= FSG_PAGES_HUGETLB; pages += 2) {
+		struct fsg_load_opts o = {.model = "h", .lock = FSG_LOCK_NO, .pages = pages};
+		struct fs_shm shm;
+		struct fsg_load_result res;
+		int r = fsg_arena_build(&f, &p, &o, &shm, &res, &err);
+		if (!pool && pages == FSG_PAGES_HUGETLB) {
+			cr_expect_lt(r, 0);
+			cr_expect(strstr(err.msg, "vm.nr_hugepages") != NULL, "%s", err.msg);
+			cr_expect_eq(shm.fd, -1, "nothing left behind");
+			continue;
+		}
+		cr_assert_eq(r, 0, "pages %d: %s", pages, err.msg);
+		cr_expect_eq(res.hugetlb, pool, "pages %d: %s", pages, res.pages_why);
+		cr_expect(strstr(res.pages_why, pool ? "hugetlb" : "shmem") != NULL, "%s", res.pages_why);
+		if (pool) {
+			cr_expect_eq(shm.bytes % hsz, 0u);
+			cr_expect_eq(res.fill, FSG_FILL_MAP, "hugetlbfs has no write()");
+		}
+		check_arena(&f, &p, &shm, m.seed, res.pages_why);
+		/* What a client maps: the read-only fd, at the file's size. */
+		int ro = fs_shm_ro_fd(&shm);
+		cr_assert_geq(ro, 0);
+		struct fs_shm c;
+		cr_assert_eq(fs_shm_map_fd(&c, ro, sizeof(struct fs_arena_hdr), 0), 0);
+		cr_expect_eq(c.bytes, shm.bytes);
+		cr_expect_eq(memcmp(c.base, shm.base, shm.bytes), 0);
+		fs_shm_close(&c);
+		fs_shm_close(&shm);
+	}
 	fsg_plan_free(&p);
 	fsg_close(&f);
 }
