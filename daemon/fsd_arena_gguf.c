@@ -263,6 +263,11 @@ int fsd_arena_gguf_begin(struct fsd *d)
 	/* The memory the load's speed depends on (fsg_load.c): hugetlb pages
 	 * when vm.nr_hugepages holds the arena, else shmem. */
 	fsd_log(FSD_INFO, "arena: %.1f MiB of %s", (double)d->arena_shm.bytes / 1048576.0, g->res.pages_why);
+	if (!g->res.hugetlb && !g->res.thp)
+		fsd_log(FSD_INFO,
+			"arena: 4 KiB pages load about half as fast as huge pages (docs/results/arena.md): "
+			"'advise' in /sys/kernel/mm/transparent_hugepage/shmem_enabled (the unit sets it when "
+			"it is 'never') or a vm.nr_hugepages pool that holds the arena gives it huge pages");
 	d->arena = d->arena_shm.base;
 	/* The model file's identity: what a restart checks a kept arena against. */
 	d->arena->seed = g->identity;

@@ -63,6 +63,9 @@ int fsd_arena_synth_create(struct fsd *d)
 	r = fs_shm_create(&d->arena_shm, "foresight-arena", total);
 	if (r < 0)
 		return r;
+	/* Huge pages where shmem_enabled gives them, as a model's arena
+	 * (fsg_load.c): fewer faults filling it, fewer TLB misses reading it. */
+	(void)madvise(d->arena_shm.base, d->arena_shm.bytes, MADV_HUGEPAGE);
 	struct fs_arena_hdr *h = d->arena_shm.base;
 	d->arena = h;
 	h->magic = FS_ARENA_MAGIC;

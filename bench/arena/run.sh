@@ -13,13 +13,14 @@
 #    ${ARENA_BIG:-16G} as the machine is lent (files in ${ARENA_DIR:-the
 #    repository}/, on the machine's disk, not /tmp, which may be RAM):
 #    shmem arena, the daemon's fill, the map and write fills side by side;
-# 3. the chosen configuration, hugetlb pages: as root, vm.nr_hugepages
-#    raised by what the 16 GiB arena needs (ARENA_HUGETLB=0: not), the big
-#    file again cold and warm (foresightd and the bench take the pool
-#    when it holds the arena), then vm.nr_hugepages put back;
-# 4. while under ${ARENA_BUDGET_S:-400} s: warm only with shmem huge pages
-#    (shmem_enabled set to advise and put back; ARENA_SHMEM_THP=0: not),
-#    and with 32 MiB jobs; skipped (and said so) past the budget;
+# 3. the chosen configuration, shmem huge pages: as root, shmem_enabled set
+#    to advise (what foresightd.service's ExecStartPre does where it is
+#    never), the big file cold and warm, the setting put back
+#    (ARENA_SHMEM_THP=0: not run);
+# 4. while under ${ARENA_BUDGET_S:-400} s: warm with hugetlb pages
+#    (vm.nr_hugepages raised by what the arena needs, put back;
+#    ARENA_HUGETLB=0: not) and warm with 32 MiB jobs; skipped (and said
+#    so) past the budget;
 # 5. writes every table to OUTDIR/arena-results.md (and the log to
 #    OUTDIR/arena-run.log) and fails when a run fails or a row is missing
 #    (fs-bench-arena exits 1 then).
@@ -95,38 +96,42 @@ if [ ! -f "$BIGF" ]; then
 	exit 1
 fi
 
-# The chosen configuration: hugetlb pages for the arena (the pool raised
-# by the arena's pages and a margin, put back after).
+# The chosen configuration, shmem huge pages: shmem_enabled = advise (what
+# the unit's ExecStartPre sets where it is never; the arena asks with
+# MADV_HUGEPAGE and is filled through the mapping), the big file cold and
+# warm; put back right after (ARENA_SHMEM_THP=0: not run).
+if [ "${ARENA_SHMEM_THP:-${ARENA_TRY_SHMEM_THP:-1}}" = 1 ]; then
+	old=$(sed -n 's/.*\[\(.*\)\].*/\1/p' $THP/shmem_enabled 2>/dev/null || true)
+	if [ -n "$old" ] && echo advise >$THP/shmem_enabled 2>/dev/null; then
+		run "$BIG, shmem huge pages (shmem_enabled advise): the chosen configuration" \
+			--file "$BIGF" --lock --drop-caches --pages shmem
+		echo "$old" >$THP/shmem_enabled || { echo "FAILED to put shmem_enabled back to $old"; rc=1; }
+	else
+		skip "$BIG, shmem huge pages" "$THP/shmem_enabled not writable"
+	fi
+fi
+
+# hugetlb pages (the pool raised by the arena's pages and a margin, put
+# back after; ARENA_HUGETLB=0: not run): what an administrator's
+# vm.nr_hugepages gives; foresightd takes the pool when it holds the arena.
 if [ "${ARENA_HUGETLB:-1}" = 1 ]; then
 	old=$(cat $NRHP 2>/dev/null || echo)
 	hp_kb=$(sed -n 's/^Hugepagesize: *\([0-9]*\) kB/\1/p' /proc/meminfo)
-	if [ -n "$old" ] && [ -n "$hp_kb" ] && [ -w $NRHP ]; then
+	if ((SECONDS > BUDGET)); then
+		skip "$BIG, hugetlb pages" "${SECONDS} s > ${BUDGET} s"
+	elif [ -n "$old" ] && [ -n "$hp_kb" ] && [ -w $NRHP ]; then
 		want=$(($(stat -c %s "$BIGF") / (hp_kb * 1024) + 64))
 		echo $((old + want)) >$NRHP || true
 		free_hp=$(sed -n 's/^HugePages_Free: *\([0-9]*\)/\1/p' /proc/meminfo)
 		if [ "${free_hp:-0}" -ge "$want" ]; then
-			run "$BIG, hugetlb pages (vm.nr_hugepages $old -> $((old + want)))" --file "$BIGF" --lock --drop-caches
+			run "$BIG warm, hugetlb pages (vm.nr_hugepages $old -> $((old + want)))" \
+				--file "$BIGF" --warm-only --lock
 		else
 			skip "$BIG, hugetlb pages" "asked for $want pages, the pool has ${free_hp:-0} free"
 		fi
 		echo "$old" >$NRHP || { echo "FAILED to put vm.nr_hugepages back to $old"; rc=1; }
 	else
 		skip "$BIG, hugetlb pages" "$NRHP not writable"
-	fi
-fi
-
-# Shmem huge pages (shmem_enabled = advise: the arena asks with
-# MADV_HUGEPAGE; the fill then goes through the mapping), where /sys is
-# writable; the setting is put back right after.
-if [ "${ARENA_SHMEM_THP:-${ARENA_TRY_SHMEM_THP:-1}}" = 1 ]; then
-	old=$(sed -n 's/.*\[\(.*\)\].*/\1/p' $THP/shmem_enabled 2>/dev/null || true)
-	if ((SECONDS > BUDGET)); then
-		skip "$BIG warm, shmem huge pages" "${SECONDS} s > ${BUDGET} s"
-	elif [ -n "$old" ] && echo advise >$THP/shmem_enabled 2>/dev/null; then
-		run "$BIG warm, shmem huge pages (shmem_enabled advise)" --file "$BIGF" --warm-only --lock --pages shmem
-		echo "$old" >$THP/shmem_enabled || { echo "FAILED to put shmem_enabled back to $old"; rc=1; }
-	else
-		skip "$BIG warm, shmem huge pages" "$THP/shmem_enabled not writable"
 	fi
 fi
 if ((SECONDS > BUDGET)); then
