@@ -70,16 +70,6 @@ static long wait_clients(const char *sock, int n, int timeout_ms)
 	return -1;
 }
 
-/* Wall-clock claims (a drop within 100 ms, a re-attach within 1 s) hold on
- * a quiet machine without sanitizers; on a loaded CI box they are checked
- * only by their mechanism (the counters that say how it happened) and by a
- * generous bound, unless FS_TEST_TIMING=1 asks for the claim itself. */
-static int timing_claims(void)
-{
-	const char *t = getenv("FS_TEST_TIMING");
-	return t && strcmp(t, "1") == 0;
-}
-
 static void stop_engine(pid_t p, const char *out, struct fault_engine *r)
 {
 	kill(p, SIGTERM);
@@ -118,7 +108,7 @@ Test(fault, engine_kill9_at_random_points, .timeout = 300)
 	unsigned measured = 0;
 	/* The daemon learns of a death through the pidfd at once; the bound
 	 * covers the stats round trip too (sanitizers: slower). */
-	long drop_ms = (long)fault_env("FS_FAULT_DROP_MS", timing_claims() ? (SAN ? 300 : 100) : 1000),
+	long drop_ms = (long)fault_env("FS_FAULT_DROP_MS", fault_timing_claims() ? (SAN ? 300 : 100) : 1000),
 	     worst_reap = 0;
 	for (unsigned i = 0; i < rounds; i++) {
 		const char *mode = i % 3 == 0 ? "hold" : i % 3 == 1 ? "run" : "mid-attach";
@@ -267,7 +257,7 @@ Test(fault, daemon_kill9_engines_continue_and_reattach_to_the_kept_arena, .timeo
 			}
 		}
 		cr_assert_geq(att, 0, "round %u: the engines did not re-attach", i);
-		long want = timing_claims() ? 1000 : 3000;
+		long want = fault_timing_claims() ? 1000 : 3000;
 		cr_expect_leq(total, want, "round %u: re-attached %ld ms after the restart (want <= %ld)", i,
 			      total, want);
 		worst = total > worst ? total : worst;
@@ -354,7 +344,7 @@ Test(fault, sigstopped_engine_is_dropped_then_reattaches, .timeout = 120)
 	cr_assert_eq(stale, 1.0, "the stopped engine was not declared stale");
 	/* The last heartbeat is up to one 100 ms period older than the stop. */
 	cr_expect_geq(took, 190, "declared stale after %ld ms: before 300 ms minus one heartbeat", took);
-	cr_expect_leq(took, timing_claims() ? 1000 : 3000, "declared stale after %ld ms", took);
+	cr_expect_leq(took, fault_timing_claims() ? 1000 : 3000, "declared stale after %ld ms", took);
 	cr_assert_geq(wait_clients(d.h.sock, 1, 2000), 0, "its row was not freed");
 	static char log[1 << 16];
 	fsh_read_file(d.h.log, log, sizeof(log));

@@ -318,3 +318,9 @@ unsigned long fault_env(const char *name, unsigned long def)
 	const char *v = getenv(name);
 	return v && *v ? strtoul(v, NULL, 10) : def;
 }
+
+int fault_timing_claims(void)
+{
+	const char *t = getenv("FS_TEST_TIMING");
+	return t && strcmp(t, "1") == 0;
+}

@@ -17,6 +17,7 @@
  *                   machine a 3 s hit rate moves by more than 10 % between
  *                   two runs with no attack at all, while every attack here
  *                   took the honest engines to under 60 % of it before)
+ *   FS_TEST_TIMING=1 the 1 s attach and ping bars (3 s sanitized); else 3 s (6 s)
  *   FSH_KEEP=1      keep the test's directory (daemon log, engine outputs)
  */
 #include <criterion/criterion.h>
@@ -125,13 +126,21 @@ static const char *text(const char *path)
 	return buf;
 }
 
+/* The wall-clock bar for an attach or a ping beside an attack: the issue's
+ * 1 s (sanitizers 3 s) with FS_TEST_TIMING=1, on a quiet machine; 3 s (6 s)
+ * otherwise: a plain build's idle-connections ping took 1275 ms on this
+ * 2-core box under a load of 15-18 and 14-26 ms alone. */
+static long iso_bar_ms(void)
+{
+	return fault_timing_claims() ? (SAN ? 3000 : 1000) : (SAN ? 6000 : 3000);
+}
+
 /* The bar: beside the attack, the honest engines keep FS_ISO_SHARE % of
- * their solo hit rate, attach within 1 s (sanitizers: 3 s), read no wrong
- * byte. */
+ * their solo hit rate, attach within iso_bar_ms(), read no wrong byte. */
 static void expect_unhurt(const char *attack, const struct honest *solo, const struct honest *with)
 {
 	double share = (double)fault_env("FS_ISO_SHARE", 75) / 100.0;
-	long attach_bar = SAN ? 3000 : 1000;
+	long attach_bar = iso_bar_ms();
 	fprintf(stderr,
 		"iso %s: honest hit rate alone %.1f %%, beside the attack %.1f %% (%.0f %% of alone); "
 		"attach %ld/%ld ms\n",
@@ -506,7 +515,7 @@ static void conns_attack(const char *what, const char *counter)
 	measure(&d, what, NULL, 1, &solo, &with);
 	expect_unhurt(what, &solo, &with);
 	long worst = ping_max(&d, what, iso_rounds);
-	long bar = SAN ? 3000 : 1000;
+	long bar = iso_bar_ms();
 	cJSON *st = fault_stats(d.h.sock);
 	double n = fault_num(st, "daemon", counter);
 	cJSON_Delete(st);
