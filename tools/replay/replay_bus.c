@@ -12,9 +12,9 @@
  * wanted it, however fast the bus is, modelling a slower path from a miss
  * to a usable slot (the discussion measured its ring on a path that landed
  * 2-3 windows late).  Predicted copies and the profile's fill are usable
- * as soon as their bytes are in.  Delay 0 (the agreement test's, never
- * the command line's): every copy is usable as soon as its bytes are in,
- * as on foresightd's host backend.
+ * as soon as their bytes are in.  Delay 0 (--delay 0, the agreement
+ * test's): every copy is usable as soon as its bytes are in, as on
+ * foresightd's host backend.
  */
 #include <errno.h>
 #include <stdlib.h>

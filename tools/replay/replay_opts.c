@@ -179,7 +179,8 @@ static void usage(FILE *f)
 		"  --slots-frac F          slots per card as a share of layers x experts, when --slots is\n"
 		"                          not given (0.5)\n"
 		"  --expert-bytes B        (the trace's, else 1769472)\n"
-		"  --delay D               windows before a copy for a miss is usable (1)\n"
+		"  --delay D               windows before a copy for a miss is usable (1; 0: when its\n"
+		"                          bytes are in, as on foresightd's host backend)\n"
 		"  --intercept-ms X (13.0) --miss-ms X (2.78 per extra miss per layer-window)\n"
 		"foresightd's policy options: its own rows (daemon/fsd_options.h), the same flags,\n"
 		"ranges and defaults as `foresightd --help`, through its fsd_config_residency; our tiers\n"
@@ -416,7 +417,7 @@ static int one(struct replay_opts *o, int ch, const char *a)
 		m->expert_bytes = (uint64_t)d;
 		return 0;
 	case O_DELAY:
-		return u32(a, 1, 1000, &m->delay);
+		return u32(a, 0, 1000, &m->delay); /* 0: usable when landed (replay_bus.c) */
 	case O_ICPT:
 		return num(a, 0.001, 1e6, &m->intercept_ms);
 	case O_MISS:
