@@ -189,7 +189,10 @@ struct ctx {
  * while the other ran on, and the stalled card's layers moved home to the
  * other card (FSR_HOME_IDLE_WINDOWS, 8 silent windows): 1373 and 76 copies
  * against fs-replay's 669 and 650.  The limit: 4 windows with no miss,
- * half of that; runs 92 ms late (under 6 windows) still agreed. */
+ * half of that; runs 92 ms late (under 6 windows) still agreed.  Nor is a
+ * run in which the daemon fell so far behind that an engine's ring filled
+ * (a post dropped: its records never reached the core; the rings hold
+ * 16384 records here, about 250 layer steps). */
 static uint64_t late_limit_us(const struct setup *s)
 {
 	return (uint64_t)(4 * s->intercept_ms * 1000);
@@ -215,11 +218,11 @@ static int daemon_run(struct ctx *x, char *why, size_t whylen)
 	snprintf(layers, sizeof(layers), "%u", L);
 	snprintf(experts, sizeof(experts), "%u", E);
 	snprintf(topk, sizeof(topk), "%u", TOPK);
-	const char *args[40] = {"--backend",      "host", "--cards",    ncards,  "--slots",        slots,
-				"--layers",       layers, "--experts",  experts, "--experts-used", topk,
-				"--expert-bytes", eb,     "--bus-gbps", bus,     "--publish-us",   "0",
-				"--max-clients",  "2"};
-	int na = 20;
+	const char *args[40] = {"--backend",      "host", "--cards",        ncards,  "--slots",        slots,
+				"--layers",       layers, "--experts",      experts, "--experts-used", topk,
+				"--expert-bytes", eb,     "--bus-gbps",     bus,     "--publish-us",   "0",
+				"--max-clients",  "2",    "--ring-entries", "16384"};
+	int na = 22;
 	for (int i = 0; policy && policy[i] && na < 38; i++)
 		args[na++] = policy[i];
 	args[na] = NULL;
@@ -290,16 +293,19 @@ static int daemon_run(struct ctx *x, char *why, size_t whylen)
 		    card_num(st, 0, "loading") == 0 && card_num(st, CARDS - 1, "loading") == 0)
 			break;
 	}
-	cr_assert_eq(total(st, "hits") + total(st, "misses"), (double)uses,
-		     "the daemon saw %.0f uses of %llu", total(st, "hits") + total(st, "misses"),
-		     (unsigned long long)uses);
+	uint64_t dropped = 0;
+	for (uint32_t i = 0; i < CLIENTS; i++)
+		dropped += eo[i].dropped;
+	if (dropped == 0)
+		cr_assert_eq(total(st, "hits") + total(st, "misses"), (double)uses,
+			     "the daemon saw %.0f uses of %llu", total(st, "hits") + total(st, "misses"),
+			     (unsigned long long)uses);
 
 	char line[1024];
 	int n = snprintf(line, sizeof(line), "%s:", replay_policy_name(p));
 	for (uint32_t i = 0; i < CLIENTS; i++) {
 		cr_assert_eq(eo[i].uses, ref->client_uses[i], "engine %u: %llu uses, fs-replay's %llu", i,
 			     eo[i].uses, (unsigned long long)ref->client_uses[i]);
-		cr_assert_eq(eo[i].dropped, 0, "engine %u: %llu posts dropped (ring full)", i, eo[i].dropped);
 		long long dh = diff(eo[i].hits, ref->client_hits[i]);
 		double share = eo[i].uses ? fabs((double)dh) / (double)eo[i].uses : 0;
 		n += snprintf(line + n, sizeof(line) - (size_t)n,
@@ -330,8 +336,12 @@ static int daemon_run(struct ctx *x, char *why, size_t whylen)
 	uint64_t late = 0;
 	for (uint32_t i = 0; i < CLIENTS; i++)
 		late = eo[i].late_us > late ? eo[i].late_us : late;
-	int disturbed = late > late_limit_us(s);
-	if (disturbed)
+	int disturbed = late > late_limit_us(s) || dropped > 0;
+	if (dropped > 0)
+		snprintf(why, whylen,
+			 "the daemon fell %llu records behind (posts dropped on a full ring): %s",
+			 (unsigned long long)dropped, line);
+	else if (disturbed)
 		snprintf(why, whylen, "an engine ran %llu us behind its schedule (limit %llu): %s",
 			 (unsigned long long)late, (unsigned long long)late_limit_us(s), line);
 	if (!disturbed) {
