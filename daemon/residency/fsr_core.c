@@ -61,9 +61,11 @@ void fsr_config_defaults(struct fsr_config *cfg)
  *    layer-window, static 2.918; 52 %: 0.432 against 0.571; qwen 25 %:
  *    0.904 against 0.970; docs/results/replay.md, "GPU and replay").
  *    FSR_AUTO_PRED and FSR_ALL stay options.
- *  - predicted: a 16th of the share, 1..4.  A x8 link moves one or two
- *    experts per layer time and predictions look 1-3 layers ahead, so a
- *    layer seldom gets more than a few predicted copies per window.
+ *  - predicted: a 16th of the share, at least 1, at most what the
+ *    planned bus lands per layer time (1..4; pred_auto_max).  A x8 link
+ *    moves one or two experts per layer time and predictions look 1-3
+ *    layers ahead, so a layer seldom gets more than that many predicted
+ *    copies per window.
  *  - spare: one slot per layer of the card, at most 1 % of its slots.  A
  *    slot evicted mid-window is free again only once the window's epoch
  *    is released (the grace period); spare slots let copies wanted
@@ -177,6 +179,33 @@ static int card_init(struct fsr *r, uint32_t c, uint32_t nslots)
 	return r->tiers ? fsr_tiers_init(r, c) : 0;
 }
 
+/* The FSR_AUTO predicted size's cap: the copies the planned bus lands in
+ * one layer time, rounded up (the configured guess; at most 4), 4 with no
+ * bus limit.  A layer's predicted copies for a window are wanted within
+ * the few layer times before it runs, and every layer's predictions share
+ * the one link, so slots beyond what it lands per layer time hold
+ * nothing useful; they are taken from the static tier all the same.  The
+ * discussion's box (13.5 GB/s, 80 % planned, 1.8 MiB experts, 271 us per
+ * layer): 1.65, so 2 where the 16th of the share gave 4 (fs-replay
+ * --pred-max 8, the calibrated model at 26 %: 2.419 -> 2.372 distinct
+ * misses per layer-window; docs/results/replay.md, "Levers"). */
+static uint32_t pred_auto_max(const struct fsr *r, const struct fsr_config *cfg)
+{
+	size_t n = (size_t)r->layers * r->experts;
+	double bytes = (double)r->uniform_bytes;
+	if (r->expert_bytes) {
+		double sum = 0.0;
+		for (size_t i = 0; i < n; i++)
+			sum += (double)r->expert_bytes[i];
+		bytes = n ? sum / (double)n : 0.0;
+	}
+	double per_layer = cfg->bus_gbps * cfg->bus_share_pct / 100.0 * (double)cfg->layer_ns;
+	if (!(cfg->bus_gbps > 0.0) || !(bytes > 0.0))
+		return 4;
+	double k = ceil(per_layer / bytes);
+	return k < 1.0 ? 1u : k > 4.0 ? 4u : (uint32_t)k;
+}
+
 static int tiers_create(struct fsr *r, const struct fsr_config *cfg)
 {
 	size_t n = (size_t)r->layers * r->experts;
@@ -199,6 +228,7 @@ static int tiers_create(struct fsr *r, const struct fsr_config *cfg)
 			r->client[c].xw_reuse[l] = FSR_XW_REUSE0;
 	r->bus_bytes_per_ns = cfg->bus_gbps * cfg->bus_share_pct / 100.0;
 	r->layer_ns = cfg->layer_ns;
+	r->pred_auto_max = pred_auto_max(r, cfg);
 	r->decay = cfg->freq_decay;
 	for (uint32_t i = 0; i < FSR_DECAY_STEPS; i++)
 		r->decay_pow[i] = powf(cfg->freq_decay, (float)i);

@@ -206,6 +206,7 @@ struct fsr {
 	int admit_value;       /* a copy that displaces a resident must be worth more (fsr_sched.c) */
 	uint32_t cross_window; /* layers 0..N-1 of the next window predicted from the last */
 	uint32_t cfg_recency, cfg_predicted, cfg_spare; /* as configured, FSR_AUTO/ALL kept */
+	uint32_t pred_auto_max; /* FSR_AUTO predicted size's cap: copies the bus lands per layer time */
 	uint32_t cand_per_layer;
 	float pred_min_score;
 	float *score; /* [layers * experts]: decayed use count as of score_tick */

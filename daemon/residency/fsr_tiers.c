@@ -91,7 +91,8 @@ static void split_share(const struct fsr *r, uint32_t share, uint32_t *rec, uint
 	if (cfg_rec == FSR_AUTO_PRED)
 		cfg_rec = r->pred_seen ? FSR_ALL : FSR_AUTO;
 	uint32_t sixteenth = share / 16 ? share / 16 : 1;
-	uint32_t p = r->cfg_predicted == FSR_AUTO ? (sixteenth < 4 ? sixteenth : 4) : r->cfg_predicted;
+	uint32_t cap = r->pred_auto_max ? r->pred_auto_max : 4;
+	uint32_t p = r->cfg_predicted == FSR_AUTO ? (sixteenth < cap ? sixteenth : cap) : r->cfg_predicted;
 	uint32_t k = cfg_rec == FSR_AUTO ? sixteenth : cfg_rec;
 	if (share == 0)
 		p = k = 0;
