@@ -162,14 +162,16 @@ Test(validation, out_of_range_records_are_counted_exactly_and_never_reach_the_co
 	raw_post(c, (struct fs_rec){.type = FS_REC_WIN_END, .card = FS_CARD_NONE, .window = 1});
 	const unsigned nall = nbad + 3;
 
-	double rec = wait_counter(&d, "records", rec0 + nall, 5000);
+	/* Deadlines here are for a daemon that never gets there, not timing
+	 * claims: a loaded 2-core box once took over 5 s to show the records. */
+	double rec = wait_counter(&d, "records", rec0 + nall, 20000);
 	cr_assert_eq(rec - rec0, (double)nall, "records consumed: %.0f, posted %u", rec - rec0, nall);
 	double bad1 = counter(&d, "bad_records");
 	cr_expect_eq(bad1 - bad0, (double)nbad, "bad_records moved by %.0f for %u out-of-range records",
 		     bad1 - bad0, nbad);
 
 	/* The good prediction lands; the bad-score expert never does. */
-	uint64_t end = fsh_now_ms() + 5000;
+	uint64_t end = fsh_now_ms() + 20000;
 	while (!resident(c, 2, 7) && fsh_now_ms() < end)
 		sleep_ms(5);
 	cr_expect(resident(c, 2, 7), "the one valid prediction (layer 2 expert 7) never landed");
@@ -233,7 +235,7 @@ Test(validation, an_epoch_held_past_hold_timeout_is_revoked, .timeout = 60)
 	cr_expect_geq(revoked_ms - t_acquire, 300, "revoked %llu ms after the acquire (timeout 300 ms)",
 		      (unsigned long long)(revoked_ms - t_acquire));
 	cr_expect(fs_client_attached(other), "the other engine (no hold) was dropped too");
-	cr_expect_geq(wait_counter(&d, "detaches", det0 + 1, 3000) - det0, 1);
+	cr_expect_geq(wait_counter(&d, "detaches", det0 + 1, 10000) - det0, 1);
 
 	char log[1 << 16];
 	uint64_t end = fsh_now_ms() + 3000;
