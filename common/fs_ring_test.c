@@ -462,6 +462,48 @@ Test(basic, empty_ring_consumes_nothing)
 	free(mem);
 }
 
+Test(basic, consume_group_waits_while_the_tail_moves)
+{
+	const uint32_t E = 64;
+	void *mem = ring_alloc(E);
+	struct fs_ring_cons c;
+	struct fs_ring_prod p;
+	struct fs_rec out[64];
+	uint32_t last = 0;
+	uint64_t next_in = 0, next_out = 0;
+	cr_assert_eq(fs_ring_format(&c, mem, fs_ring_bytes(E), E), 0);
+	cr_assert_eq(fs_ring_prod_init(&p, mem, fs_ring_bytes(E)), 0);
+	cr_assert_eq(fs_ring_consume_group(&c, out, 64, 8, &last), 0, "empty");
+	/* 3 posted: the tail moved since the last look, wait for more. */
+	for (int i = 0; i < 3; i++) {
+		struct fs_rec r = seq_rec(next_in++);
+		cr_assert_eq(fs_ring_post(&p, &r), 0);
+	}
+	cr_assert_eq(fs_ring_consume_group(&c, out, 64, 8, &last), 0, "the group is not full yet");
+	cr_assert_eq(fs_ring_pending(&c), 3, "waiting took nothing");
+	/* Nothing new since: the producer paused, take what is there. */
+	cr_assert_eq(fs_ring_consume_group(&c, out, 64, 8, &last), 3);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(rec_seq(&out[i]), next_out++);
+	/* A full group is taken at once, however the tail moves. */
+	for (int i = 0; i < 9; i++) {
+		struct fs_rec r = seq_rec(next_in++);
+		cr_assert_eq(fs_ring_post(&p, &r), 0);
+	}
+	cr_assert_eq(fs_ring_consume_group(&c, out, 64, 8, &last), 9);
+	for (int i = 0; i < 9; i++)
+		cr_assert_eq(rec_seq(&out[i]), next_out++);
+	/* max below the group: max is a full group. */
+	for (int i = 0; i < 2; i++) {
+		struct fs_rec r = seq_rec(next_in++);
+		cr_assert_eq(fs_ring_post(&p, &r), 0);
+	}
+	cr_assert_eq(fs_ring_consume_group(&c, out, 2, 8, &last), 2);
+	cr_assert_eq(c.consumed, 14);
+	cr_assert_eq(fs_ring_consume_group(&c, out, 64, 8, &last), 0, "empty again");
+	free(mem);
+}
+
 Test(basic, records_come_out_in_order)
 {
 	const uint32_t E = 64;

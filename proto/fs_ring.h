@@ -271,6 +271,36 @@ static inline uint32_t fs_ring_pending(const struct fs_ring_cons *c)
 }
 
 /*
+ * A polling consumer's pace (issue 20): take records in groups of at least
+ * `group` while the producer is still posting, and whatever is there once
+ * the tail has not moved since the previous call (*last: the pending count
+ * that call saw; 0 to start).  Returns what fs_ring_consume() returns, or
+ * 0 while it waits for the group to fill.
+ *
+ * Why: each look at the tail takes its line out of the producer's cache,
+ * and the producer's next post then waits for it back (a cross-core round
+ * trip); a consumer that looks once per group lets a streaming producer
+ * post from its own cache.  The protocol is unchanged: every post is
+ * visible at once, a record waits at most one more call when the producer
+ * pauses, and a sleeping consumer is woken as before.  The daemon's hot
+ * pass looks once per pass (its other work spaces the looks); this is for
+ * a consumer that does nothing but poll (bench/ring measures both).
+ */
+static inline uint32_t fs_ring_consume_group(struct fs_ring_cons *c, struct fs_rec *out, uint32_t max,
+					     uint32_t group, uint32_t *last)
+{
+	uint32_t pend = fs_ring_pending(c);
+	if (pend == 0)
+		return 0;
+	if (pend < group && pend < max && pend != *last) { /* the tail moved: more is coming */
+		*last = pend;
+		return 0;
+	}
+	*last = 0;
+	return fs_ring_consume(c, out, max);
+}
+
+/*
  * Sleep handshake, consumer side.  fs_ring_sleep_prepare() reads wake_seq
  * into *seq, sets NEED_WAKEUP and fences; it returns nonzero when records
  * arrived meanwhile (then it has cleared the flag again: do not sleep).

@@ -248,7 +248,14 @@ enum cons_policy {
 		  * a partial line once the tail stopped moving for one poll.
 		  * Baseline: same as C_DRAIN */
 	C_SLEEP, /* ring: futex handshake; baseline: condvar wait */
+	C_GROUP, /* like C_DRAIN, but wait for GROUP_MIN records while more keep
+		  * coming, whatever is there once nothing came for one poll.
+		  * Ring: fs_ring_consume_group() (one look at the tail line per
+		  * group).  Baseline: the same rule on a peek at its counters
+		  * without the lock (one lock hold per group) */
 };
+
+#define GROUP_MIN 64u
 
 #define POLL_PAUSES 64u
 #define RECS_PER_LINE (FS_CACHELINE / (uint32_t)sizeof(struct fs_rec))
@@ -259,9 +266,12 @@ struct meas {
 	enum queue_kind q;
 	uint32_t batch; /* records per post */
 	enum cons_policy pol;
-	int full;        /* the seq_cst handshake on both sides (FS_RING_F_ASYM off) */
-	int latency;     /* paced, stamped records; else a throughput run */
-	double best_rps; /* throughput rows */
+	int full;            /* the seq_cst handshake on both sides (FS_RING_F_ASYM off) */
+	uint32_t kick_every; /* ring, one record per post: publish the tail once per
+			      * this many posts (io_uring's submit model; NOT the
+			      * protocol: a measurement for the decision) */
+	int latency;         /* paced, stamped records; else a throughput run */
+	double best_rps;     /* throughput rows */
 	uint64_t p50, p99, p999, max;
 	int done;
 };
@@ -282,6 +292,15 @@ static uint32_t samples_of(const struct meas *m, const struct opts *o)
 
 static inline int ring_post(struct fs_ring_prod *p, const struct meas *m, const struct fs_rec *recs)
 {
+	if (m->kick_every) { /* fs_ring_post() with the kick deferred */
+		if (fs_ring_space(p, 1) == 0)
+			return -ENOBUFS;
+		p->recs[p->tail & p->mask] = recs[0];
+		p->tail++;
+		if (p->tail % m->kick_every == 0)
+			fs_ring_kick(p);
+		return 0;
+	}
 	if (m->batch > 1)
 		return fs_ring_post_batch(p, recs, m->batch);
 	return fs_ring_post(p, recs);
@@ -325,6 +344,8 @@ static void producer(struct shm *s, const struct meas *m, const struct opts *o, 
 		if (m->q == Q_RING) {
 			uint32_t spins = 0;
 			while (ring_post(&p, m, recs) != 0) {
+				if (m->kick_every)
+					fs_ring_kick(&p); /* full: what is written must be seen */
 				cpu_relax();
 				if ((++spins & 1023) == 0 &&
 				    (fs_load_relaxed(&ctl->abort) || fs_load_relaxed(&ctl->stop)))
@@ -388,6 +409,8 @@ static uint32_t ring_take(struct fs_ring_cons *c, struct fs_rec *buf, enum cons_
 		*last = 0;
 		return fs_ring_consume(c, buf, upto < CONS_MAX ? upto : CONS_MAX);
 	}
+	case C_GROUP:
+		return fs_ring_consume_group(c, buf, CONS_MAX, GROUP_MIN, last);
 	case C_SLEEP: {
 		uint32_t k = fs_ring_consume(c, buf, CONS_MAX);
 		if (k)
@@ -401,6 +424,22 @@ static uint32_t ring_take(struct fs_ring_cons *c, struct fs_rec *buf, enum cons_
 	}
 	}
 	return 0;
+}
+
+/* The baseline under C_GROUP: peek at the counters without the lock (a
+ * stale view only delays the take), take the lock once per group. */
+static uint32_t bq_pop_group(struct bq *q, struct fs_rec *buf, uint32_t *last)
+{
+	uint32_t pend = __atomic_load_n(&q->tail, __ATOMIC_RELAXED) -
+			__atomic_load_n(&q->head, __ATOMIC_RELAXED);
+	if (pend == 0 || pend > q->entries)
+		return 0;
+	if (pend < GROUP_MIN && pend != *last) {
+		*last = pend;
+		return 0;
+	}
+	*last = 0;
+	return bq_pop(q, buf, CONS_MAX, 0, 0);
 }
 
 /* Run one measurement: fork the producer, consume n records (a throughput
@@ -450,10 +489,12 @@ static int run_one(struct shm *s, struct meas *m, const struct opts *o, double *
 		uint32_t k;
 		if (m->q == Q_RING)
 			k = ring_take(&c, buf, m->pol, &last);
+		else if (m->pol == C_GROUP)
+			k = bq_pop_group(s->bq, buf, &last);
 		else
 			k = bq_pop(s->bq, buf, CONS_MAX, m->pol == C_SLEEP, WAIT_NS);
 		if (k == 0) {
-			if (m->pol == C_LINES || m->pol == C_DRAIN)
+			if (m->pol == C_LINES || m->pol == C_DRAIN || m->pol == C_GROUP)
 				for (uint32_t i = 0; i < POLL_PAUSES; i++)
 					cpu_relax();
 			else
@@ -518,12 +559,15 @@ out:
 enum {
 	R_RING_ONE_SPIN,
 	R_RING_ONE_LINES,
+	R_RING_ONE_GROUP,
 	R_RING_ONE_FULL,
+	R_RING_ONE_DEFER,
 	R_RING_BATCH,
 	R_RING_BATCH_POLL,
 	R_RING_ONE_SLEEP,
 	R_BQ_ONE_WAIT,
 	R_BQ_ONE_POLL,
+	R_BQ_ONE_GROUP,
 	R_BQ_BATCH,
 	R_BQ_BATCH_POLL,
 	R_RING_LAT_SPIN,
@@ -584,13 +628,17 @@ int main(int argc, char **argv)
 	struct meas ms[R_COUNT] = {
 		[R_RING_ONE_SPIN]    = {"ring", "one-at-a-time, consumer spins", Q_RING, .batch = 1, .pol = C_SPIN},
 		[R_RING_ONE_LINES]   = {"ring", "one-at-a-time, consumer polls lines", Q_RING, .batch = 1, .pol = C_LINES},
+		[R_RING_ONE_GROUP]   = {"ring", "one-at-a-time, consumer takes groups", Q_RING, .batch = 1, .pol = C_GROUP},
 		[R_RING_ONE_FULL]    = {"ring", "one-at-a-time, seq_cst post, polls lines", Q_RING, .batch = 1, .pol = C_LINES,
 					.full = 1},
+		[R_RING_ONE_DEFER]   = {"ring", "one-at-a-time, kick per 32 (not used)", Q_RING, .batch = 1, .pol = C_GROUP,
+					.kick_every = BATCH},
 		[R_RING_BATCH]       = {"ring", "batch of 32, consumer spins", Q_RING, .batch = BATCH, .pol = C_SPIN},
 		[R_RING_BATCH_POLL]  = {"ring", "batch of 32, consumer polls", Q_RING, .batch = BATCH, .pol = C_DRAIN},
 		[R_RING_ONE_SLEEP]   = {"ring", "one-at-a-time, consumer sleeps", Q_RING, .batch = 1, .pol = C_SLEEP},
 		[R_BQ_ONE_WAIT]      = {"baseline", "one-at-a-time, consumer waits", Q_BQ, .batch = 1, .pol = C_SLEEP},
 		[R_BQ_ONE_POLL]      = {"baseline", "one-at-a-time, consumer polls", Q_BQ, .batch = 1, .pol = C_DRAIN},
+		[R_BQ_ONE_GROUP]     = {"baseline", "one-at-a-time, consumer takes groups", Q_BQ, .batch = 1, .pol = C_GROUP},
 		[R_BQ_BATCH]         = {"baseline", "batch of 32, consumer waits", Q_BQ, .batch = BATCH, .pol = C_SLEEP},
 		[R_BQ_BATCH_POLL]    = {"baseline", "batch of 32, consumer polls", Q_BQ, .batch = BATCH, .pol = C_DRAIN},
 		[R_RING_LAT_SPIN]    = {"ring", "latency, consumer spins", Q_RING, .batch = 1, .pol = C_SPIN, .latency = 1},
@@ -688,9 +736,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fs-bench-ring: sleep entry: FAILED\n");
 		failed = 1;
 	}
-	int rone = best_of(ms, R_RING_ONE_SPIN, R_RING_ONE_LINES);
+	int rone = best_of(ms, best_of(ms, R_RING_ONE_SPIN, R_RING_ONE_LINES), R_RING_ONE_GROUP);
 	int rbat = best_of(ms, R_RING_BATCH, R_RING_BATCH_POLL);
-	int bone = best_of(ms, R_BQ_ONE_WAIT, R_BQ_ONE_POLL);
+	int bone = best_of(ms, best_of(ms, R_BQ_ONE_WAIT, R_BQ_ONE_POLL), R_BQ_ONE_GROUP);
 	int bbat = best_of(ms, R_BQ_BATCH, R_BQ_BATCH_POLL);
 	printf("\none-at-a-time: ring \"%s\" vs baseline \"%s\"\n", ms[rone].mode, ms[bone].mode);
 	printf("batch of 32:   ring \"%s\" vs baseline \"%s\"\n", ms[rbat].mode, ms[bbat].mode);
@@ -698,6 +746,9 @@ int main(int argc, char **argv)
 	if (ms[R_RING_ONE_FULL].best_rps > 0)
 		printf("one-at-a-time, asymmetric / seq_cst post (consumer polls lines): %.2f\n",
 		       ms[R_RING_ONE_LINES].best_rps / ms[R_RING_ONE_FULL].best_rps);
+	if (ms[R_RING_ONE_DEFER].best_rps > 0)
+		printf("one-at-a-time, kick per 32 posts / kick per post (consumer takes groups): %.2f\n",
+		       ms[R_RING_ONE_DEFER].best_rps / ms[R_RING_ONE_GROUP].best_rps);
 	printf("sleeping consumer, post -> observed p50 / p99 ns: asymmetric %" PRIu64 " / %" PRIu64
 	       ", seq_cst %" PRIu64 " / %" PRIu64 "\n",
 	       ms[R_RING_LAT_SLEEP].p50, ms[R_RING_LAT_SLEEP].p99, ms[R_RING_LAT_SLEEP_FULL].p50,
