@@ -12,9 +12,11 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "fs_time.h"
 #include "fsd.h"
+#include "fsd_idle.h"
 #include "fsd_stamps.h"
 
 #define HOT_CHECK_NS 10000000u /* sleep at most this long: liveness checks every 10 ms */
@@ -168,52 +170,36 @@ int fsd_hot_pass(struct fsd *d, uint64_t now)
 
 /* ---- the thread and its idle policy ------------------------------------ */
 
-/* The idle policy: how long to spin with nothing to do before sleeping.
- * At least spin_us; while work keeps arriving after idle gaps no longer
- * than spin_adapt_us (an engine's layers and windows), twice the running
- * mean of those gaps, so the next arrival usually finds the thread awake:
- * no futex wake-up on its path, no system call on the engine's.  A gap
- * longer than spin_adapt_us (a pause) leaves the mean alone; the spin
- * never exceeds spin_adapt_us, so an idle daemon costs what it did. */
-static uint64_t hot_spin_ns(struct fsd *d, uint64_t gap_mean)
-{
-	uint64_t spin = (uint64_t)fs_load_relaxed(&d->cfg.spin_us) * 1000u;
-	uint64_t adapt = (uint64_t)fs_load_relaxed(&d->cfg.spin_adapt_us) * 1000u;
-	if (adapt > spin && gap_mean > 0) {
-		uint64_t want = 2 * gap_mean;
-		spin = want < spin ? spin : want > adapt ? adapt : want;
-	}
-	return spin;
-}
-
 static void *hot_main(void *arg)
 {
 	struct fsd *d = arg;
-	uint64_t idle_since = 0, gap_mean = 0;
+	struct fsd_idle idle = {0};
 
+	/* The idle policy's planned sleeps (fsd_idle.h) end on a timer: without
+	 * this the kernel may fire it up to 50 us late (the default slack). */
+	(void)prctl(PR_SET_TIMERSLACK, 1000ul, 0, 0, 0);
 	fse_first(d->eng);
 	while (!fs_load_relaxed(&d->hot_stop)) {
-		/* Read each pass: a reload (SIGHUP) may have changed them.  Spin:
-		 * idle this long, then sleep. */
+		/* Read each pass: a reload (SIGHUP) may have changed them. */
+		struct fsd_idle_cfg ic = {
+			.spin_ns = (uint64_t)fs_load_relaxed(&d->cfg.spin_us) * 1000u,
+			.adapt_ns = (uint64_t)fs_load_relaxed(&d->cfg.spin_adapt_us) * 1000u,
+			.rhythm_ns = (uint64_t)fs_load_relaxed(&d->cfg.rhythm_us) * 1000u,
+		};
 		uint64_t now = fs_now_ns();
 		d->hot_pass_ns = now;
 		if (fse_pass(d->eng, now)) {
-			if (idle_since) { /* work after an idle gap: learn the rhythm */
-				uint64_t gap = now - idle_since;
-				if (gap <= (uint64_t)fs_load_relaxed(&d->cfg.spin_adapt_us) * 1000u)
-					gap_mean = gap_mean ? (3 * gap_mean + gap) / 4 : gap;
-			}
-			idle_since = 0;
+			fsd_idle_work(&idle, &ic, now);
 			continue;
 		}
-		if (idle_since == 0)
-			idle_since = now;
-		if (now - idle_since < hot_spin_ns(d, gap_mean)) {
-			/* Past spin_us the spin is the adaptive part: give the core
-			 * to anyone who wants it (an engine on a busy machine); on an
-			 * idle one sched_yield returns at once. */
-			if (now - idle_since >= (uint64_t)fs_load_relaxed(&d->cfg.spin_us) * 1000u)
-				sched_yield();
+		uint64_t plan;
+		enum fsd_idle_act act = fsd_idle_next(&idle, &ic, now, &plan);
+		if (act == FSD_IDLE_SPIN)
+			continue;
+		if (act == FSD_IDLE_YIELD) {
+			/* spin_adapt_us: give the core to anyone who wants it (an
+			 * engine on a busy machine); on an idle one it returns at once. */
+			sched_yield();
 			continue;
 		}
 		uint64_t timeout = HOT_CHECK_NS;
@@ -221,12 +207,18 @@ static void *hot_main(void *arg)
 			timeout = HOT_POLL_NS; /* completions are seen by looking */
 		uint64_t left = fse_publish_in(d->eng, now);
 		timeout = left < timeout ? left : timeout;
+		if (plan && plan < timeout)
+			timeout = plan; /* the engines' rhythm: up just before their next post */
 		if (timeout > 0) {
+			fsd_idle_sleep(&idle, now, timeout, plan);
 			fse_sleep(d->eng, timeout, &d->hot_stop);
-			fsd_stamp_wake(fs_now_ns()); /* bench builds only (fsd_stamps.h) */
+			uint64_t woke = fs_now_ns();
+			fsd_idle_woke(&idle, woke);
+			fsd_stamp_wake(woke); /* bench builds only (fsd_stamps.h) */
 		}
-		/* Still idle since idle_since: a wake-up that finds nothing (a
-		 * timeout) sleeps again at once instead of spinning again. */
+		/* Still idle: a wake-up that finds nothing sleeps again at once
+		 * (or spins through the rhythm's window) instead of spinning
+		 * spin_us again. */
 	}
 	/* Leaving: every client learns it is on its own. */
 	fse_stop_clients(d->eng, FS_DETACH_SHUTDOWN);

@@ -13,8 +13,9 @@
 # 3. runs the benchmarks: prefetch bandwidth through the daemon against raw
 #    cudaMemcpyAsync of the same blobs from the same pinned pages, at expert
 #    sizes 256 KiB, 1.8 MiB and 16 MiB; latency post -> copy issued and
-#    post -> ready word seen by the engine (hot thread sleeping when idle,
-#    the default, and spinning), LAT_RUNS runs (5) of LAT_N samples (1000):
+#    post -> ready word seen by the engine (hot thread with the default
+#    idle policy, the engines' rhythm; spinning; with --rhythm-us 0, the old
+#    default; the opt-in adaptive spin), LAT_RUNS runs (5) of LAT_N samples (1000):
 #    the p99 row is the runs' median p99, their min-max beside it;
 # 4. prints a table and writes it to OUTDIR/gpu-results.md, and the rows
 #    it promised (bench/rows.sh) to OUTDIR/gpu-rows.tsv with their summary
@@ -49,12 +50,14 @@ for sz in 256k 1.8m 16m; do
 	row_promise "bw-$sz" ">= 0.95" "prefetch / raw cudaMemcpyAsync, ${SZNAME[$sz]} experts, best of 5 (--tiers 0)"
 done
 row_promise lat-issue-spin "<= 5 us" "post -> copy issued p99, hot thread spinning (--tiers 0)"
-row_promise lat-issue-idle "<= 20 us" "post -> copy issued p99, default idle policy (--tiers 0)"
+row_promise lat-issue-idle "<= 20 us" "post -> copy issued p99, default idle policy (the engines' rhythm, rhythm_us 2000; --tiers 0)"
 row_promise lat-ready-spin "<= 10 us" "post -> ready seen p99 over the transfer, spinning"
 row_promise lat-ready-idle info "post -> ready seen p99 over the transfer, default idle policy"
-row_promise lat-issue-adapt "<= 20 us" "post -> copy issued p99, adaptive spin (--spin-adapt-us 1000, opt-in)"
+row_promise lat-issue-norhythm info "post -> copy issued p99, no rhythm (--rhythm-us 0: spin 50 us, then sleep until woken; the old default)"
+row_promise lat-issue-adapt "<= 20 us" "post -> copy issued p99, adaptive spin (--spin-adapt-us 1000 --rhythm-us 0, opt-in)"
 row_promise cpu-busy-idle info "daemon CPU during the latency run, default idle policy"
 row_promise cpu-busy-spin info "daemon CPU during the latency run, spinning"
+row_promise cpu-busy-norhythm info "daemon CPU during the latency run, --rhythm-us 0"
 row_promise cpu-busy-adapt info "daemon CPU during the latency run, --spin-adapt-us 1000"
 row_promise cpu-idle-default info "hot thread CPU with an idle engine attached, default idle policy"
 row_promise cpu-idle-spin info "hot thread CPU with an idle engine attached, spinning"
@@ -162,10 +165,11 @@ idle_cpu() # row id
 echo "== latency"
 declare -A LAT
 ticks() { awk '{ print $14 + $15 }' "/proc/$DPID/stat"; }
-for pol in idle spin adapt; do
+for pol in idle spin norhythm adapt; do
 	extra=()
 	[ $pol = spin ] && extra=(--spin-us 10000000)
-	[ $pol = adapt ] && extra=(--spin-adapt-us 1000)
+	[ $pol = norhythm ] && extra=(--rhythm-us 0)
+	[ $pol = adapt ] && extra=(--spin-adapt-us 1000 --rhythm-us 0)
 	LAT[$pol]="latency run FAILED (daemon did not start)"
 	if start_daemon --layers 8 --experts 128 --expert-bytes 1887436 --slots 256 --publish-us 0 --tiers 0 "${extra[@]}"; then
 		t0=$(ticks) n0=$(date +%s%N)
@@ -181,10 +185,10 @@ for pol in idle spin adapt; do
 	r=$(grep -E '^samples|FAILED' <<<"${LAT[$pol]}" || true)
 	if grep -q FAILED <<<"$r" || [ -z "$(p99 post_to_issue_us "$r")" ]; then
 		row_fail "lat-issue-$pol" "$(tr '\n' ' ' <<<"$r" | cut -c1-160)"
-		[ $pol = adapt ] || row_fail "lat-ready-$pol" "latency run failed"
+		[ $pol = adapt ] || [ $pol = norhythm ] || row_fail "lat-ready-$pol" "latency run failed"
 	else
 		row_ok "lat-issue-$pol" "$(p99 post_to_issue_us "$r") us" "p50 $(sed -n 's/.*post_to_issue_us p50 \([0-9.]*\).*/\1/p' <<<"$r"); p99 over $LAT_RUNS runs of $LAT_N: $(spread post_to_issue_us "$r") us"
-		[ $pol = adapt ] || row_ok "lat-ready-$pol" "$(p99 ready_over_transfer_us "$r") us" \
+		[ $pol = adapt ] || [ $pol = norhythm ] || row_ok "lat-ready-$pol" "$(p99 ready_over_transfer_us "$r") us" \
 			"post -> ready p99 $(p99 post_to_ready_us "$r") us ($(spread post_to_ready_us "$r")), transfer $(field transfer_us "$r") us"
 	fi
 done
@@ -199,11 +203,11 @@ done
 	echo
 	echo "| latency (1.8 MiB expert, --tiers 0) | post -> copy issued p50 / p99 (us) | post -> ready seen p50 / p99 (us) | transfer (us) |"
 	echo "|---|---|---|---|"
-	for pol in idle spin adapt; do
+	for pol in idle spin norhythm adapt; do
 		r=$(grep -E '^samples' <<<"${LAT[$pol]}" || true)
 		i50=$(sed -n 's/.*post_to_issue_us p50 \([0-9.]*\) p99 \([0-9.]*\).*/\1 \/ \2/p' <<<"$r")
 		s50=$(sed -n 's/.*post_to_ready_us p50 \([0-9.]*\) p99 \([0-9.]*\).*/\1 \/ \2/p' <<<"$r")
-		echo "| hot thread $pol (idle: the default policy; adapt: --spin-adapt-us 1000) | $i50 | $s50 | $(field transfer_us "$r") |"
+		echo "| hot thread $pol (idle: the default policy; norhythm: --rhythm-us 0; adapt: --spin-adapt-us 1000 --rhythm-us 0) | $i50 | $s50 | $(field transfer_us "$r") |"
 	done
 	echo
 	rows_summary "$ROWS_FILE" || true

@@ -1,23 +1,29 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# bench/latency/profile.sh: where post -> copy issued goes, stage by stage,
-# on the HOST backend (perf is not available on the lent machines: the
-# daemon stamps each stage itself in a bench-only build).
+# bench/latency/profile.sh: where post -> copy issued goes, stage by stage
+# (perf is not available on the lent machines: the daemon stamps each stage
+# itself in a bench-only build).
 #
 #   bash bench/latency/profile.sh [OUTDIR]   (OUTDIR default $OUT or /tmp/fs-latprof)
+#   PROF_BACKEND=cuda bash bench/latency/profile.sh "$OUT/prof"   (on a GPU machine)
 #
 # Builds build-stamps with -DFS_BENCH_STAMPS=ON (daemon/fsd_stamps.h), then
-# per policy (spin: --spin-us 10000000; default: spin 50 us then sleep) a
-# fresh foresightd --backend host (the bench/latency/run.sh configuration)
-# and fs-post-latency (PROF_RUNS runs of PROF_N samples, one every 200 us),
-# both writing their stamps; joined on the slot's issued_ns:
+# per policy (PROF_POLICIES, default "spin default norhythm": spin =
+# --spin-us 10000000; default = the defaults, spin 50 us then the engines'
+# rhythm; norhythm = --rhythm-us 0, spin 50 us then sleep until woken) a
+# fresh foresightd --backend PROF_BACKEND (host, default: the
+# bench/latency/run.sh configuration, 64 KiB experts; cuda: the bench/gpu
+# latency rows' configuration, 1.8 MiB experts, engine fs-gpu-check) and the
+# engine (PROF_RUNS runs of PROF_N samples, one every 200 us), both writing
+# their stamps; joined on the slot's issued_ns:
 #   post call      the engine's fs_post_predict (its kick when the daemon sleeps)
 #   post -> wake   the hot thread back from its idle sleep (samples that found it asleep)
 #   -> pass        the start of the hot pass that took the copy
-#   pass -> submit drain + policy in that pass
-#   submit -> issued  the backend: the host backend's copy thread waking up
-#   post -> issued the row bench/latency/run.sh reports
+#   pass -> submit drain + policy + eviction in that pass
+#   submit -> issued  the backend: host, the copy thread waking up; cuda, the
+#                  hot thread's cudaSetDevice + cudaMemcpyAsync + cuStreamWriteValue32
+#   post -> issued the row bench/latency/run.sh and bench/gpu/run.sh report
 # Output: OUTDIR/latprof.md (table) and OUTDIR/latprof.log.  Exits non-zero
 # when a policy's stamps are missing or do not join.
 set -euo pipefail
@@ -31,36 +37,48 @@ source bench/lib.sh
 B=${PROF_BUILD:-build-stamps}
 BENCH_CMAKE_ARGS=(-DFS_BENCH_STAMPS=ON -DFS_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release)
 # gpu: the deps from .debs/ where it is carried (the lent machines); Release.
-FS_BENCH_PREBUILT=0 bench_build "$B" gpu foresightd fsctl fs-post-latency
+BACKEND=${PROF_BACKEND:-host}
+if [ "$BACKEND" = cuda ]; then
+	FS_BENCH_PREBUILT=0 bench_build "$B" gpu foresightd fsctl fs-gpu-check
+	L=$B/bench/gpu/fs-gpu-check
+	XB=1887436
+else
+	FS_BENCH_PREBUILT=0 bench_build "$B" gpu foresightd fsctl fs-post-latency
+	L=$B/bench/latency/fs-post-latency
+	XB=65536
+fi
 D=$B/daemon/foresightd
-L=$B/bench/latency/fs-post-latency
 F=$B/tools/fsctl/fsctl
+# shellcheck disable=SC2206 # a word list on purpose
+POLS=(${PROF_POLICIES:-spin default norhythm})
 N=${PROF_N:-1000}
 RUNS=${PROF_RUNS:-3}
 RUN=$(mktemp -d /tmp/fsp-XXXXXX)
 DPID=
 stop_daemon() { [ -z "$DPID" ] || { kill "$DPID" 2>/dev/null || true; wait "$DPID" || true; DPID=; }; }
 trap 'stop_daemon; rm -rf "$RUN"' EXIT
-declare -A ARGS=([spin]="--spin-us 10000000" [default]="")
+declare -A ARGS=([spin]="--spin-us 10000000" [default]="" [norhythm]="--rhythm-us 0" [adapt]="--spin-adapt-us 1000 --rhythm-us 0")
 fail=0
 # p50 and p99 (us) of the numbers (ns) on stdin: "p50 / p99 (n)".
 pct() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) { print "- (0)"; exit }
 	i50 = int(NR / 2) + 1; i99 = int(NR * 99 / 100) + 1; if (i99 > NR) i99 = NR
 	printf "%.1f / %.1f (%d)", v[i50] / 1e3, v[i99] / 1e3, NR }'; }
 {
-	echo "# post -> copy issued by stage, host backend ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
+	echo "# post -> copy issued by stage, $BACKEND backend ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
 	echo
 	echo "$RUNS runs of $N samples per policy; p50 / p99 in us (samples)."
 	echo
-	echo "| stage | spin | default |"
-	echo "|---|---|---|"
+	printf '| stage |'
+	printf ' %s |' "${POLS[@]}"
+	echo
+	printf '|---|'; printf -- '---|%.0s' "${POLS[@]}"; echo
 } >"$RUN/head.md"
 declare -A COL
-for pol in spin default; do
+for pol in "${POLS[@]}"; do
 	rm -f "$RUN/s.sock"
 	# shellcheck disable=SC2086 # the policy's arguments are a word list
-	FS_BENCH_STAMPS="$RUN/d-$pol.txt" "$D" --backend host --cards 1 --socket "$RUN/s.sock" --layers 8 \
-		--experts 128 --expert-bytes 65536 --slots 256 --tiers 0 --publish-us 0 ${ARGS[$pol]} 2>>"$RUN/d.log" &
+	FS_BENCH_STAMPS="$RUN/d-$pol.txt" "$D" --backend "$BACKEND" --cards 1 --socket "$RUN/s.sock" --layers 8 \
+		--experts 128 --expert-bytes $XB --slots 256 --tiers 0 --publish-us 0 ${ARGS[$pol]} 2>>"$RUN/d.log" &
 	DPID=$!
 	for _ in $(seq 300); do "$F" --socket "$RUN/s.sock" ping >/dev/null 2>&1 && break; sleep 0.1; done
 	FS_POST_LAT_STAMPS="$RUN/c-$pol.txt" timeout 120 "$L" latency "$RUN/s.sock" "$N" 200 "$RUNS" | tail -1 || fail=1
@@ -88,13 +106,21 @@ for pol in spin default; do
 done
 {
 	cat "$RUN/head.md"
-	row() { echo "| $1 | ${COL[spin,$2]:--} | ${COL[default,$2]:--} |"; }
+	row() {
+		printf '| %s |' "$1"
+		for p in "${POLS[@]}"; do printf ' %s |' "${COL[$p,$2]:--}"; done
+		echo
+	}
 	row "post call (engine: fs_post_predict, its kick)" call
 	row "post -> hot thread back from sleep (samples that slept)" wake
 	row "  then -> pass start (samples that slept)" towp
 	row "post -> start of the pass that took the copy" topass
-	row "pass start -> submit (drain + policy)" submit
-	row "submit -> issued (host backend: copy thread wake-up)" issued
+	row "pass start -> submit (drain + policy + eviction)" submit
+	if [ "$BACKEND" = cuda ]; then
+		row "submit -> issued (cuda: cudaSetDevice + cudaMemcpyAsync + cuStreamWriteValue32)" issued
+	else
+		row "submit -> issued (host backend: copy thread wake-up)" issued
+	fi
 	row "**post -> issued**" total
 } | tee "$OUTDIR/latprof.md"
 [ $fail = 0 ] || { echo "profile: FAILED (missing stamps)"; exit 1; }

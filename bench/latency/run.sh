@@ -13,13 +13,18 @@
 # default 1000, one every 200 us; the p99 row is the runs' median p99, their
 # min-max beside it):
 #   spin      --spin-us 10000000 (a core spinning all the time)
-#   default   the defaults: spin 50 us, then sleep
-#   adapt     --spin-adapt-us 1000: the adaptive spin (opt-in)
+#   default   the defaults: spin 50 us, then follow the engines' rhythm
+#             (rhythm_us 2000: sleep until just before the next post is due,
+#             spin through it; daemon/fsd_idle.h)
+#   norhythm  --rhythm-us 0: spin 50 us, then sleep until woken (the
+#             default before issue 20's session 6)
+#   adapt     --spin-adapt-us 1000 --rhythm-us 0: spin through twice the
+#             mean gap, yielding (opt-in)
 # Rows: post -> copy issued p99 per policy (goals: spin <= 5 us, default
 # <= 20 us), the daemon's CPU while the engine posts and while it is idle.
 # Figures from a loaded machine say little: the header prints the load.
 # LAT_N samples per run (1000), LAT_RUNS runs (5), LAT_IDLE_S seconds of idle CPU (1),
-# LAT_POLICIES the policies (spin default adapt).
+# LAT_POLICIES the policies (spin default norhythm adapt).
 # ctest bench_latency_smoke runs the default policy, 2 runs of LAT_N=100: every
 # row measured, no figure asserted (a spinning daemon and a spinning engine
 # on a loaded 2-CPU machine starve each other: 2000 samples took > 120 s).
@@ -33,10 +38,10 @@ exec > >(tee "$OUTDIR/latency-run.log") 2>&1
 # shellcheck source=bench/rows.sh
 source bench/rows.sh
 rows_init "$OUTDIR/latency-rows.tsv"
-declare -A GOAL=([spin]="<= 5 us" [default]="<= 20 us" [adapt]="<= 20 us")
-declare -A ARGS=([spin]="--spin-us 10000000" [default]="" [adapt]="--spin-adapt-us 1000")
+declare -A GOAL=([spin]="<= 5 us" [default]="<= 20 us" [adapt]="<= 20 us" [norhythm]=info)
+declare -A ARGS=([spin]="--spin-us 10000000" [default]="" [adapt]="--spin-adapt-us 1000 --rhythm-us 0" [norhythm]="--rhythm-us 0")
 # shellcheck disable=SC2206 # a word list on purpose
-POLICIES=(${LAT_POLICIES:-spin default adapt})
+POLICIES=(${LAT_POLICIES:-spin default norhythm adapt})
 for pol in "${POLICIES[@]}"; do
 	row_promise "host-issue-$pol" "${GOAL[$pol]}" "host backend: post -> copy issued p99, $pol (${ARGS[$pol]:-defaults})"
 	row_promise "host-cpu-busy-$pol" info "host backend: daemon CPU while the engine posts, $pol"

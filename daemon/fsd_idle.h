@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fsd_idle.h: the hot thread's idle policy (issue 20): what it does after a
+ * pass that found nothing, as a pure state machine over time stamps (the
+ * thread feeds it; fsd_idle_test.c drives it with made-up times).
+ *
+ *  - spin_us: spin this long first (a burst's next record, a copy landing).
+ *  - spin_adapt_us (opt-in): spin, yielding the core, through twice the
+ *    running mean of the gaps no longer than it.
+ *  - rhythm_us (the default): follow the engines' rhythm.  The gaps between
+ *    the end of one piece of work and the next one that are longer than
+ *    spin_us and no longer than rhythm_us (an engine's layers and windows)
+ *    give a mean and a mean deviation; after the spin the thread sleeps
+ *    until a guard before the mean (10 us, 2 deviations, twice the timer's
+ *    measured lateness and `lead`), then spins until as far after it, then
+ *    sleeps as before.  So a post that keeps the rhythm
+ *    finds the thread awake (no futex wake-up on its path, no system call
+ *    in the engine's post), while the core spins only around the moment
+ *    the post is due.  A post that finds the thread asleep in that planned
+ *    sleep (a miss) doubles `lead` (plus 10 us); a hit takes 1/64 of it
+ *    off, so misses stay rare.  A short timed sleep also keeps the CPU out of its
+ *    deep idle states (the kernel's idle governor sees the timer), which
+ *    is most of a sleeping thread's wake-up cost on a server.
+ * Any sleep still ends on the engine's futex wake-up: a post that breaks
+ * the rhythm costs what it did before (bench/latency, docs/results/gpu.md).
+ */
+#ifndef FSD_IDLE_H
+#define FSD_IDLE_H
+
+#include <stdint.h>
+
+#define FSD_IDLE_LEAD_MIN_NS 10000u  /* the least lead: a timer's wake-up and a pass */
+#define FSD_IDLE_MIN_SLEEP_NS 20000u /* a planned sleep shorter than this is spun */
+
+struct fsd_idle_cfg {
+	uint64_t spin_ns, adapt_ns, rhythm_ns; /* spin_us, spin_adapt_us, rhythm_us in ns */
+};
+
+enum fsd_idle_act {
+	FSD_IDLE_SPIN,  /* pass again at once */
+	FSD_IDLE_YIELD, /* sched_yield, then pass again (spin_adapt_us) */
+	FSD_IDLE_SLEEP, /* sleep: at most *sleep_ns when nonzero (the rhythm's wake) */
+};
+
+struct fsd_idle {
+	uint64_t idle_since;    /* end of the last work; 0 while working */
+	uint64_t gap_mean;      /* spin_adapt_us: mean of the gaps <= it */
+	uint64_t r_mean, r_dev; /* rhythm: mean and mean deviation of its gaps */
+	uint64_t lead;          /* rhythm: extra lead the misses asked for */
+	uint64_t late;          /* rhythm: mean lateness of a planned wake (the timer) */
+	uint64_t plan_wake;     /* rhythm: this idle period's planned wake (0: none) */
+	uint64_t sleep_until;   /* the current sleep's end (its timeout) */
+	uint64_t woke_at;       /* when the last sleep ended */
+	int planned;            /* the current sleep ends at the rhythm's wake */
+	int woken;              /* the last sleep ended before its plan (something woke the
+				     * thread) and no pass has found nothing since */
+	uint64_t hits, misses;  /* rhythm: posts found awake / asleep in a planned sleep */
+};
+
+/* A pass did work at `now`. */
+void fsd_idle_work(struct fsd_idle *s, const struct fsd_idle_cfg *c, uint64_t now);
+
+/* A pass found nothing at `now`: what to do.  For FSD_IDLE_SLEEP, *sleep_ns
+ * is the longest sleep the rhythm wants (0: no limit of its own). */
+enum fsd_idle_act fsd_idle_next(struct fsd_idle *s, const struct fsd_idle_cfg *c, uint64_t now,
+				uint64_t *sleep_ns);
+
+/* The thread sleeps from `now` for at most timeout_ns (plan_ns: what
+ * fsd_idle_next() asked for; the thread may sleep less for its own
+ * reasons). */
+void fsd_idle_sleep(struct fsd_idle *s, uint64_t now, uint64_t timeout_ns, uint64_t plan_ns);
+
+/* That sleep returned at `now`. */
+void fsd_idle_woke(struct fsd_idle *s, uint64_t now);
+
+#endif /* FSD_IDLE_H */
