@@ -375,6 +375,11 @@ static void cuda_submit(struct fsd *d, const struct fse_copy *cpy)
 		card_fail_rt(d, cpy->card, "cudaMemcpyAsync", err);
 		return;
 	}
+	/* The copy is in the stream: that is when it was issued (issued_ns).
+	 * The ready word's write queued behind it costs the hot thread another
+	 * ~3 us of host time (cuStreamWriteValue32), which is signalling, not
+	 * issuing (issue 20: the stamp was after it until session 6). */
+	uint64_t issued = fs_now_ns();
 	if (cp->use_memops) {
 		CUresult r = cp->write_value32(
 			(CUstream)s, word_dev + (CUdeviceptr)cpy->slot * sizeof(uint32_t), cpy->gen, 0);
@@ -399,7 +404,7 @@ static void cuda_submit(struct fsd *d, const struct fse_copy *cpy)
 	uint64_t now = fs_now_ns(), start;
 	uint64_t land = fs_pace_copy(&c->bus_free_ns, now, bytes, cp->budget_gbps, &start);
 	c->inflight[c->ninflight++] = (struct cuda_inflight){cpy->slot, cpy->gen, bytes, now, start, land};
-	fsd_issued(d, cpy->card, cpy->slot, now);
+	fsd_issued(d, cpy->card, cpy->slot, issued);
 }
 
 /* Errors the copies themselves do not return: a stream that failed (an

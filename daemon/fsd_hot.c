@@ -222,6 +222,13 @@ static void *hot_main(void *arg)
 	}
 	/* Leaving: every client learns it is on its own. */
 	fse_stop_clients(d->eng, FS_DETACH_SHUTDOWN);
+	if (idle.hits + idle.misses)
+		fsd_log(FSD_INFO,
+			"hot thread idle: the engines' rhythm %.1f us (deviation %.1f), lead %.1f us, timer "
+			"late %.1f us; posts found it awake after a planned wake %llu, asleep in one %llu",
+			(double)idle.r_mean / 1e3, (double)idle.r_dev / 1e3, (double)idle.lead / 1e3,
+			(double)idle.late / 1e3, (unsigned long long)idle.hits,
+			(unsigned long long)idle.misses);
 	return NULL;
 }
 

@@ -20,8 +20,8 @@ void fsd_idle_work(struct fsd_idle *s, const struct fsd_idle_cfg *c, uint64_t no
 		/* It came in the planned sleep: wake earlier from now on. */
 		s->misses++;
 		s->lead = 2 * s->lead + FSD_IDLE_LEAD_MIN_NS;
-		if (s->r_mean && s->lead > s->r_mean / 4)
-			s->lead = s->r_mean / 4;
+		if (s->r_mean && s->lead > s->r_mean / FSD_IDLE_GUARD_DIV)
+			s->lead = s->r_mean / FSD_IDLE_GUARD_DIV;
 	} else if (s->plan_wake && !s->woken && now >= s->plan_wake) {
 		/* Found awake: the deviation and the timer's lateness have their
 		 * own terms, so the misses' extra fades (slowly: a miss costs a
@@ -68,8 +68,8 @@ enum fsd_idle_act fsd_idle_next(struct fsd_idle *s, const struct fsd_idle_cfg *c
 		 * loose to follow, and a post may find the thread asleep, as it
 		 * would without the rhythm (the spin stays bounded on a busy
 		 * machine, where it would slow the engines down). */
-		if (guard > s->r_mean / 4)
-			guard = s->r_mean / 4;
+		if (guard > s->r_mean / FSD_IDLE_GUARD_DIV)
+			guard = s->r_mean / FSD_IDLE_GUARD_DIV;
 		uint64_t early = s->r_mean > guard ? s->r_mean - guard : 0;
 		uint64_t until = s->r_mean + guard;
 		uint64_t wake = s->plan_wake ? s->plan_wake : s->idle_since + early;

@@ -31,6 +31,9 @@
 
 #define FSD_IDLE_LEAD_MIN_NS 10000u  /* the least lead: a timer's wake-up and a pass */
 #define FSD_IDLE_MIN_SLEEP_NS 20000u /* a planned sleep shorter than this is spun */
+#ifndef FSD_IDLE_GUARD_DIV
+#define FSD_IDLE_GUARD_DIV 4u /* the guard is at most mean / this: the window at most 2x that */
+#endif
 
 struct fsd_idle_cfg {
 	uint64_t spin_ns, adapt_ns, rhythm_ns; /* spin_us, spin_adapt_us, rhythm_us in ns */

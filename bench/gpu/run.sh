@@ -171,6 +171,7 @@ for pol in idle spin norhythm adapt; do
 	[ $pol = norhythm ] && extra=(--rhythm-us 0)
 	[ $pol = adapt ] && extra=(--spin-adapt-us 1000 --rhythm-us 0)
 	LAT[$pol]="latency run FAILED (daemon did not start)"
+	l0=$(wc -l <"$RUN/d.log" 2>/dev/null || echo 0)
 	if start_daemon --layers 8 --experts 128 --expert-bytes 1887436 --slots 256 --publish-us 0 --tiers 0 "${extra[@]}"; then
 		t0=$(ticks) n0=$(date +%s%N)
 		LAT[$pol]=$(timeout 120 "$C" latency "$RUN/s.sock" "$LAT_N" 200 "$LAT_RUNS" 2>&1) || LAT[$pol]="${LAT[$pol]} latency run FAILED"
@@ -181,13 +182,16 @@ for pol in idle spin norhythm adapt; do
 	fi
 	echo "hot thread $pol: ${LAT[$pol]}"
 	stop_daemon
+	# The rhythm's own account, logged as the daemon stops (daemon/fsd_hot.c).
+	rh=$(tail -n +$((l0 + 1)) "$RUN/d.log" | grep -o "posts found it awake after a planned wake [0-9]*, asleep in one [0-9]*" | tail -1 || true)
+	if [ -n "$rh" ]; then echo "hot thread $pol: $rh"; fi
 	# The summary line (fs_post_lat.h): p99 = the runs' median, min/max their spread.
 	r=$(grep -E '^samples|FAILED' <<<"${LAT[$pol]}" || true)
 	if grep -q FAILED <<<"$r" || [ -z "$(p99 post_to_issue_us "$r")" ]; then
 		row_fail "lat-issue-$pol" "$(tr '\n' ' ' <<<"$r" | cut -c1-160)"
 		[ $pol = adapt ] || [ $pol = norhythm ] || row_fail "lat-ready-$pol" "latency run failed"
 	else
-		row_ok "lat-issue-$pol" "$(p99 post_to_issue_us "$r") us" "p50 $(sed -n 's/.*post_to_issue_us p50 \([0-9.]*\).*/\1/p' <<<"$r"); p99 over $LAT_RUNS runs of $LAT_N: $(spread post_to_issue_us "$r") us"
+		row_ok "lat-issue-$pol" "$(p99 post_to_issue_us "$r") us" "p50 $(sed -n 's/.*post_to_issue_us p50 \([0-9.]*\).*/\1/p' <<<"$r"); p99 over $LAT_RUNS runs of $LAT_N: $(spread post_to_issue_us "$r") us${rh:+; $rh}"
 		[ $pol = adapt ] || [ $pol = norhythm ] || row_ok "lat-ready-$pol" "$(p99 ready_over_transfer_us "$r") us" \
 			"post -> ready p99 $(p99 post_to_ready_us "$r") us ($(spread post_to_ready_us "$r")), transfer $(field transfer_us "$r") us"
 	fi
