@@ -119,7 +119,7 @@
 	  "hot thread: while work arrives after idle gaps no longer than this, spin through twice " \
 	  "their mean instead of sleeping (past spin_us it yields the core each pass): the engines' " \
 	  "rhythm, no wake-up on their path, a busy core while they post; 0: off (e.g. 1000: on)") \
-	X(rhythm_us, rhythm_us, U32, 0, 2000, 0, 10000000, 1, \
+	X(rhythm_us, rhythm_us, U32, 0, 2000, 0, 10000000, FSD_RELOAD, \
 	  "hot thread: follow the engines' rhythm: from the idle gaps longer than spin_us and no " \
 	  "longer than this (their layers and windows), sleep until just before the next post is due " \
 	  "and spin through the moment it is, so it finds the thread awake; 0: off (spin spin_us, " \
