@@ -7,6 +7,7 @@ import gc
 import os
 import subprocess
 import sys
+import time
 import unittest
 
 import foresight
@@ -328,6 +329,11 @@ class DaemonRestart(unittest.TestCase):
         try:
             c = foresight.Client(socket=d.sock, name="py-restart")
             want = c.arena_expert(1, 3).tobytes()
+            # A Blob and a memoryview of it kept across the restart: the
+            # new daemon builds a new arena (no fd store here); the Blob's
+            # pin keeps the old one mapped while they live.
+            kept = c.arena_expert(1, 3)
+            kept_mv = kept.memoryview()
             v = resident(c, 0, 1, [3], window=1)
             self.assertIsNotNone(v)
             v.release()
@@ -352,6 +358,26 @@ class DaemonRestart(unittest.TestCase):
             self.assertIsNotNone(v)
             with v:
                 self.assertEqual(find(v, 1, 3).memoryview(), c.arena_expert(1, 3).memoryview())
+
+            def arena_maps():
+                with open("/proc/self/maps") as f:
+                    return sum("/memfd:foresight-arena" in line for line in f)
+
+            def churn():  # quiescent points for the library's background thread
+                for _ in range(3):
+                    with c.acquire():
+                        pass
+                time.sleep(0.05)
+
+            for _ in range(6):
+                churn()
+            self.assertEqual(arena_maps(), 2, "the pinned old arena and the new one")
+            self.assertEqual(bytes(kept_mv), want, "a Blob kept across the restart still reads its bytes")
+            self.assertEqual(kept.tobytes(), want)
+            del kept, kept_mv
+            gc.collect()
+            self.assertTrue(fsd.wait_for(lambda: churn() or arena_maps() == 1, 10),
+                            "the old arena stayed mapped after its last Blob went")
             c.close()
         finally:
             d.cleanup()
