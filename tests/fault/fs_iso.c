@@ -36,6 +36,10 @@
  *   fs-fault-engine iso SOCKET idle-conns [seconds=S] [conns=N]
  *       hold N (default 2000) idle control connections, opening a new one
  *       for each the daemon closes (6).
+ *   fs-fault-engine iso SOCKET spin [seconds=S] [procs=P]
+ *       not an attack: P processes that only burn CPU, never touching the
+ *       daemon: the control for the floods (what the same number of busy
+ *       processes costs the honest engines on this machine's cores).
  *   no-read and idle-conns ping the daemon every 50 ms on a connection of
  *   their own and print the slowest ping ("ping max N ms", -1: one failed).
  */
@@ -351,6 +355,35 @@ static int iso_fd_flood(const char *sock, unsigned secs, unsigned procs)
 	return 0;
 }
 
+static int iso_spin(unsigned secs, unsigned procs)
+{
+	printf("iso spin: attached to nothing, burning CPU with %u process(es)\n", procs ? procs : 1);
+	fflush(stdout);
+	pid_t kids[16];
+	unsigned nkids = 0;
+	for (unsigned i = 1; i < procs && nkids < 16; i++) {
+		pid_t k = fork();
+		if (k == 0) {
+			procs = 0; /* a child */
+			break;
+		}
+		if (k > 0)
+			kids[nkids++] = k;
+	}
+	volatile uint64_t x = 0;
+	uint64_t end = iso_now_ns() + secs * 1000000000ull;
+	while (iso_now_ns() < end)
+		for (int i = 0; i < 100000; i++)
+			x = x + (uint64_t)i;
+	if (procs == 0)
+		_exit(0);
+	for (unsigned i = 0; i < nkids; i++)
+		waitpid(kids[i], NULL, 0);
+	printf("iso spin: done\n");
+	fflush(stdout);
+	return 0;
+}
+
 /* A control connection without nng: the SP header of a REQ socket sent
  * and the REP's read (nng's IPC framing, as fs_hostile.c's huge_dropped).
  * The fd (non-blocking once connected), or -1. */
@@ -541,6 +574,8 @@ int fault_iso(const char *sock, int argc, char **argv)
 		return iso_conns(sock, secs, (unsigned)iso_opt(argc, argv, "conns", 2000), 0);
 	if (strcmp(what, "fd-flood") == 0)
 		return iso_fd_flood(sock, secs, (unsigned)iso_opt(argc, argv, "procs", 1));
+	if (strcmp(what, "spin") == 0)
+		return iso_spin(secs, (unsigned)iso_opt(argc, argv, "procs", 1));
 	fprintf(stderr, "iso: no attack '%s'\n", what);
 	return 2;
 }
