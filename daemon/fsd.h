@@ -152,6 +152,7 @@ struct fsd {
 	uv_timer_t timer;
 	int stopping;
 	int loading; /* the arena is being filled: its layers are served as they land (layer_ready) */
+	char arena_pages[160]; /* the arena's memory and why (fsctl stats: model.arena_pages) */
 	uint32_t *layer_ready; /* [layers] in the daemon region: FS_LAYER_READY once the layer is in */
 };
 

@@ -263,6 +263,7 @@ int fsd_arena_gguf_begin(struct fsd *d)
 	/* The memory the load's speed depends on (fsg_load.c): hugetlb pages
 	 * when vm.nr_hugepages holds the arena, else shmem. */
 	fsd_log(FSD_INFO, "arena: %.1f MiB of %s", (double)d->arena_shm.bytes / 1048576.0, g->res.pages_why);
+	snprintf(d->arena_pages, sizeof(d->arena_pages), "%s", g->res.pages_why);
 	if (!g->res.hugetlb && !g->res.thp)
 		fsd_log(FSD_INFO,
 			"arena: 4 KiB pages load about half as fast as huge pages (docs/results/arena.md): "

@@ -91,6 +91,10 @@ cJSON *fsd_stats_json(struct fsd *d)
 	cJSON_AddNumberToObject(m, "experts_used", cfg->experts_used);
 	cJSON_AddNumberToObject(m, "max_expert_bytes", (double)d->arena->max_expert_bytes);
 	cJSON_AddNumberToObject(m, "arena_bytes", (double)d->arena_shm.bytes);
+	/* Which memory a model's arena got (hugetlb, shmem with 2 MiB or 4 KiB
+	 * pages) and why: the load's speed depends on it (fsg_load.c). */
+	cJSON_AddStringToObject(m, "arena_pages",
+				d->arena_pages[0] ? d->arena_pages : "not recorded (synthetic or kept)");
 
 	cJSON *dm = cJSON_AddObjectToObject(o, "daemon");
 #define X(name, help) cJSON_AddNumberToObject(dm, #name, (double)rd(&d->counters_daemon[FS_C_##name]));

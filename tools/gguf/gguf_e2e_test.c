@@ -362,6 +362,11 @@ Test(gguf_e2e, stats_show_the_load_while_it_runs)
 	cr_expect_eq(jnum(dm, "arena_loaded_bytes"), (double)p.member_bytes);
 	cr_expect_eq(jnum(dm, "arena_load_left_ns"), 0);
 	cr_expect_eq(jnum(dm, "arena_layers_loaded"), p.layers);
+	const cJSON *pg = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "model"), "arena_pages");
+	cr_expect(cJSON_IsString(pg) &&
+			  (strstr(pg->valuestring, "shmem, ") || strstr(pg->valuestring, "hugetlb: ")),
+		  "model.arena_pages says which memory: %s",
+		  cJSON_IsString(pg) ? pg->valuestring : "(absent)");
 	cJSON_Delete(j);
 	cr_expect_eq(sh(0, "%s --socket %s stats", FSCTL_BIN, sock), 0);
 	cr_expect(strstr(g_out, "arena_load_bps") && strstr(g_out, "arena_load_left_ns"), "%s", g_out);
