@@ -11,12 +11,14 @@
  *   FS_ISO_SECONDS  each phase's length                   (CI 2)
  *   FS_ISO_ROUNDS   alone/beside phases, alternated        (CI 4, sanitized 2)
  *   FS_ISO_WARM     seconds the attack runs before the first (3 x FS_ISO_SECONDS)
- *   FS_ISO_SHARE    the bar, percent of the hit rate alone (CI 75, asserted in
+ *   FS_ISO_SHARE    the bar, percent of the hit rate alone (CI 60, asserted in
  *                   the plain build only unless set: sanitized, too noisy; the issue's
  *                   bar, 90, is what the long runs use: on a loaded 2-core CI
  *                   machine a 3 s hit rate moves by more than 10 % between
- *                   two runs with no attack at all, while every attack here
- *                   took the honest engines to under 60 % of it before)
+ *                   two runs with no attack at all (the re-hold test measured
+ *                   68 % and 73 % under a full ctest at a load of 10-20, 77-81 %
+ *                   alone, against a 75 % bar), while the attacks took the honest
+ *                   engines to 1.7-1.8 % of it before the defences (issue 22))
  *   FS_TEST_TIMING=1 the 1 s attach and ping bars (3 s sanitized); else 3 s (6 s)
  *   FS_ISO_RESTARTS daemon restarts without the fd store (CI 5)
  *   FS_ISO_LONG=1   the long runs of docs/results/reliability.md: the
@@ -161,7 +163,7 @@ static double iso_control;
 
 static void expect_unhurt(const char *attack, const struct honest *solo, const struct honest *with)
 {
-	double share = (double)fault_env("FS_ISO_SHARE", iso_long() ? 90 : 75) / 100.0;
+	double share = (double)fault_env("FS_ISO_SHARE", iso_long() ? 90 : 60) / 100.0;
 	if (iso_control > 0 && iso_control < 1) {
 		fprintf(stderr, "iso %s: the bar, %.0f %% of alone, times the control's %.0f %%\n", attack,
 			100 * share, 100 * iso_control);
