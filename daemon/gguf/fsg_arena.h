@@ -8,6 +8,7 @@
 #ifndef FSG_ARENA_H
 #define FSG_ARENA_H
 
+#include <stdio.h>
 #include <stdint.h>
 
 #include "fs_shm.h"
@@ -101,6 +102,11 @@ struct fsg_load_result {
 	int fill;                /* FSG_FILL_MAP or FSG_FILL_WRITE: how it was filled */
 	char pages_why[160];     /* the memory chosen and why (hugetlb pool, shmem_enabled) */
 };
+
+/* The default huge page size and the hugetlb pages free for a new
+ * reservation (HugePages_Free less HugePages_Rsvd) from /proc/meminfo's
+ * text; 0 and 0 where there are none (f may be NULL). */
+void fsg_hugetlb_pool_parse(FILE *f, uint64_t *size, uint64_t *free_pages);
 
 /* Create the arena memfd (sealed against resizing, mapped read-write in
  * *shm) and fill it from f (opened with fsg_open).  On failure nothing is

@@ -279,18 +279,34 @@ Test(arena, an_arena_that_cannot_be_locked)
 static uint64_t hugetlb_free(uint64_t *size)
 {
 	FILE *f = fopen("/proc/meminfo", "r");
-	char line[128];
-	unsigned long long v, nfree = 0;
-	*size = 0;
-	while (f && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "HugePages_Free: %llu", &v) == 1)
-			nfree = v;
-		else if (sscanf(line, "Hugepagesize: %llu kB", &v) == 1)
-			*size = v * 1024;
-	}
+	uint64_t nfree;
+	fsg_hugetlb_pool_parse(f, size, &nfree);
 	if (f)
 		fclose(f);
 	return nfree * *size;
+}
+
+/* Pages another mapping reserved (HugePages_Rsvd) are in HugePages_Free but
+ * not free for the arena: counted as free, auto chose hugetlb, the
+ * reservation failed and the arena fell back to shmem. */
+Test(arena, hugetlb_pool_leaves_out_reserved_pages)
+{
+	static const char text[] = "MemTotal:       1000 kB\n"
+				   "HugePages_Total:       8\n"
+				   "HugePages_Free:        8\n"
+				   "HugePages_Rsvd:        6\n"
+				   "HugePages_Surp:        0\n"
+				   "Hugepagesize:       2048 kB\n";
+	FILE *f = fmemopen((void *)text, sizeof(text) - 1, "r");
+	cr_assert(f);
+	uint64_t size = 1, nfree = 1;
+	fsg_hugetlb_pool_parse(f, &size, &nfree);
+	fclose(f);
+	cr_expect_eq(size, 2048ull * 1024);
+	cr_expect_eq(nfree, 2, "8 free less 6 reserved: %llu", (unsigned long long)nfree);
+	fsg_hugetlb_pool_parse(NULL, &size, &nfree);
+	cr_expect_eq(size, 0);
+	cr_expect_eq(nfree, 0);
 }
 
 /* Hugetlb pages: with a pool that holds the arena (vm.nr_hugepages), auto

@@ -519,20 +519,28 @@ static int open_direct(const struct fsg_file *f, const struct fsg_plan *p, const
 	return fd; /* -1 (EINVAL: a file system without O_DIRECT): buffered */
 }
 
-/* The default huge page size and the free hugetlb pages (/proc/meminfo),
- * 0 and 0 where there are none. */
-static void hugetlb_pool(uint64_t *size, uint64_t *free_pages)
+void fsg_hugetlb_pool_parse(FILE *f, uint64_t *size, uint64_t *free_pages)
 {
-	FILE *f = fopen("/proc/meminfo", "r");
 	char line[128];
-	unsigned long long v;
+	unsigned long long v, nfree = 0, rsvd = 0;
 	*size = *free_pages = 0;
 	while (f && fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "HugePages_Free: %llu", &v) == 1)
-			*free_pages = v;
+			nfree = v;
+		else if (sscanf(line, "HugePages_Rsvd: %llu", &v) == 1)
+			rsvd = v;
 		else if (sscanf(line, "Hugepagesize: %llu kB", &v) == 1)
 			*size = v * 1024;
 	}
+	/* HugePages_Free counts pages another mapping has reserved but not
+	 * touched yet (HugePages_Rsvd): those are promised, not free. */
+	*free_pages = nfree > rsvd ? nfree - rsvd : 0;
+}
+
+static void hugetlb_pool(uint64_t *size, uint64_t *free_pages)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	fsg_hugetlb_pool_parse(f, size, free_pages);
 	if (f)
 		fclose(f);
 }
@@ -582,6 +590,7 @@ static int arena_memory(uint64_t bytes, const struct fsg_load_opts *o, struct fs
 	hugetlb_pool(&hsz, &hfree);
 	uint64_t need = hsz ? (bytes + hsz - 1) / hsz : 0;
 	int r;
+	char failed[64] = "";
 	if (o->pages == FSG_PAGES_HUGETLB || (o->pages == FSG_PAGES_AUTO && hsz && hfree >= need)) {
 		r = hsz ? fs_shm_create_hugetlb(shm, "foresight-arena", (size_t)bytes, (size_t)hsz) : -EINVAL;
 		if (r == 0) {
@@ -591,6 +600,10 @@ static int arena_memory(uint64_t bytes, const struct fsg_load_opts *o, struct fs
 				 (unsigned long long)hsz / 1024, (unsigned long long)hfree);
 			return 0;
 		}
+		/* auto: the pool looked big enough but the reservation failed
+		 * (another process took the pages meanwhile, a hugetlb cgroup
+		 * limit): shmem, and the log says so. */
+		snprintf(failed, sizeof(failed), "; hugetlb failed: %s", strerror(-r));
 		if (o->pages == FSG_PAGES_HUGETLB)
 			return fsg_fail_errno(
 				err, r,
@@ -607,8 +620,8 @@ static int arena_memory(uint64_t bytes, const struct fsg_load_opts *o, struct fs
 	(void)madvise(shm->base, shm->bytes, MADV_HUGEPAGE);
 	res->thp = shmem_thp(thp, sizeof(thp));
 	snprintf(res->pages_why, sizeof(res->pages_why),
-		 "shmem, %s pages (%s; hugetlb pool: %llu free of %llu)", res->thp ? "2 MiB" : "4 KiB", thp,
-		 (unsigned long long)hfree, (unsigned long long)need);
+		 "shmem, %s pages (%s; hugetlb pool: %llu free of %llu%s)", res->thp ? "2 MiB" : "4 KiB", thp,
+		 (unsigned long long)hfree, (unsigned long long)need, failed);
 	return 0;
 }
 
