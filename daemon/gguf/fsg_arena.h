@@ -57,7 +57,7 @@ enum fsg_pages {
 
 /* How the blobs get into it. */
 enum fsg_fill {
-	FSG_FILL_AUTO = 0,  /* map on huge pages (hugetlb, or shmem THP), write on 4 KiB shmem */
+	FSG_FILL_AUTO = 0,  /* map (the write fill serialises on the file's lock: fsg_load.c) */
 	FSG_FILL_MAP = 1,   /* populate the mapping (allocate, zero, lock), read the file into it */
 	FSG_FILL_WRITE = 2, /* read into a thread's buffer, pwrite it into the memfd (no zeroing, no
 			       page faults), then map and lock the pages (shmem only) */
