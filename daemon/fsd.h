@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsd.h: foresightd's internal types, shared by the daemon's files.
- * Split by job: this file (the options, the log, the loop thread's client
- * table, the daemon struct, the regions), fsd_hot.h (the hot thread, the
- * host of the hot engine daemon/engine/fse.h, and cards that go down),
- * fsd_backend.h (the copy backends).
+ * Split by job: this file (the options, the log, the client table, the
+ * daemon struct, the regions, the arena), fsd_loop.h (the loop thread: its
+ * libuv and nng handles, the control and fd sockets, client attach and
+ * reap, metrics, stats, sd_notify), fsd_hot.h (the hot thread, the host of
+ * the hot engine daemon/engine/fse.h, and cards that go down),
+ * fsd_backend.h (the copy backends).  Only fsd_loop.h brings in libuv and
+ * nng: the hot thread's and the backends' files never see them.
  *
  * Threads and who owns what:
  *  - the loop thread (libuv): control socket, fd socket, pidfds, signals,
@@ -17,7 +20,8 @@
  *    slots and flips ready words.
  * The loop thread hands clients to the engine and asks it to drop them
  * through the engine's command queue (fsd_hot_add/drop); the hot thread
- * reports the clients the engine dropped back through a uv_async.
+ * reports the clients the engine dropped back through the loop's notice
+ * hook (struct fsd's dropped_notice: main.c's uv_async).
  */
 #ifndef FSD_H
 #define FSD_H
@@ -25,9 +29,6 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include <uv.h>
-
-#include <nng/nng.h>
 
 #include "fs_arena.h"
 #include "fs_counters.h"
@@ -99,7 +100,7 @@ struct fsd_backoff {
 struct fsd {
 	struct fsd_config cfg;
 	struct fsd_settings settings; /* how cfg was read: a reload reads it again so */
-	uv_loop_t *loop;
+	struct fsd_loop *lp;          /* the loop thread's handles (fsd_loop.h; main.c's) */
 	uint64_t start_ns;
 	uint64_t instance;
 
@@ -131,7 +132,10 @@ struct fsd {
 	uint32_t dropped_rows[FSD_MAX_CLIENTS]; /* hot -> loop: rows finished */
 	uint32_t dropped_reason[FSD_MAX_CLIENTS];
 	uint32_t n_dropped;
-	uv_async_t dropped_async;
+	/* The hot thread's notice to the loop: rows were dropped (main.c: a
+	 * uv_async that runs fsd_clients_reap).  NULL: nobody hosts a loop
+	 * (fuzz/hot_fuzz.c). */
+	void (*dropped_notice)(struct fsd *d);
 
 	/* hot thread */
 	pthread_t hot;
@@ -143,13 +147,8 @@ struct fsd {
 	const struct fsd_backend *backend;
 	void *backend_priv;
 
-	/* control plane */
-	nng_socket rep;
-	int rep_open;
+	/* control plane (its handles: lp) */
 	int fdsock;
-	uv_poll_t fdsock_poll;
-	uv_signal_t sig_term, sig_int, sig_hup;
-	uv_timer_t timer;
 	int stopping;
 	int loading; /* the arena is being filled: its layers are served as they land (layer_ready) */
 	char arena_pages[160]; /* the arena's memory and why (fsctl stats: model.arena_pages) */
@@ -203,32 +202,6 @@ uint64_t fsd_arena_file_identity(const char *path);
 int fsd_arena_synth_create(struct fsd *d);
 void fsd_arena_synth_fill(uint8_t *dst, uint64_t bytes, uint64_t seed, uint32_t layer, uint32_t expert);
 
-/* fsd_clients.c */
-int fsd_client_attach(struct fsd *d, pid_t pid, uid_t uid, gid_t gid, const char *name, uint32_t ring_entries,
-		      struct fsd_client **out, char *err, size_t errlen);
-int fsd_client_activate(struct fsd *d, struct fsd_client *c);
-void fsd_client_detach(struct fsd *d, struct fsd_client *c, uint32_t reason);
-void fsd_clients_reap(struct fsd *d); /* loop thread: finish rows the hot thread dropped */
-void fsd_clients_expire_pending(struct fsd *d, uint64_t now);
-/* Fair shares of the client table (fsd_clients.c says why). */
-#define FSD_ROWS_PER_PID 8u
-#define FSD_PENDING_PER_PID 2u
-#define FSD_PENDING_PER_UID 4u
-uint32_t fsd_rows_reserved(const struct fsd *d); /* the last rows, for root and foresightd's user */
-uint32_t fsd_rows_per_uid(const struct fsd *d);  /* a non-admin user's share */
-/* Does pid have an attach waiting for its fd handshake? (fsd_fdsock.c) */
-unsigned fsd_clients_pending_of(const struct fsd *d, pid_t pid);
-struct fsd_client *fsd_client_by_row(struct fsd *d, uint32_t row);
-
-/* fsd_fdsock.c */
-int fsd_fdsock_start(struct fsd *d);
-void fsd_fdsock_stop(struct fsd *d);
-
-/* fsd_control_io.c */
-int fsd_control_start(struct fsd *d);
-void fsd_control_stop(struct fsd *d);
-void fsd_request_stop(struct fsd *d, const char *why);
-
 /* fsd_notify.c: sd_notify(3) without libsystemd.  Sends `state` ("READY=1",
  * "STATUS=...", "STOPPING=1", "WATCHDOG=1", newline-separated) to
  * $NOTIFY_SOCKET: 1 sent, 0 no $NOTIFY_SOCKET, -errno on failure. */
@@ -239,25 +212,6 @@ int fsd_notify(const char *state);
 int fsd_notify_fds(const char *state, const int *fds, unsigned nfds);
 /* $WATCHDOG_USEC when it is meant for this process ($WATCHDOG_PID), else 0. */
 uint64_t fsd_notify_watchdog_usec(void);
-
-/* fsd_metrics.c: GET /metrics (Prometheus text 0.0.4) on nng's HTTP server.
- * fsd_metrics_url checks a metrics_listen value ("IP:PORT", "[IPv6]:PORT";
- * loopback only unless allow_remote) and makes the server URL: 0, or -1 with
- * a message in err.  fsd_metrics_start (loop thread) serves at `listen`
- * ("" = off), replacing the running endpoint only once the new one is up:
- * 0, or a negative errno with the old one kept.  fsd_metrics_stop: before
- * the daemon region goes away; no scrape reads it afterwards. */
-int fsd_metrics_url(const char *listen, int allow_remote, char *url, size_t len, char *err, size_t errlen);
-int fsd_metrics_start(struct fsd *d, const char *listen, int allow_remote);
-void fsd_metrics_stop(struct fsd *d);
-/* Loop thread, as a client row comes into use (on) or leaves it: the labels
- * (name, pid, uid) the metrics give its series. */
-void fsd_metrics_client(struct fsd *d, uint32_t row, int on);
-
-/* fsd_stats.c: the stats reply, built from the counter X-macros */
-struct cJSON;
-struct cJSON *fsd_stats_json(struct fsd *d);
-struct cJSON *fsd_clients_json(struct fsd *d);
 
 static inline void fsd_count(uint64_t *ctr, uint64_t n)
 {

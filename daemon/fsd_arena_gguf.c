@@ -16,7 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "fs_time.h"
-#include "fsd.h"
+#include "fsd_loop.h"
 #include "fsd_preflight.h"
 #include "fsg_arena.h"
 #include "fsg_describe.h"
@@ -318,7 +318,7 @@ int fsd_arena_gguf_fill_start(struct fsd *d, void (*done)(struct fsd *d, int r))
 {
 	struct fsd_gguf *g = d->gguf;
 	g->done = done;
-	int r = uv_async_init(d->loop, &g->async, on_filled);
+	int r = uv_async_init(d->lp->loop, &g->async, on_filled);
 	if (r < 0)
 		return r;
 	if ((r = pthread_create(&g->th, NULL, fill_thread, d)) != 0) {

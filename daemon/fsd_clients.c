@@ -14,7 +14,7 @@
 
 #include "fs_name.h"
 #include "fs_time.h"
-#include "fsd.h"
+#include "fsd_loop.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -133,7 +133,7 @@ static void watch_start(struct fsd *d, struct fsd_client *c)
 		w->fd = fd;
 		w->c = c;
 		w->state = 1;
-		uv_poll_init(d->loop, &w->poll, fd);
+		uv_poll_init(d->lp->loop, &w->poll, fd);
 		w->poll.data = w;
 		uv_poll_start(&w->poll, UV_READABLE, on_pidfd);
 		c->pidw = w;

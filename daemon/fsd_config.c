@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fsd.h"
+#include "fsd_loop.h"
 
 static void usage(FILE *out)
 {

@@ -26,7 +26,7 @@
 
 #include "fs_hex.h"
 #include "fs_time.h"
-#include "fsd.h"
+#include "fsd_loop.h"
 #include "fsd_control.h"
 
 static const char *errno_code(int e)

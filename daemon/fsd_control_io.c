@@ -43,7 +43,7 @@
 #include <nng/transport/ipc/ipc.h>
 
 #include "fs_time.h"
-#include "fsd.h"
+#include "fsd_loop.h"
 #include "fsd_control.h"
 #include "fsd_sockpath.h"
 
@@ -389,14 +389,14 @@ int fsd_control_start(struct fsd *d)
 	ctl_d = d;
 	fd_limit_check(d);
 	snprintf(url, sizeof(url), "ipc://%s", d->cfg.socket_path);
-	if ((r = nng_rep0_open(&d->rep)) != 0) {
+	if ((r = nng_rep0_open(&d->lp->rep)) != 0) {
 		fsd_log(FSD_ERR, "control: nng_rep0_open: %s", nng_strerror(r));
 		return -EIO;
 	}
-	d->rep_open = 1;
+	d->lp->rep_open = 1;
 	/* Up to twice the limit arrives here and is refused with a reply (and
 	 * counted); nng closes the connection of anything larger. */
-	nng_socket_set_size(d->rep, NNG_OPT_RECVMAXSZ, FSD_CONTROL_RECV_MAX);
+	nng_socket_set_size(d->lp->rep, NNG_OPT_RECVMAXSZ, FSD_CONTROL_RECV_MAX);
 	/* A second daemon on the same socket must fail, not steal it: probe first. */
 	nng_socket probe;
 	if (nng_req0_open(&probe) == 0) {
@@ -408,15 +408,15 @@ int fsd_control_start(struct fsd *d)
 		}
 		nng_close(probe);
 	}
-	nng_pipe_notify(d->rep, NNG_PIPE_EV_ADD_PRE, on_pipe, d);
-	nng_pipe_notify(d->rep, NNG_PIPE_EV_REM_POST, on_pipe, d);
-	uv_async_init(d->loop, &ctl_async, on_async);
-	uv_timer_init(d->loop, &reap_timer);
+	nng_pipe_notify(d->lp->rep, NNG_PIPE_EV_ADD_PRE, on_pipe, d);
+	nng_pipe_notify(d->lp->rep, NNG_PIPE_EV_REM_POST, on_pipe, d);
+	uv_async_init(d->lp->loop, &ctl_async, on_async);
+	uv_timer_init(d->lp->loop, &reap_timer);
 	uv_timer_start(&reap_timer, on_reap, 1000, 1000);
 	handles_on = 1;
 	for (n_ctxs = 0; n_ctxs < CTL_CTXS; n_ctxs++) {
 		struct ctl_ctx *c = &ctxs[n_ctxs];
-		if (nng_ctx_open(&c->ctx, d->rep) != 0)
+		if (nng_ctx_open(&c->ctx, d->lp->rep) != 0)
 			break;
 		if (nng_aio_alloc(&c->aio, on_ctx, c) != 0) {
 			nng_ctx_close(c->ctx);
@@ -430,7 +430,7 @@ int fsd_control_start(struct fsd *d)
 	for (unsigned i = 0; i < n_ctxs; i++)
 		ctx_recv(&ctxs[i]);
 	/* fsd_sock_claim (main.c) holds the lock and cleared a stale socket. */
-	if ((r = nng_listener_create(&l, d->rep, url)) != 0 ||
+	if ((r = nng_listener_create(&l, d->lp->rep, url)) != 0 ||
 	    (r = nng_listener_set_int(l, NNG_OPT_IPC_PERMISSIONS, (int)d->cfg.socket_mode)) != 0 ||
 	    (r = nng_listener_start(l, 0)) != 0) {
 		fsd_log(FSD_ERR, "control: cannot listen on %s: %s", url, nng_strerror(r));
@@ -462,7 +462,7 @@ static void *close_rep(void *arg)
 
 void fsd_control_stop(struct fsd *d)
 {
-	if (!d->rep_open)
+	if (!d->lp->rep_open)
 		return;
 	pthread_mutex_lock(&lock);
 	closing = 1;
@@ -489,8 +489,8 @@ void fsd_control_stop(struct fsd *d)
 	clock_gettime(CLOCK_REALTIME, &dl);
 	dl.tv_sec += 2;
 	int closed = 0;
-	if (pthread_create(&t, NULL, close_rep, &d->rep) != 0) {
-		nng_close(d->rep);
+	if (pthread_create(&t, NULL, close_rep, &d->lp->rep) != 0) {
+		nng_close(d->lp->rep);
 		closed = 1;
 	} else if (pthread_timedjoin_np(t, NULL, &dl) != 0) {
 		fsd_log(FSD_WARN, "control: nng_close did not return within 2 s; stopping without it");
@@ -498,7 +498,7 @@ void fsd_control_stop(struct fsd *d)
 	} else {
 		closed = 1;
 	}
-	d->rep_open = 0;
+	d->lp->rep_open = 0;
 	if (!closed)
 		return; /* the contexts may still be nng's: leave them */
 	/* Every aio has completed (ECLOSED); requests the loop never took. */

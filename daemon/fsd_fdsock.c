@@ -25,7 +25,7 @@
 #include "fs_fdpass.h"
 #include "fs_fdproto.h"
 #include "fs_time.h"
-#include "fsd.h"
+#include "fsd_loop.h"
 #include "fsd_sockpath.h"
 
 #define FDSOCK_MAX_CONNS (FSD_MAX_CLIENTS + 16u)
@@ -171,7 +171,7 @@ static void on_listen(uv_poll_t *h, int status, int events)
 		fc->pid = cr.pid;
 		fc->since = fs_now_ns();
 		fc->d = d;
-		uv_poll_init(d->loop, &fc->poll, fd);
+		uv_poll_init(d->lp->loop, &fc->poll, fd);
 		fc->poll.data = fc;
 		uv_poll_start(&fc->poll, UV_READABLE, on_conn);
 	}
@@ -213,11 +213,11 @@ int fsd_fdsock_start(struct fsd *d)
 	d->fdsock = fd;
 	for (unsigned i = 0; i < FDSOCK_MAX_CONNS; i++)
 		conns[i].fd = -1;
-	uv_timer_init(d->loop, &idle_timer);
+	uv_timer_init(d->lp->loop, &idle_timer);
 	uv_timer_start(&idle_timer, on_idle_timer, 250, 250);
 	idle_timer_on = 1;
-	uv_poll_init(d->loop, &d->fdsock_poll, fd);
-	uv_poll_start(&d->fdsock_poll, UV_READABLE, on_listen);
+	uv_poll_init(d->lp->loop, &d->lp->fdsock_poll, fd);
+	uv_poll_start(&d->lp->fdsock_poll, UV_READABLE, on_listen);
 	return 0;
 }
 
@@ -225,8 +225,8 @@ void fsd_fdsock_stop(struct fsd *d)
 {
 	if (d->fdsock < 0)
 		return;
-	uv_poll_stop(&d->fdsock_poll);
-	uv_close((uv_handle_t *)&d->fdsock_poll, NULL);
+	uv_poll_stop(&d->lp->fdsock_poll);
+	uv_close((uv_handle_t *)&d->lp->fdsock_poll, NULL);
 	if (idle_timer_on) {
 		uv_timer_stop(&idle_timer);
 		uv_close((uv_handle_t *)&idle_timer, NULL);

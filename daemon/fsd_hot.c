@@ -5,8 +5,9 @@
  * every ring, completions, copies, epochs, holds, reclaim, liveness); this
  * file gives it the daemon's regions, core and backend, runs its passes on
  * one thread with the idle policy below, and turns its notices into log
- * lines and the loop thread's uv_async.  The control loop never runs any
- * of this, and this never waits on it.
+ * lines and the loop's notice hook (struct fsd's dropped_notice).  No
+ * libuv, no nng here (fsd_loop.h has them).  The control loop never runs
+ * any of this, and this never waits on it.
  */
 #include <errno.h>
 #include <sched.h>
@@ -56,7 +57,8 @@ static void on_notice(void *host, const struct fse_notice *n)
 		d->dropped_reason[d->n_dropped] = n->reason;
 		d->n_dropped++;
 		pthread_mutex_unlock(&d->drop_lock);
-		uv_async_send(&d->dropped_async);
+		if (d->dropped_notice)
+			d->dropped_notice(d); /* the loop reaps them (main.c: a uv_async) */
 		break;
 	case FSE_NOTE_CARD_DOWN:
 		fsd_log(FSD_ERR,

@@ -3,8 +3,8 @@
  * fsd_hot.h: foresightd's hot thread (fsd_hot.c), the host of the hot
  * engine (daemon/engine/fse.h): it owns the thread, the idle policy (spin,
  * then sleep on every ring), the clock, and the adapters from the engine
- * to the backend and to the loop thread (the rows it dropped, through a
- * uv_async; its log lines).  And the daemon's cards that go down
+ * to the backend and to the loop thread (the rows it dropped, through
+ * struct fsd's dropped_notice; its log lines).  And the daemon's cards that go down
  * (fsd_cards.c), whose one record is the engine's.
  */
 #ifndef FSD_HOT_H

@@ -50,7 +50,7 @@
 #include <nng/supplemental/http/http.h>
 
 #include "fs_time.h"
-#include "fsd.h"
+#include "fsd_loop.h"
 
 /* A body larger than this is refused (500) rather than grown without end:
  * 1024 layers x 6 counters and 64 clients render in well under 1 MiB. */

@@ -11,7 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "fs_time.h"
-#include "fsd.h"
+#include "fsd_loop.h"
 
 static double ratio(uint64_t a, uint64_t b)
 {

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "fs_time.h"
-#include "fsd.h"
+#include "fsd_loop.h"
 #include "fsd_preflight.h"
 #include "fsd_sockpath.h"
 
@@ -45,6 +45,12 @@ static void on_dropped(uv_async_t *h)
 	fsd_clients_reap(h->loop->data);
 }
 
+/* The hot thread's notice (any thread but the loop's): rows to reap. */
+static void dropped_notice(struct fsd *d)
+{
+	uv_async_send(&d->lp->dropped_async);
+}
+
 void fsd_request_stop(struct fsd *d, const char *why)
 {
 	if (d->stopping)
@@ -53,7 +59,7 @@ void fsd_request_stop(struct fsd *d, const char *why)
 	fsd_log(FSD_INFO, "stopping: %s", why);
 	fsd_notify("STOPPING=1\nSTATUS=stopping");
 	fs_store_release(&d->dh->state, (uint32_t)FS_DAEMON_STOPPING);
-	uv_stop(d->loop);
+	uv_stop(d->lp->loop);
 }
 
 static void close_walk(uv_handle_t *h, void *arg)
@@ -223,9 +229,11 @@ int main(int argc, char **argv)
 	}
 	d.arena_shm.fd = d.daemon_shm.fd = -1;
 	pthread_mutex_init(&d.drop_lock, NULL);
-	d.loop = uv_default_loop();
-	d.loop->data = &d;
-	uv_async_init(d.loop, &d.dropped_async, on_dropped);
+	struct fsd_loop lp = {.loop = uv_default_loop()};
+	d.lp = &lp;
+	lp.loop->data = &d;
+	uv_async_init(lp.loop, &lp.dropped_async, on_dropped);
+	d.dropped_notice = dropped_notice;
 
 	int rc = 0;
 	/* Loading a large arena may outlast WatchdogSec: the unit's watchdog is
@@ -234,20 +242,20 @@ int main(int argc, char **argv)
 	watchdog_usec = fsd_notify_watchdog_usec();
 	fsd_notify(watchdog_usec ? "STATUS=starting: loading the arena\nWATCHDOG=1\nWATCHDOG_USEC=900000000" :
 				   "STATUS=starting: loading the arena");
-	uv_signal_init(d.loop, &d.sig_term);
-	uv_signal_start(&d.sig_term, on_signal, SIGTERM);
-	uv_signal_init(d.loop, &d.sig_int);
-	uv_signal_start(&d.sig_int, on_signal, SIGINT);
-	uv_signal_init(d.loop, &d.sig_hup);
-	uv_signal_start(&d.sig_hup, on_signal, SIGHUP);
-	uv_timer_init(d.loop, &d.timer);
-	uv_timer_start(&d.timer, on_timer, 100, 100);
+	uv_signal_init(lp.loop, &lp.sig_term);
+	uv_signal_start(&lp.sig_term, on_signal, SIGTERM);
+	uv_signal_init(lp.loop, &lp.sig_int);
+	uv_signal_start(&lp.sig_int, on_signal, SIGINT);
+	uv_signal_init(lp.loop, &lp.sig_hup);
+	uv_signal_start(&lp.sig_hup, on_signal, SIGHUP);
+	uv_timer_init(lp.loop, &lp.timer);
+	uv_timer_start(&lp.timer, on_timer, 100, 100);
 	if (start(&d) < 0) {
 		fsd_notify("STATUS=failed to start (see the log)");
 		rc = 1;
 		goto out;
 	}
-	uv_run(d.loop, UV_RUN_DEFAULT);
+	uv_run(lp.loop, UV_RUN_DEFAULT);
 	if (start_rc)
 		rc = start_rc;
 
@@ -263,9 +271,9 @@ out:
 		d.backend->stop(&d);
 	fse_destroy(d.eng); /* after the backend: its copy threads report to it */
 	fsd_fdsock_stop(&d);
-	uv_walk(d.loop, close_walk, NULL);
-	uv_run(d.loop, UV_RUN_DEFAULT);
-	uv_loop_close(d.loop);
+	uv_walk(lp.loop, close_walk, NULL);
+	uv_run(lp.loop, UV_RUN_DEFAULT);
+	uv_loop_close(lp.loop);
 	for (uint32_t row = 0; row < FSD_MAX_CLIENTS; row++)
 		fs_shm_close(&d.clients[row].region);
 	if (d.core)

@@ -23,7 +23,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "fsd.h"
+#include "fsd_loop.h"
 #include "fsd_control.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

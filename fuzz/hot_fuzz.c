@@ -41,13 +41,6 @@ void fsd_log(int prio, const char *fmt, ...)
 	(void)fmt;
 }
 
-/* hot_finish tells the loop thread through a uv_async: not here. */
-int uv_async_send(uv_async_t *a)
-{
-	(void)a;
-	return 0;
-}
-
 static struct fsd d;
 /* A client region: header, the host ring, the device ring (GPU kernels'). */
 #define RING_BYTES (FS_RING_REC_OFFSET + RING * 16u)
