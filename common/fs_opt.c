@@ -78,9 +78,11 @@ static void int_range(const struct fs_opt *o, char *out, size_t len)
 	snprintf(out, len, "an integer from %" PRId64 " to %" PRIu64, o->ilo, o->ihi);
 }
 
-/* Check `val` against row o and store it.  0, or -1 with the message. */
+/* Check `val` against row o and store it.  0, or -1 with the message
+ * (naming an option --name, a positional row by its bare name). */
 static int set(const struct fs_opt_cmd *c, const struct fs_opt *o, const char *val)
 {
+	const char *dash = o >= c->args && o < c->args + c->nargs ? "" : "--";
 	char want[160];
 	switch (o->type) {
 	case FS_OPT_T_FLAG:
@@ -101,7 +103,7 @@ static int set(const struct fs_opt_cmd *c, const struct fs_opt *o, const char *v
 			bad = mag > o->ihi || (o->ilo > 0 && mag < (uint64_t)o->ilo);
 		if (bad) {
 			int_range(o, want, sizeof(want));
-			fail(c, "--%s '%s': give %s", o->name, val, want);
+			fail(c, "%s%s '%s': give %s", dash, o->name, val, want);
 			return -1;
 		}
 		if (o->type == FS_OPT_T_U32)
@@ -117,7 +119,7 @@ static int set(const struct fs_opt_cmd *c, const struct fs_opt *o, const char *v
 		errno = 0;
 		double v = strtod(val, &end);
 		if (errno || end == val || *end || !isfinite(v) || v < o->dlo || v > o->dhi) {
-			fail(c, "--%s '%s': give a number from %g to %g", o->name, val, o->dlo, o->dhi);
+			fail(c, "%s%s '%s': give a number from %g to %g", dash, o->name, val, o->dlo, o->dhi);
 			return -1;
 		}
 		*(double *)o->dst = v;
@@ -139,13 +141,13 @@ static int set(const struct fs_opt_cmd *c, const struct fs_opt *o, const char *v
 			if (n >= sizeof(want))
 				n = sizeof(want) - 1;
 		}
-		fail(c, "--%s '%s': give %s", o->name, val, want);
+		fail(c, "%s%s '%s': give %s", dash, o->name, val, want);
 		return -1;
 	}
 	case FS_OPT_T_FN:
 		want[0] = 0;
 		if (o->fn(o->dst, val, want, sizeof(want)) < 0) {
-			fail(c, "--%s '%s': %s", o->name, val, want[0] ? want : "not accepted");
+			fail(c, "%s%s '%s': %s", dash, o->name, val, want[0] ? want : "not accepted");
 			return -1;
 		}
 		break;
@@ -167,6 +169,17 @@ static int walk(const struct fs_opt_cmd *c, int argc, char *const *argv, int sto
 		if (opts_done || a[0] != '-' || a[1] == 0) {
 			if (!store)
 				continue;
+			if (c->args) { /* typed positionals: checked as options are */
+				if (npos >= c->nargs) {
+					fail(c, "too many arguments ('%s')", a);
+					return -1;
+				}
+				if (set(c, &c->args[npos++], a) < 0)
+					return -1;
+				if (c->npos)
+					*c->npos = npos;
+				continue;
+			}
 			if (npos >= c->max_pos) {
 				if (c->max_pos)
 					fail(c, "too many arguments ('%s')", a);
@@ -221,6 +234,10 @@ static int walk(const struct fs_opt_cmd *c, int argc, char *const *argv, int sto
 		}
 		if (store && set(c, o, val ? val : "1") < 0)
 			return -1;
+	}
+	if (store && c->args && npos < c->min_args) {
+		fail(c, "%s is missing", c->args[npos].name);
+		return -1;
 	}
 	return 0;
 }
@@ -311,19 +328,27 @@ void fs_opt_help(const struct fs_opt_cmd *cmd, FILE *out)
 {
 	if (cmd->usage)
 		fputs(cmd->usage, out);
-	int width = 0;
+	int width = 6; /* "--help" */
 	for (unsigned i = 0; i < cmd->n; i++) {
 		const struct fs_opt *o = &cmd->opts[i];
 		int w = (int)strlen(o->name) + 2 + (o->arg ? 1 + (int)strlen(o->arg) : 0);
 		if (w > width)
 			width = w;
 	}
+	for (unsigned i = 0; i < cmd->nargs; i++)
+		if ((int)strlen(cmd->args[i].name) > width)
+			width = (int)strlen(cmd->args[i].name);
 	if (width > 24)
 		width = 24;
-	for (unsigned i = 0; i <= cmd->n; i++) {
-		const struct fs_opt *o = i < cmd->n ? &cmd->opts[i] : NULL;
+	/* The positional rows first (by name), then the options, then --help. */
+	for (unsigned i = 0; i <= cmd->nargs + cmd->n; i++) {
+		const struct fs_opt *o = i < cmd->nargs          ? &cmd->args[i] :
+					 i < cmd->nargs + cmd->n ? &cmd->opts[i - cmd->nargs] :
+								   NULL;
 		char flag[96], text[1024], d[256];
-		if (o)
+		if (o && i < cmd->nargs)
+			snprintf(flag, sizeof(flag), "%s", o->name);
+		else if (o)
 			snprintf(flag, sizeof(flag), "--%s%s%s", o->name, o->arg ? " " : "",
 				 o->arg ? o->arg : "");
 		else
@@ -333,7 +358,9 @@ void fs_opt_help(const struct fs_opt_cmd *cmd, FILE *out)
 			snprintf(text, sizeof(text), "%s (also -%c)", help, o->alias);
 		else
 			snprintf(text, sizeof(text), "%s", help);
-		if (o && o->type != FS_OPT_T_FLAG && !strstr(help, "default") && dflt_text(o, d, sizeof(d))) {
+		int required = i < cmd->min_args; /* a positional row that must be given: no default */
+		if (o && !required && o->type != FS_OPT_T_FLAG && !strstr(help, "default") &&
+		    dflt_text(o, d, sizeof(d))) {
 			size_t n = strlen(text);
 			snprintf(text + n, sizeof(text) - n, " (default:" NBSP "%s)", d);
 		}

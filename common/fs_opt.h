@@ -22,7 +22,10 @@
  * Syntax: --name VALUE or --name=VALUE; a flag takes no value; -h/--help
  * always; a one-letter alias (-q) where a row gives one; "--" ends the
  * options.  Anything else not starting with '-' is a positional argument,
- * kept in order where the command has room for it (pos, max_pos).
+ * kept in order where the command has room for it (pos, max_pos), or
+ * checked and stored by the command's positional rows (args: "SOCKET N
+ * [GAP_US]" as typed rows, so a bench's positional numbers get the same
+ * checks as an option's).
  * Integers: decimal, or hexadecimal with 0x; no sign for the unsigned
  * types, no spaces, no fraction.  Numbers (FS_OPT_DBL): strtod's, finite.
  * Every value is checked against its row's range before it is stored: a
@@ -121,6 +124,13 @@ struct fs_opt_cmd {
 	const char **pos;
 	unsigned max_pos;
 	unsigned *npos;
+	/* Or typed positional rows: the i-th argument not starting with '-'
+	 * is checked and stored by args[i] as an option's value would be
+	 * (named by the row's name, "SOCKET", in messages and --help); fewer
+	 * than min_args, or more than nargs, is an error.  *npos (may be
+	 * NULL) says how many were given.  pos and max_pos are then unused. */
+	const struct fs_opt *args;
+	unsigned nargs, min_args;
 	/* After an error message: NULL, "(try --help)"; a tool whose --help
 	 * is per command says which ("(try 'fsctl stats --help')"). */
 	const char *hint;

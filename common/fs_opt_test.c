@@ -275,3 +275,62 @@ Test(opt, long_help_wraps)
 		cr_expect_leq(strlen(line), 79u, "%s", line);
 	free(buf);
 }
+
+/* Typed positional rows (a bench's "SOCKET N [GAP_US]"): each checked and
+ * stored as an option's value, named bare in errors and --help; too few
+ * or too many is an error. */
+Test(opt, typed_positionals)
+{
+	const char *sock = NULL;
+	uint32_t n = 0, gap = 200;
+	const struct fs_opt args[] = {
+		FS_OPT_STR("SOCKET", NULL, &sock, "the daemon's control socket"),
+		FS_OPT_U32("N", NULL, &n, 1, 1000, "samples"),
+		FS_OPT_U32("GAP_US", NULL, &gap, 0, 100000, "between samples"),
+	};
+	cmd.pos = NULL;
+	cmd.max_pos = 0;
+	cmd.args = args;
+	cmd.nargs = FS_OPT_N(args);
+	cmd.min_args = 2;
+	cr_assert_eq(PARSE("s.sock", "10", "--windows", "3", NULL), 0);
+	cr_expect_str_eq(sock, "s.sock");
+	cr_expect_eq(n, 10u);
+	cr_expect_eq(gap, 200u);
+	cr_expect_eq(v.npos, 2u);
+	cr_expect_eq(v.u32, 3u);
+	cr_assert_eq(PARSE("t.sock", "0x10", "5", NULL), 0);
+	cr_expect_eq(n, 16u);
+	cr_expect_eq(gap, 5u);
+	cr_expect_eq(v.npos, 3u);
+
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	cr_assert_not_null(f);
+	FILE *saved = stderr;
+	stderr = f;
+	cr_expect_eq(PARSE("s.sock", "12x", NULL), -1); /* not a number: n untouched */
+	cr_expect_eq(n, 16u);
+	cr_expect_eq(PARSE("s.sock", NULL), -1);           /* N missing */
+	cr_expect_eq(PARSE("s", "1", "2", "3", NULL), -1); /* too many */
+	stderr = saved;
+	fclose(f);
+	cr_expect(strstr(buf, "fs-test: N is missing (try --help)\n") != NULL, "%s", buf);
+	cr_expect(strstr(buf, "fs-test: N '12x': give an integer from 1 to 1000 (try --help)\n") != NULL,
+		  "%s", buf);
+	cr_expect(strstr(buf, "fs-test: too many arguments ('3') (try --help)\n") != NULL, "%s", buf);
+	free(buf);
+
+	buf = NULL;
+	sock = NULL;
+	gap = 200;
+	f = open_memstream(&buf, &len);
+	fs_opt_help(&cmd, f);
+	fclose(f);
+	cr_expect(strstr(buf, "  SOCKET          the daemon's control socket\n") != NULL, "%s", buf);
+	cr_expect(strstr(buf, "  GAP_US          between samples (default: 200)\n") != NULL, "%s", buf);
+	cr_expect(strstr(buf, "  N               samples\n") != NULL, "%s", buf); /* required: no default */
+	cr_expect(strstr(buf, "  SOCKET") < strstr(buf, "  --quiet"), "%s", buf);
+	free(buf);
+}

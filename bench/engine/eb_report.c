@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "eb.h"
+#include "fs_opt.h"
 
 #define BOOT_DRAWS 4000
 
@@ -467,19 +468,30 @@ static int csv_load(const char *path, struct eb_rec **r, size_t *n, size_t *cap)
 
 int eb_report_main(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help")) {
-		fprintf(argc < 2 ? stderr : stdout,
+	const char *files[256];
+	unsigned nfiles = 0;
+	const struct fs_opt_cmd cmd = {
+		.prog = "fs-engine-bench report",
+		.usage =
 			"usage: fs-engine-bench report FILE.csv...\n"
 			"Prints one table per config (label) of the CSVs `fs-engine-bench run --csv` wrote:\n"
-			"medians over the repetitions with 95 %% bootstrap intervals, the best peer, every mode\n"
-			"against it and against zero-miss.  Exits 1 when a promised row is missing or failed.\n");
-		return argc < 2 ? 2 : 0;
+			"medians over the repetitions with 95 % bootstrap intervals, the best peer, every mode\n"
+			"against it and against zero-miss.  Exits 1 when a promised row is missing or failed.\n\n",
+		.pos = files,
+		.max_pos = 256,
+		.npos = &nfiles};
+	int prc = fs_opt_parse(&cmd, argc, argv);
+	if (prc)
+		return prc == FS_OPT_HELP ? 0 : 2;
+	if (nfiles == 0) {
+		fs_opt_help(&cmd, stderr);
+		return 2;
 	}
 	struct eb_rec *r = NULL;
 	size_t n = 0, cap = 0;
 	int rc = 0;
-	for (int i = 1; i < argc; i++)
-		if (csv_load(argv[i], &r, &n, &cap) != 0)
+	for (unsigned i = 0; i < nfiles; i++)
+		if (csv_load(files[i], &r, &n, &cap) != 0)
 			rc = 1;
 	if (n == 0) {
 		fprintf(stderr, "fs-engine-bench report: no rows\n");

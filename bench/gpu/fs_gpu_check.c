@@ -33,6 +33,7 @@
 #include <foresight/foresight.h>
 
 #include "fs_gpu_kernel.h"
+#include "fs_opt.h"
 #include "fs_post_lat.h"
 
 static uint64_t now_ns(void)
@@ -328,19 +329,57 @@ static int bandwidth(const char *sock, unsigned rounds)
 	return 0;
 }
 
+/* A command's arguments against its typed rows (common/fs_opt.h): 0 run,
+ * 1 --help printed, -1 an error printed. */
+static int args_of(int argc, char **argv, const char *prog, const char *usage, const struct fs_opt *args,
+		   unsigned nargs, unsigned min)
+{
+	const struct fs_opt_cmd cmd = {
+		.prog = prog, .usage = usage, .args = args, .nargs = nargs, .min_args = min};
+	int rc = fs_opt_parse(&cmd, argc, argv);
+	return rc == FS_OPT_HELP ? 1 : rc;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc >= 4 && strcmp(argv[1], "integrity") == 0)
-		return integrity(argv[2], strtoul(argv[3], NULL, 10), argc > 4 ? atof(argv[4]) : 600.0);
-	if (argc >= 4 && strcmp(argv[1], "latency") == 0)
-		return latency(argv[2], argc > 5 ? (unsigned)atoi(argv[5]) : 1, (unsigned)atoi(argv[3]),
-			       argc > 4 ? (unsigned)atoi(argv[4]) : 100);
-	if (argc >= 4 && strcmp(argv[1], "idle") == 0)
-		return idle(argv[2], atof(argv[3]));
-	if (argc >= 4 && strcmp(argv[1], "bandwidth") == 0)
-		return bandwidth(argv[2], (unsigned)atoi(argv[3]));
-	fprintf(stderr,
-		"usage: fs-gpu-check integrity SOCKET N [MAX_S] | latency SOCKET N [GAP_US [RUNS]] | bandwidth SOCKET ROUNDS | "
-		"idle SOCKET SECONDS\n");
-	return 2;
+	const char *sock = NULL;
+	uint32_t n = 0, gap_us = 100, runs = 1;
+	double max_s = 600.0, secs = 0;
+	const struct fs_opt sock_row = FS_OPT_STR("SOCKET", NULL, &sock, "foresightd's control socket");
+	const char *what = argc >= 2 ? argv[1] : "";
+	int rc = -1;
+	if (strcmp(what, "integrity") == 0) {
+		const struct fs_opt a[] = {
+			sock_row, FS_OPT_U32("N", NULL, &n, 1, 100000000, "landed slots to check"),
+			FS_OPT_DBL("MAX_S", NULL, &max_s, 0.001, 86400, "give up after, s")};
+		if ((rc = args_of(argc - 1, argv + 1, "fs-gpu-check integrity",
+				  "usage: fs-gpu-check integrity SOCKET N [MAX_S]\n\n", a, FS_OPT_N(a), 2)) ==
+		    0)
+			return integrity(sock, n, max_s);
+	} else if (strcmp(what, "latency") == 0) {
+		const struct fs_opt a[] = {
+			sock_row, FS_OPT_U32("N", NULL, &n, 1, 10000000, "samples per run"),
+			FS_OPT_U32("GAP_US", NULL, &gap_us, 0, 10000000, "sleep between samples, us"),
+			FS_OPT_U32("RUNS", NULL, &runs, 1, 1000, "runs")};
+		if ((rc = args_of(argc - 1, argv + 1, "fs-gpu-check latency",
+				  "usage: fs-gpu-check latency SOCKET N [GAP_US [RUNS]]\n\n", a, FS_OPT_N(a),
+				  2)) == 0)
+			return latency(sock, runs, n, gap_us);
+	} else if (strcmp(what, "idle") == 0) {
+		const struct fs_opt a[] = {
+			sock_row, FS_OPT_DBL("SECONDS", NULL, &secs, 0, 86400, "how long to stay attached")};
+		if ((rc = args_of(argc - 1, argv + 1, "fs-gpu-check idle",
+				  "usage: fs-gpu-check idle SOCKET SECONDS\n\n", a, FS_OPT_N(a), 2)) == 0)
+			return idle(sock, secs);
+	} else if (strcmp(what, "bandwidth") == 0) {
+		const struct fs_opt a[] = {sock_row, FS_OPT_U32("ROUNDS", NULL, &n, 1, 1000000, "rounds")};
+		if ((rc = args_of(argc - 1, argv + 1, "fs-gpu-check bandwidth",
+				  "usage: fs-gpu-check bandwidth SOCKET ROUNDS\n\n", a, FS_OPT_N(a), 2)) == 0)
+			return bandwidth(sock, n);
+	} else {
+		fprintf(stderr,
+			"usage: fs-gpu-check integrity SOCKET N [MAX_S] | latency SOCKET N [GAP_US [RUNS]] | bandwidth SOCKET ROUNDS | "
+			"idle SOCKET SECONDS\n");
+	}
+	return rc == 1 ? 0 : 2;
 }

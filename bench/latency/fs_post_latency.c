@@ -23,6 +23,7 @@
 
 #include <foresight/foresight.h>
 
+#include "fs_opt.h"
 #include "fs_post_lat.h"
 
 static fs_client *open_client(const char *sock, const char *name)
@@ -51,17 +52,56 @@ static int latency(const char *sock, unsigned runs, unsigned n, unsigned gap_us)
 	return l.got && !l.timeouts ? 0 : 1;
 }
 
+/* The commands' arguments: typed rows (common/fs_opt.h), each checked. */
+static int cmd_latency(int argc, char **argv)
+{
+	const char *sock = NULL;
+	uint32_t n = 0, gap_us = 200, runs = 1;
+	const struct fs_opt args[] = {
+		FS_OPT_STR("SOCKET", NULL, &sock, "foresightd's control socket"),
+		FS_OPT_U32("N", NULL, &n, 1, 10000000, "samples per run"),
+		FS_OPT_U32("GAP_US", NULL, &gap_us, 0, 10000000, "sleep between samples, us"),
+		FS_OPT_U32("RUNS", NULL, &runs, 1, 1000, "runs"),
+	};
+	const struct fs_opt_cmd cmd = {.prog = "fs-post-latency latency",
+				       .usage = "usage: fs-post-latency latency SOCKET N [GAP_US [RUNS]]\n\n",
+				       .args = args,
+				       .nargs = FS_OPT_N(args),
+				       .min_args = 2};
+	int rc = fs_opt_parse(&cmd, argc, argv);
+	if (rc)
+		return rc == FS_OPT_HELP ? 0 : 2;
+	return latency(sock, runs, n, gap_us);
+}
+
+static int cmd_idle(int argc, char **argv)
+{
+	const char *sock = NULL;
+	double secs = 0;
+	const struct fs_opt args[] = {
+		FS_OPT_STR("SOCKET", NULL, &sock, "foresightd's control socket"),
+		FS_OPT_DBL("SECONDS", NULL, &secs, 0, 86400, "how long to stay attached"),
+	};
+	const struct fs_opt_cmd cmd = {.prog = "fs-post-latency idle",
+				       .usage = "usage: fs-post-latency idle SOCKET SECONDS\n\n",
+				       .args = args,
+				       .nargs = FS_OPT_N(args),
+				       .min_args = 2};
+	int rc = fs_opt_parse(&cmd, argc, argv);
+	if (rc)
+		return rc == FS_OPT_HELP ? 0 : 2;
+	fs_client *c = open_client(sock, "post-latency-idle");
+	usleep((useconds_t)(secs * 1e6));
+	fs_client_close(c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc >= 4 && strcmp(argv[1], "latency") == 0)
-		return latency(argv[2], argc > 5 ? (unsigned)atoi(argv[5]) : 1, (unsigned)atoi(argv[3]),
-			       argc > 4 ? (unsigned)atoi(argv[4]) : 200);
-	if (argc >= 4 && strcmp(argv[1], "idle") == 0) {
-		fs_client *c = open_client(argv[2], "post-latency-idle");
-		usleep((useconds_t)(atof(argv[3]) * 1e6));
-		fs_client_close(c);
-		return 0;
-	}
+	if (argc >= 2 && strcmp(argv[1], "latency") == 0)
+		return cmd_latency(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "idle") == 0)
+		return cmd_idle(argc - 1, argv + 1);
 	fprintf(stderr, "usage: fs-post-latency latency SOCKET N [GAP_US [RUNS]] | idle SOCKET SECONDS\n");
 	return 2;
 }

@@ -38,6 +38,7 @@
 #include <foresight/foresight.h>
 
 #include "fs_gpu_need.h"
+#include "fs_opt.h"
 #include "fs_peer_kernel.h"
 
 #define CK(x)                                                                                   \
@@ -284,16 +285,31 @@ static uint32_t route(const struct router *rt, uint32_t layer, uint64_t *s)
 
 static int engine(int argc, char **argv)
 {
-	if (argc < 6) {
-		fprintf(stderr, "usage: fs-peer-bench engine SOCKET CARD PEER WINDOWS [LAYER_US [SEED]]\n");
-		return 2;
-	}
-	const char *sock = argv[2];
-	uint32_t card = (uint32_t)atoi(argv[3]);
-	int use_peer = atoi(argv[4]);
-	uint32_t windows = (uint32_t)atoi(argv[5]);
-	uint32_t layer_us = argc > 6 ? (uint32_t)atoi(argv[6]) : 200;
-	uint64_t seed = argc > 7 ? strtoull(argv[7], NULL, 0) : 1 + card;
+	const char *sock = NULL;
+	uint32_t card = 0, windows = 0, layer_us = 200;
+	int use_peer = 0, seed_given = 0;
+	uint64_t seed = 0;
+	/* The arguments as typed rows (common/fs_opt.h): each checked. */
+	struct fs_opt args[] = {
+		FS_OPT_STR("SOCKET", NULL, &sock, "foresightd's control socket"),
+		FS_OPT_U32("CARD", NULL, &card, 0, 255, "the daemon card this engine runs on"),
+		FS_OPT_INT("PEER", NULL, &use_peer, 0, 1, "1: read experts other cards hold (fs_peer_open)"),
+		FS_OPT_U32("WINDOWS", NULL, &windows, 1, 100000000, "windows to run"),
+		FS_OPT_U32("LAYER_US", NULL, &layer_us, 0, 10000000, "time spent per layer, us"),
+		FS_OPT_U64("SEED", NULL, &seed, 0, UINT64_MAX, "routing seed (default: 1 + CARD)"),
+	};
+	args[5].given = &seed_given;
+	const struct fs_opt_cmd cmd = {
+		.prog = "fs-peer-bench engine",
+		.usage = "usage: fs-peer-bench engine SOCKET CARD PEER WINDOWS [LAYER_US [SEED]]\n\n",
+		.args = args,
+		.nargs = FS_OPT_N(args),
+		.min_args = 4};
+	int rc = fs_opt_parse(&cmd, argc - 1, argv + 1);
+	if (rc)
+		return rc == FS_OPT_HELP ? 0 : 2;
+	if (!seed_given)
+		seed = 1 + card;
 	fs_client *c;
 	char name[48];
 	snprintf(name, sizeof(name), "peer-bench-card%u%s", card, use_peer ? "-peer" : "");
@@ -387,8 +403,19 @@ static int engine(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	if (argc >= 2 && strcmp(argv[1], "raw") == 0)
-		return raw(argc >= 3 && strcmp(argv[2], "--quick") == 0);
+	if (argc >= 2 && strcmp(argv[1], "raw") == 0) {
+		int quick = 0;
+		const struct fs_opt opts[] = {FS_OPT_FLAG(
+			"quick", 0, &quick, "one blob size, fewer rounds: the check, not the figures")};
+		const struct fs_opt_cmd cmd = {.prog = "fs-peer-bench raw",
+					       .usage = "usage: fs-peer-bench raw [--quick]\n\n",
+					       .opts = opts,
+					       .n = FS_OPT_N(opts)};
+		int rc = fs_opt_parse(&cmd, argc - 1, argv + 1);
+		if (rc)
+			return rc == FS_OPT_HELP ? 0 : 2;
+		return raw(quick);
+	}
 	if (argc >= 2 && strcmp(argv[1], "engine") == 0)
 		return engine(argc, argv);
 	fprintf(stderr, "usage: fs-peer-bench raw [--quick]\n"
