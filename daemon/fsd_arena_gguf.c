@@ -306,7 +306,11 @@ static void on_filled(uv_async_t *h)
 			"the file was cached), %.1f MiB, %s",
 			(double)res->bytes_read / 1e9, (double)res->ns / 1e9,
 			res->ns ? (double)res->bytes_read / (double)res->ns : 0.0,
-			(unsigned long long)res->read_calls, res->direct ? " O_DIRECT" : "", res->threads,
+			(unsigned long long)res->read_calls,
+			res->direct    ? " O_DIRECT" :
+			res->readahead ? ", read ahead" :
+					 "",
+			res->threads,
 			res->fill == FSG_FILL_WRITE ? "written into the memfd" : "read into the mapping",
 			res->cached >= 0 ? 100.0 * res->cached : 0.0, (double)d->arena_shm.bytes / 1048576.0,
 			res->locked ? "locked" : "unlocked");

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 
 #include "fsd.h"
+#include "fsg_arena.h"
 
 static uint64_t splitmix64(uint64_t *s)
 {
@@ -101,7 +102,14 @@ int fsd_arena_synth_create(struct fsd *d)
 	d->arena_ro_fd = fs_shm_ro_fd(&d->arena_shm);
 	if (d->arena_ro_fd < 0)
 		return d->arena_ro_fd;
-	fsd_log(FSD_INFO, "arena: synthetic, %u layers x %u experts x %llu bytes = %.1f MiB", c->layers,
-		c->experts, (unsigned long long)c->expert_bytes, (double)d->arena_shm.bytes / 1048576.0);
+	/* Which pages, as the model arena says it (fsd_arena_gguf.c): the
+	 * synthetic arena is shmem asking for huge pages, never hugetlb. */
+	char thp[96];
+	int huge = fsg_shmem_thp(thp, sizeof(thp));
+	snprintf(d->arena_pages, sizeof(d->arena_pages), "shmem, %s pages (%s)", huge ? "2 MiB" : "4 KiB",
+		 thp);
+	fsd_log(FSD_INFO, "arena: synthetic, %u layers x %u experts x %llu bytes = %.1f MiB of %s", c->layers,
+		c->experts, (unsigned long long)c->expert_bytes, (double)d->arena_shm.bytes / 1048576.0,
+		d->arena_pages);
 	return 0;
 }

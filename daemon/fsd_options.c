@@ -203,7 +203,9 @@ int fsd_opt_set(const struct fsd_opt_src *s, struct fsd_config *c, const struct 
 		if (val[0] == '-') {
 			long long x = strtoll(val, &end, 10);
 			v = (double)x;
-			if (errno || x < (long long)o->min) {
+			/* An unsigned member never takes a negative value, whatever
+			 * its row's minimum says (the cast below would wrap it). */
+			if (errno || x < (long long)o->min || o->type != FSD_OPT_INT) {
 				fsd_opt_err(s, "%s: %s is out of range (%s)\n", where, val, range);
 				return -1;
 			}

@@ -7,6 +7,7 @@
  * same list by man_test (docs/man). */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "fsd.h"
@@ -76,6 +77,57 @@ Test(options, defaults_in_range)
 			break;
 		}
 	}
+}
+
+/* An unsigned option's range fits its member: no row may let a negative
+ * value (or one past UINT32_MAX) be cast into a uint32_t or uint64_t. */
+#define UNSIGNED_U32 1
+#define UNSIGNED_U64 2
+#define UNSIGNED_STR 0
+#define UNSIGNED_DBL 0
+#define UNSIGNED_INT 0
+#define UNSIGNED_MODE 0
+#define UNSIGNED_FLAG 0
+#define UNSIGNED_ONOFF 0
+#define URANGE(key, field, type, n, d, lo, hi, rl, h) {#key, UNSIGNED_##type, (double)(lo), (double)(hi)},
+Test(options, unsigned_ranges_fit_their_members)
+{
+	static const struct {
+		const char *key;
+		int u;
+		double lo, hi;
+	} r[] = {FSD_OPTIONS(URANGE)};
+	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++) {
+		if (!r[i].u)
+			continue;
+		cr_expect_geq(r[i].lo, 0.0, "%s: an unsigned option with a negative minimum", r[i].key);
+		if (r[i].u == 1)
+			cr_expect_leq(r[i].hi, 4294967295.0, "%s: a uint32_t option past UINT32_MAX",
+				      r[i].key);
+	}
+	/* And should a row ever allow one, the setter still refuses it. */
+	struct fsd_opt o = {"test_u32",
+			    FSD_OPT_U32,
+			    offsetof(struct fsd_config, slots),
+			    sizeof(uint32_t),
+			    -5,
+			    10,
+			    "a test row",
+			    0};
+	struct fsd_config c;
+	struct fsd_opt_src src;
+	fsd_config_defaults(&c);
+	fsd_opt_src_init(&src, "fsd_options_test");
+	uint32_t before = c.slots;
+	cr_expect_eq(fsd_opt_set(&src, &c, &o, "-1", "--test-u32"), -1);
+	cr_expect_eq(c.slots, before, "a refused value is not stored");
+	cr_expect_eq(fsd_opt_set(&src, &c, &o, "7", "--test-u32"), 0);
+	cr_expect_eq(c.slots, 7u);
+	o.type = FSD_OPT_INT; /* an int row takes a negative value in its range */
+	o.off = offsetof(struct fsd_config, recency_slots);
+	o.size = sizeof(int);
+	cr_expect_eq(fsd_opt_set(&src, &c, &o, "-1", "--test-int"), 0);
+	cr_expect_eq(c.recency_slots, -1);
 }
 
 /* A default lives in its row only: a help text that states one would

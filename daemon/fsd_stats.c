@@ -94,7 +94,8 @@ cJSON *fsd_stats_json(struct fsd *d)
 	/* Which memory a model's arena got (hugetlb, shmem with 2 MiB or 4 KiB
 	 * pages) and why: the load's speed depends on it (fsg_load.c). */
 	cJSON_AddStringToObject(m, "arena_pages",
-				d->arena_pages[0] ? d->arena_pages : "not recorded (synthetic or kept)");
+				d->arena_pages[0] ? d->arena_pages :
+						    "not recorded (an arena kept across a restart)");
 
 	cJSON *dm = cJSON_AddObjectToObject(o, "daemon");
 #define X(name, help) cJSON_AddNumberToObject(dm, #name, (double)rd(&d->counters_daemon[FS_C_##name]));

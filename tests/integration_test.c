@@ -104,6 +104,16 @@ Test(integration, protocol_mismatch_names_both_versions, .timeout = 30)
 	cr_expect(strstr(buf, "protocol mismatch") != NULL, "%s", buf);
 	cr_assert_eq(fsh_request(d.sock, "{\"verb\":\"hello\",\"proto\":1}", buf, sizeof(buf)), 0);
 	cr_expect(strstr(buf, "\"ok\":true") != NULL, "%s", buf);
+	/* The synthetic arena says which pages it got, as a model's does. */
+	cJSON *s = stats(&d);
+	const char *pg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(s, "model"), "arena_pages"));
+	cr_expect(pg && !strncmp(pg, "shmem, ", 7) && strstr(pg, "pages (shmem_enabled"), "arena_pages: %s",
+		  pg ? pg : "(absent)");
+	cJSON_Delete(s);
+	static char log[16384];
+	fsh_read_file(d.log, log, sizeof(log));
+	cr_expect(strstr(log, "arena: synthetic") && strstr(log, "pages (shmem_enabled"), "log:\n%s", log);
 	cr_expect_eq(fsh_daemon_stop(&d), 0);
 }
 

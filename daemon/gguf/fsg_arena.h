@@ -43,7 +43,7 @@ enum fsg_lock {
 };
 
 enum fsg_direct {
-	FSG_DIRECT_AUTO = 0, /* O_DIRECT when less than half the file is in the page cache */
+	FSG_DIRECT_AUTO = 0, /* the daemon's choice: through the page cache (fsg_load.c says why) */
 	FSG_DIRECT_OFF = 1,  /* through the page cache */
 	FSG_DIRECT_ON = 2,   /* O_DIRECT where the file system allows it */
 };
@@ -73,6 +73,7 @@ struct fsg_load_opts {
 	uint64_t max_bps;  /* 0, or a rate not to exceed (bytes/s: tests make a load last seconds) */
 	int pages;         /* enum fsg_pages */
 	int fill;          /* enum fsg_fill */
+	int no_readahead;  /* buffered: no POSIX_FADV_WILLNEED ahead of the jobs (a bench's comparison) */
 	/* Called from the calling thread about every 100 ms and once at the
 	 * end (done == total), with the bytes landed and checksummed so far. */
 	void (*progress)(void *arg, uint64_t done, uint64_t total, uint64_t elapsed_ns);
@@ -97,6 +98,7 @@ struct fsg_load_result {
 	int direct;              /* read with O_DIRECT */
 	uint64_t direct_bytes;   /* bytes read with O_DIRECT (aligned supersets) */
 	double cached;           /* share of the file in the page cache at the start (mincore), -1: unknown */
+	uint64_t readahead;      /* buffered, less than half cached: jobs read ahead (WILLNEED); 0: none */
 	int hugetlb;             /* the arena is in hugetlb pages */
 	int thp;                 /* shmem_enabled lets MADV_HUGEPAGE shmem have 2 MiB pages */
 	int fill;                /* FSG_FILL_MAP or FSG_FILL_WRITE: how it was filled */
@@ -107,6 +109,10 @@ struct fsg_load_result {
  * reservation (HugePages_Free less HugePages_Rsvd) from /proc/meminfo's
  * text; 0 and 0 where there are none (f may be NULL). */
 void fsg_hugetlb_pool_parse(FILE *f, uint64_t *size, uint64_t *free_pages);
+
+/* 1 when a MADV_HUGEPAGE shmem mapping gets 2 MiB pages here (the kernel's
+ * shmem_enabled settings), else 0; why: the settings, for the log. */
+int fsg_shmem_thp(char *why, size_t n);
 
 /* Create the arena memfd (sealed against resizing, mapped read-write in
  * *shm) and fill it from f (opened with fsg_open).  On failure nothing is

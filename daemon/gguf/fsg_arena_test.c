@@ -198,6 +198,43 @@ Test(arena, every_fixture, .timeout = 120)
 	}
 }
 
+/* Jobs are a multiple of four experts (the checksum's four streams) where
+ * the layer has four; the last job of a layer may hold one, two or three:
+ * each blob's checksum must still be its own (the remainder reuses the
+ * four-stream hash with a blob repeated, whose extra result is dropped). */
+Test(arena, jobs_with_one_two_or_three_experts_left)
+{
+	for (uint32_t experts = 5; experts <= 7; experts++) {
+		struct fsgw_model m;
+		char path[160], name[32];
+		struct fsg_file f;
+		struct fsg_plan p;
+		struct fsg_err err;
+		fsgw_model_defaults(&m, "qwen3moe");
+		m.experts = experts;
+		m.used = 2;
+		m.layers = 2;
+		m.seed = 40 + experts;
+		snprintf(name, sizeof(name), "left%u.gguf", experts);
+		tu_model(g_dir, name, &m, path, sizeof(path));
+		cr_assert_eq(fsg_open(&f, path, &err), 0, "%s", err.msg);
+		cr_assert_eq(fsg_plan_build(&f, &p, &err), 0, "%s", err.msg);
+		for (int k = 0; k < 2; k++) { /* jobs of four, then one job a layer */
+			struct fsg_load_opts o = {.lock = FSG_LOCK_NO,
+						  .threads = 2,
+						  .chunk = k ? 0 : 4096,
+						  .pages = FSG_PAGES_SHMEM};
+			struct fs_shm shm;
+			struct fsg_load_result res;
+			cr_assert_eq(fsg_arena_build(&f, &p, &o, &shm, &res, &err), 0, "%s", err.msg);
+			check_arena(&f, &p, &shm, m.seed, name);
+			fs_shm_close(&shm);
+		}
+		fsg_plan_free(&p);
+		fsg_close(&f);
+	}
+}
+
 Test(arena, a_file_that_shrinks_is_an_error)
 {
 	struct fsgw_model m;

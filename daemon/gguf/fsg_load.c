@@ -13,7 +13,9 @@
  *      mlock pass before the first read;
  *   2. read each part's slices (for stacked tensors, the job's experts are
  *      one contiguous file range: one preadv scattering into the blobs, or
- *      with O_DIRECT one aligned read into a bounce buffer and a copy);
+ *      with O_DIRECT, a bench's comparison, one aligned read into a bounce
+ *      buffer and a copy); cold, the job a round ahead is asked for
+ *      (POSIX_FADV_WILLNEED) first;
  *   3. checksum the job's blobs (FNV-1a 64, four streams at once) while
  *      they are still in the core's cache.
  * So the disk has one request in flight per thread, and the memory write,
@@ -68,6 +70,7 @@ struct loader {
 	uint64_t njobs;
 	uint64_t max_read;
 	uint64_t bounce_bytes;
+	uint64_t ahead;        /* buffered, cold: readahead this many jobs ahead; 0: none */
 	uint64_t next;         /* atomic: the next job to take */
 	uint64_t done;         /* atomic: expert bytes landed and checksummed */
 	uint64_t read_calls;   /* atomic */
@@ -145,6 +148,19 @@ static void checksum_job(struct loader *L, const struct job *j, const struct dst
 		fsg_fnv1a64_4(q, bytes, h);
 		for (unsigned k = 0; k < CK_WAYS; k++)
 			L->idx[(uint64_t)j->layer * L->p->experts + j->x0 + x + k].checksum = h[k];
+	}
+	if (j->n - x >= 2) { /* 2 or 3 left: still four streams, the last blob hashed twice */
+		const uint8_t *q[CK_WAYS];
+		uint64_t h[CK_WAYS];
+		for (unsigned k = 0; k < CK_WAYS; k++) {
+			uint32_t e = j->x0 + x + (x + k < j->n ? k : j->n - 1 - x);
+			q[k] = at(d, fsg_layout_blob(L->lo, j->layer, e));
+			h[k] = FS_FNV64_OFFSET;
+		}
+		fsg_fnv1a64_4(q, bytes, h);
+		for (unsigned k = 0; x + k < j->n; k++)
+			L->idx[(uint64_t)j->layer * L->p->experts + j->x0 + x + k].checksum = h[k];
+		x = j->n;
 	}
 	for (; x < j->n; x++) {
 		const uint8_t *q = at(d, fsg_layout_blob(L->lo, j->layer, j->x0 + x));
@@ -371,6 +387,27 @@ static void throttle(struct loader *L)
 	}
 }
 
+/* Cold, buffered: ask the kernel to start reading job j's file ranges now
+ * (POSIX_FADV_WILLNEED queues the reads and returns), `ahead` jobs before
+ * a thread reads them, so the disk has the next round's requests queued
+ * while this round's are copied and hashed.  Without it each thread's
+ * preadv waits on the readahead of its own range, and the threads share
+ * one file's readahead state, which their interleaved offsets defeat. */
+static void readahead_job(struct loader *L, const struct job *j)
+{
+	const struct fsg_layer *ly = &L->p->layer[j->layer];
+	for (uint32_t i = 0; i < ly->nparts; i++) {
+		const struct fsg_part *pt = &ly->part[i];
+		if (pt->split) /* one tensor per expert */
+			for (uint32_t x = 0; x < j->n; x++)
+				(void)posix_fadvise(L->fd, (off_t)fsg_part_src(pt, j->x0 + x),
+						    (off_t)pt->bytes, POSIX_FADV_WILLNEED);
+		else
+			(void)posix_fadvise(L->fd, (off_t)fsg_part_src(pt, j->x0),
+					    (off_t)((uint64_t)j->n * pt->bytes), POSIX_FADV_WILLNEED);
+	}
+}
+
 static void *worker(void *arg)
 {
 	struct loader *L = arg;
@@ -390,6 +427,8 @@ static void *worker(void *arg)
 		uint64_t k = __atomic_fetch_add(&L->next, 1, __ATOMIC_RELAXED);
 		if (k >= L->njobs)
 			break;
+		if (L->ahead && k + L->ahead < L->njobs)
+			readahead_job(L, &L->jobs[k + L->ahead]);
 		if (do_job(L, &L->jobs[k], bounce, wbuf) < 0)
 			__atomic_store_n(&L->failed, 1, __ATOMIC_RELAXED);
 		throttle(L);
@@ -419,10 +458,11 @@ static struct job *make_jobs(const struct fsg_plan *p, uint64_t chunk, uint64_t 
 		if (!ly->nparts || !p->experts)
 			continue;
 		uint64_t e = ly->blob_bytes ? chunk / ly->blob_bytes : p->experts;
-		if (e >= CK_WAYS)
-			e = e / CK_WAYS * CK_WAYS;
-		if (e < 1)
-			e = 1;
+		/* At least four experts: a job of fewer hashes them one stream
+		 * each, a quarter of the multiplier's rate (the 2.5 MiB blobs of
+		 * fs-bench-arena's model made 8 MiB jobs of three, and the warm
+		 * load paid that: issue 23). */
+		e = e < CK_WAYS ? CK_WAYS : e / CK_WAYS * CK_WAYS;
 		if (e > p->experts)
 			e = p->experts;
 		per[l] = (uint32_t)e;
@@ -502,16 +542,16 @@ static double cached_share(int fd, uint64_t bytes)
 	return share;
 }
 
-/* O_DIRECT pays when the file is not cached: then it skips the page
- * cache's allocation and copy bookkeeping (and leaves the cache to others);
- * a cached file is read faster through the cache.  -1: buffered. */
+/* O_DIRECT only when asked for (FSG_DIRECT_ON).  auto reads through the
+ * page cache, with readahead asked for ahead of the jobs when the file is
+ * not cached (fsg_arena_fill): on the GPU machine at 16 GiB with 2 MiB
+ * shmem pages buffered reads were 1.07 x and 1.15 x cat cold in two runs,
+ * O_DIRECT 0.68 x in one of them (docs/results/arena.md).  -1: buffered. */
 static int open_direct(const struct fsg_file *f, const struct fsg_plan *p, const struct fsg_load_opts *o,
 		       struct fsg_load_result *res)
 {
 	res->cached = cached_share(f->fd, f->file_size);
-	if (o->direct == FSG_DIRECT_OFF || p->member_bytes == 0)
-		return -1;
-	if (o->direct == FSG_DIRECT_AUTO && (res->cached < 0 || res->cached >= 0.5))
+	if (o->direct != FSG_DIRECT_ON || p->member_bytes == 0)
 		return -1;
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", f->fd);
@@ -563,7 +603,7 @@ static void sys_choice(const char *path, char *out, size_t n)
 /* Does a MADV_HUGEPAGE shmem mapping get 2 MiB folios?  shmem_enabled
  * always, within_size, advise or force (or, since Linux 6.11, the 2 MiB
  * size's own shmem_enabled when the global one is never). */
-static int shmem_thp(char *why, size_t n)
+int fsg_shmem_thp(char *why, size_t n)
 {
 	char g[32], s2m[32];
 	sys_choice("/sys/kernel/mm/transparent_hugepage/shmem_enabled", g, sizeof(g));
@@ -618,7 +658,7 @@ static int arena_memory(uint64_t bytes, const struct fsg_load_opts *o, struct fs
 	/* Huge pages where the kernel gives them to shmem: fewer faults while
 	 * loading, fewer TLB misses for every reader.  Elsewhere a no-op. */
 	(void)madvise(shm->base, shm->bytes, MADV_HUGEPAGE);
-	res->thp = shmem_thp(thp, sizeof(thp));
+	res->thp = fsg_shmem_thp(thp, sizeof(thp));
 	snprintf(res->pages_why, sizeof(res->pages_why),
 		 "shmem, %s pages (%s; hugetlb pool: %llu free of %llu%s)", res->thp ? "2 MiB" : "4 KiB", thp,
 		 (unsigned long long)hfree, (unsigned long long)need, failed);
@@ -731,8 +771,16 @@ int fsg_arena_fill(const struct fsg_file *f, const struct fsg_plan *p, const str
 		want = L.njobs ? (unsigned)L.njobs : 1;
 	L.dfd = open_direct(f, p, o, res);
 	res->direct = L.dfd >= 0;
-	if (L.dfd < 0)
+	if (L.dfd < 0) {
 		(void)posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+		/* Readahead one round of jobs ahead (want threads take the next
+		 * want jobs), unless the file is mostly cached already. */
+		if (res->cached < 0.5 && !o->no_readahead)
+			L.ahead = want;
+		for (uint64_t k = 0; k < L.ahead && k < L.njobs; k++) /* the first round */
+			readahead_job(&L, &L.jobs[k]);
+	}
+	res->readahead = L.ahead;
 	L.running = want;
 	for (; workers < want; workers++)
 		if (pthread_create(&th[workers], NULL, worker, &L) != 0)

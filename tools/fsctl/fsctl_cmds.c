@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fsctl_cmds.c: the commands: their options, help and output. */
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -45,9 +46,10 @@ int fsctl_opt_seconds(void *dst, const char *val, char *err, size_t len)
 int fsctl_opt_count(void *dst, const char *val, char *err, size_t len)
 {
 	char *end;
+	errno = 0;
 	long n = strtol(val, &end, 10);
-	if (*end || end == val || n < 1) {
-		snprintf(err, len, "give a positive number");
+	if (*end || end == val || n < 1 || errno == ERANGE) { /* ERANGE: strtol said LONG_MAX */
+		snprintf(err, len, "give a positive number, at most %ld", LONG_MAX);
 		return -1;
 	}
 	*(long *)dst = n;

@@ -548,6 +548,15 @@ Test(fsctl, help_and_usage)
 	cr_expect_eq(fsctl(g_out, sizeof(g_out), "stats --interval abc"), FSCTL_USAGE);
 	cr_expect_eq(fsctl(g_out, sizeof(g_out), "stats --layers none"), FSCTL_USAGE);
 	cr_expect_eq(fsctl(g_out, sizeof(g_out), "--timeout 0 ping"), FSCTL_USAGE);
+	/* A count past LONG_MAX is refused, not clamped to it by strtol. */
+	const char *counts[] = {"stats --count 99999999999999999999", "top --count 99999999999999999999",
+				"stats --count 0", "top --count -3"};
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		cr_expect_eq(fsctl(g_out, sizeof(g_out), "--socket /nonexistent %s", counts[i]), FSCTL_USAGE,
+			     "%s: %s", counts[i], g_out);
+		cr_expect(strstr(g_out, "give a positive number, at most") != NULL, "%s: %s", counts[i],
+			  g_out);
+	}
 }
 
 /* ---- rendering, called directly ----------------------------------------------- */
