@@ -6,6 +6,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -233,6 +234,47 @@ Test(arena, jobs_with_one_two_or_three_experts_left)
 		fsg_plan_free(&p);
 		fsg_close(&f);
 	}
+}
+
+/* The daemon's default read (auto) is buffered; a file mostly out of the
+ * page cache is read ahead of the jobs (POSIX_FADV_WILLNEED), a cached one
+ * is not, and either way every blob and checksum is right.  Where the file
+ * system keeps the pages (tmpfs ignores POSIX_FADV_DONTNEED) only the
+ * cached case can be seen. */
+Test(arena, auto_reads_buffered_and_ahead_when_cold)
+{
+	struct fsgw_model m;
+	char path[160];
+	struct fsg_file f;
+	struct fsg_plan p;
+	struct fsg_err err;
+	fsgw_model_defaults(&m, "qwen3moe");
+	m.experts = 16;
+	m.layers = 3;
+	m.seed = 77;
+	tu_model(g_dir, "cold.gguf", &m, path, sizeof(path));
+	cr_assert_eq(fsg_open(&f, path, &err), 0, "%s", err.msg);
+	cr_assert_eq(fsg_plan_build(&f, &p, &err), 0, "%s", err.msg);
+	for (int cold = 0; cold < 2; cold++) {
+		if (cold) {
+			cr_assert_eq(fdatasync(f.fd), 0);
+			(void)posix_fadvise(f.fd, 0, 0, POSIX_FADV_DONTNEED);
+		}
+		struct fsg_load_opts o = {
+			.lock = FSG_LOCK_NO, .threads = 2, .chunk = 4096, .pages = FSG_PAGES_SHMEM};
+		struct fs_shm shm;
+		struct fsg_load_result res;
+		cr_assert_eq(fsg_arena_build(&f, &p, &o, &shm, &res, &err), 0, "%s", err.msg);
+		cr_expect_eq(res.direct, 0, "auto never opens O_DIRECT");
+		if (res.cached >= 0.5)
+			cr_expect_eq(res.readahead, 0u, "cached %.2f: no readahead", res.cached);
+		else
+			cr_expect_gt(res.readahead, 0u, "cached %.2f: read ahead", res.cached);
+		check_arena(&f, &p, &shm, m.seed, "cold.gguf");
+		fs_shm_close(&shm);
+	}
+	fsg_plan_free(&p);
+	fsg_close(&f);
 }
 
 Test(arena, a_file_that_shrinks_is_an_error)

@@ -53,6 +53,7 @@
 #define DIRECT_ALIGN 4096u /* O_DIRECT: offset, length and buffer */
 #define MAX_THREADS 64u
 #define CK_WAYS 4
+#define READAHEAD_MAX (256ull << 20) /* bytes asked for ahead of the jobs, cold */
 
 struct job {
 	uint32_t layer, x0, n; /* experts x0 .. x0 + n - 1 of the layer */
@@ -777,6 +778,12 @@ int fsg_arena_fill(const struct fsg_file *f, const struct fsg_plan *p, const str
 		 * want jobs), unless the file is mostly cached already. */
 		if (res->cached < 0.5 && !o->no_readahead)
 			L.ahead = want;
+		/* At most READAHEAD_MAX bytes asked for ahead (jobs of large
+		 * experts: pages read ahead that memory pressure evicts before
+		 * their job would be read twice). */
+		uint64_t job_bytes = L.njobs ? p->member_bytes / L.njobs : 0;
+		if (L.ahead && job_bytes && L.ahead * job_bytes > READAHEAD_MAX)
+			L.ahead = READAHEAD_MAX / job_bytes ? READAHEAD_MAX / job_bytes : 1;
 		for (uint64_t k = 0; k < L.ahead && k < L.njobs; k++) /* the first round */
 			readahead_job(&L, &L.jobs[k]);
 	}
