@@ -650,6 +650,46 @@ Test(basic, batch_is_all_or_nothing)
 	free(mem);
 }
 
+/* The post with any prefetch distance (fs_ring_post_ahead(): 0, none, to
+ * far past the ring), the batch post and the bulk consume with any `max`
+ * deliver every record once, in order, across the array's wrap: a
+ * prefetch is a hint that never reads or writes a record. */
+Test(basic, prefetch_distances_change_nothing)
+{
+	const uint32_t E = 16;
+	const uint32_t aheads[] = {0, 1, 4, FS_RING_AHEAD, 1u << 20};
+	void *mem = ring_alloc(E);
+	size_t sz = fs_ring_bytes(E);
+	struct fs_ring_cons c;
+	struct fs_ring_prod p;
+	cr_assert_eq(fs_ring_format(&c, mem, sz, E), 0);
+	cr_assert_eq(fs_ring_prod_init(&p, mem, sz), 0);
+	uint64_t in = 0, out = 0, seed = 7;
+	struct fs_rec got[E];
+	while (in < 20000) {
+		uint32_t n = 1 + (uint32_t)(rnd(&seed) % E);
+		for (uint32_t i = 0; i < n; i++) {
+			struct fs_rec r = seq_rec(in);
+			int rc = fs_ring_post_ahead(&p, &r, aheads[rnd(&seed) % 5]);
+			if (in - out == E) {
+				cr_assert_eq(rc, -ENOBUFS, "full ring took a record");
+				break;
+			}
+			cr_assert_eq(rc, 0);
+			in++;
+		}
+		uint32_t max = 1 + (uint32_t)(rnd(&seed) % E);
+		uint32_t k = fs_ring_consume(&c, got, max);
+		cr_assert_eq(k, (uint32_t)(in - out) < max ? (uint32_t)(in - out) : max);
+		for (uint32_t i = 0; i < k; i++, out++)
+			cr_assert(seq_rec_ok(&got[i]) && rec_seq(&got[i]) == out, "record %llu",
+				  (unsigned long long)out);
+	}
+	cr_assert_eq(c.bad_record, 0);
+	cr_assert_eq(c.bad_index, 0);
+	free(mem);
+}
+
 /* Counters start just below 2^32: records must survive the wrap of the
  * free-running u32 counters and of the array index, including batches
  * that straddle the end of the array. */

@@ -71,11 +71,13 @@ struct opts {
 	uint64_t pace_ns;       /* latency: one post every pace_ns */
 	uint64_t sleep_pace_ns; /* the same for the rows whose consumer sleeps */
 	uint64_t cap_ns;        /* a throughput run stops after this long */
+	const char *only;       /* run only the rows whose mode contains this */
 };
 
 static const char usage[] =
 	"usage: fs-bench-ring [--records N] [--max-run-ms N] [--entries N] [--reps N]\n"
-	"                     [--samples N] [--pace-ns N] [--sleep-pace-ns N] [--quick] [--help]\n"
+	"                     [--samples N] [--pace-ns N] [--sleep-pace-ns N] [--cpus A,B]\n"
+	"                     [--only TEXT] [--quick] [--help]\n"
 	"\n"
 	"Measures the fs_ring between two processes (producer: a forked child,\n"
 	"consumer: this process) against a pthread mutex+condvar queue in shared\n"
@@ -100,6 +102,8 @@ static int entries_arg(void *dst, const char *v, char *err, size_t len)
 	*(uint32_t *)dst = (uint32_t)x;
 	return 0;
 }
+
+static int cpus_arg(void *dst, const char *v, char *err, size_t len); /* --cpus, below */
 
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
@@ -129,6 +133,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			"sleep-pace-ns", "N", &o->sleep_pace_ns, 100, 100000000u,
 			"the same for the rows whose consumer sleeps (longer than the daemon's 50 us spin, so "
 			"each record finds the consumer asleep); those rows take a tenth of --samples"),
+		FS_OPT_FN("cpus", "A,B", NULL, cpus_arg,
+			  "consumer on CPU A, producer on CPU B (default: two cores, one L3 where the "
+			  "topology says so)"),
+		FS_OPT_STR("only", "TEXT", &o->only,
+			   "run only the rows whose mode contains TEXT (to profile or compare a few; "
+			   "no summary lines then)"),
 		FS_OPT_FLAG("quick", 0, &quick, "small counts (a smoke test: about a second)"),
 	};
 	const struct fs_opt_cmd cmd = {"fs-bench-ring", usage, tail, opts, FS_OPT_N(opts)};
@@ -182,23 +192,101 @@ static void pin_to(int cpu)
 		perror("fs-bench-ring: sched_setaffinity");
 }
 
+/* A line of /sys/devices/system/cpu/cpuN/<rel> into buf ("" when absent). */
+static void cpu_attr(int cpu, const char *rel, char *buf, size_t len)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/%s", cpu, rel);
+	buf[0] = 0;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	if (!fgets(buf, (int)len, f))
+		buf[0] = 0;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+}
+
+/* Is `cpu` in the list ("0-3,8,10-11") of CPU `of`'s attribute `rel`? */
+static int cpu_listed(int of, const char *rel, int cpu)
+{
+	char buf[256];
+	cpu_attr(of, rel, buf, sizeof(buf));
+	for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+		int a, b;
+		int k = sscanf(t, "%d-%d", &a, &b);
+		if (k == 1)
+			b = a;
+		if (k >= 1 && cpu >= a && cpu <= b)
+			return 1;
+	}
+	return 0;
+}
+
+#define SIBLINGS "topology/thread_siblings_list"
+#define L3_SHARED "cache/index3/shared_cpu_list"
+
+/* The consumer on the first CPU we may use; the producer on another one
+ * that is not an SMT sibling of it (two threads of one core share its
+ * execution units: a pipeline between them measures the core, not the
+ * queue), on the same L3 where there is one: where an engine and the
+ * daemon's hot thread would be put.  --cpus overrides. */
 static void choose_cpus(void)
 {
 	cpu_set_t set;
 	if (sched_getaffinity(0, sizeof(set), &set) != 0)
 		return;
-	int first = -1;
+	int first = -1, any = -1, apart = -1, near = -1;
 	for (int i = 0; i < CPU_SETSIZE; i++) {
 		if (!CPU_ISSET(i, &set))
 			continue;
 		if (first < 0) {
 			first = i;
-		} else {
-			cpu_cons = first;
-			cpu_prod = i;
-			return;
+			continue;
 		}
+		if (any < 0)
+			any = i;
+		if (cpu_listed(first, SIBLINGS, i))
+			continue;
+		if (apart < 0)
+			apart = i;
+		if (near < 0 && cpu_listed(first, L3_SHARED, i))
+			near = i;
 	}
+	if (any < 0)
+		return;
+	cpu_cons = first;
+	cpu_prod = near >= 0 ? near : apart >= 0 ? apart : any;
+}
+
+/* --cpus A,B: consumer on A, producer on B. */
+static int cpus_arg(void *dst, const char *v, char *err, size_t len)
+{
+	int a, b;
+	char extra;
+	(void)dst;
+	if (sscanf(v, "%d,%d%c", &a, &b, &extra) != 2 || a < 0 || b < 0 || a >= CPU_SETSIZE ||
+	    b >= CPU_SETSIZE || a == b) {
+		snprintf(err, len, "give two different CPU numbers, consumer,producer");
+		return -1;
+	}
+	cpu_cons = a;
+	cpu_prod = b;
+	return 0;
+}
+
+/* What the pair shares: the figures depend on it. */
+static void print_pair(void)
+{
+	char l3[256];
+	cpu_attr(cpu_cons, L3_SHARED, l3, sizeof(l3));
+	printf("pinning: consumer on CPU %d, producer on CPU %d (sched_setaffinity): %s, %s (CPU %d's L3: %s)\n",
+	       cpu_cons, cpu_prod,
+	       cpu_listed(cpu_cons, SIBLINGS, cpu_prod) ? "SMT siblings (one core)" : "two cores",
+	       l3[0] == 0                                ? "L3 unknown" :
+	       cpu_listed(cpu_cons, L3_SHARED, cpu_prod) ? "one L3" :
+							   "different L3s",
+	       cpu_cons, l3[0] ? l3 : "-");
 }
 
 static size_t round_up(size_t x, size_t a)
@@ -258,6 +346,7 @@ enum cons_policy {
 #define GROUP_MIN 64u
 
 #define POLL_PAUSES 64u
+#define LAT_SEGS 5u /* latency rows: segments, the rows taking turns */
 #define RECS_PER_LINE (FS_CACHELINE / (uint32_t)sizeof(struct fs_rec))
 
 struct meas {
@@ -270,10 +359,14 @@ struct meas {
 	uint32_t kick_every; /* ring, one record per post: publish the tail once per
 			      * this many posts (io_uring's submit model; NOT the
 			      * protocol: a measurement for the decision) */
+	int before;          /* ring: the post and consume of session 6 (no write prefetch,
+			      * one record at a time copied and checked: consume_s6()),
+			      * what the changes of issue 20's session 7 add */
 	int latency;         /* paced, stamped records; else a throughput run */
 	double best_rps;     /* throughput rows */
 	uint64_t p50, p99, p999, max;
 	int done;
+	int failed; /* a latency segment failed */
 };
 
 /* Latency rows whose consumer sleeps post less often (each record should
@@ -301,6 +394,8 @@ static inline int ring_post(struct fs_ring_prod *p, const struct meas *m, const 
 			fs_ring_kick(p);
 		return 0;
 	}
+	if (m->before)
+		return fs_ring_post_ahead(p, recs, 0);
 	if (m->batch > 1)
 		return fs_ring_post_batch(p, recs, m->batch);
 	return fs_ring_post(p, recs);
@@ -385,13 +480,38 @@ static int check_child(pid_t pid, uint64_t deadline, int *status, int *reaped)
 	return 0;
 }
 
-/* One poll of the ring consumer under policy `pol`. */
-static uint32_t ring_take(struct fs_ring_cons *c, struct fs_rec *buf, enum cons_policy pol, uint32_t *last)
+/* fs_ring_consume() as it was before session 7 (issue 20): each record
+ * copied from the ring and checked in turn (for the `before` row only). */
+static uint32_t consume_s6(struct fs_ring_cons *c, struct fs_rec *out, uint32_t max)
 {
-	switch (pol) {
+	uint32_t avail = fs_load_acquire(&c->hdr->tail) - c->head;
+	if (avail == 0 || avail > c->entries)
+		return avail ? fs_ring_consume(c, out, max) : 0; /* let it count */
+	if (avail > max)
+		avail = max;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < avail; i++) {
+		memcpy(&out[n], &c->recs[(c->head + i) & c->mask], sizeof(struct fs_rec));
+		if (fs_likely(fs_rec_valid(&out[n])))
+			n++;
+		else
+			c->bad_record++;
+	}
+	c->head += avail;
+	c->consumed += avail;
+	fs_store_release(&c->hdr->head, c->head);
+	return n;
+}
+
+/* One poll of the ring consumer under m's policy. */
+static uint32_t ring_take(struct fs_ring_cons *c, struct fs_rec *buf, const struct meas *m, uint32_t *last)
+{
+	uint32_t (*consume)(struct fs_ring_cons *, struct fs_rec *, uint32_t) = m->before ? consume_s6 :
+											    fs_ring_consume;
+	switch (m->pol) {
 	case C_SPIN:
 	case C_DRAIN:
-		return fs_ring_consume(c, buf, CONS_MAX);
+		return consume(c, buf, CONS_MAX);
 	case C_LINES: {
 		uint32_t pend = fs_ring_pending(c);
 		if (pend == 0)
@@ -407,10 +527,22 @@ static uint32_t ring_take(struct fs_ring_cons *c, struct fs_rec *buf, enum cons_
 			upto = pend; /* the producer paused: take the partial line */
 		}
 		*last = 0;
-		return fs_ring_consume(c, buf, upto < CONS_MAX ? upto : CONS_MAX);
+		return consume(c, buf, upto < CONS_MAX ? upto : CONS_MAX);
 	}
 	case C_GROUP:
-		return fs_ring_consume_group(c, buf, CONS_MAX, GROUP_MIN, last);
+		if (!m->before)
+			return fs_ring_consume_group(c, buf, CONS_MAX, GROUP_MIN, last);
+		{ /* fs_ring_consume_group() on consume_s6() */
+			uint32_t pend = fs_ring_pending(c);
+			if (pend == 0)
+				return 0;
+			if (pend < GROUP_MIN && pend != *last) {
+				*last = pend;
+				return 0;
+			}
+			*last = 0;
+			return consume_s6(c, buf, CONS_MAX);
+		}
 	case C_SLEEP: {
 		uint32_t k = fs_ring_consume(c, buf, CONS_MAX);
 		if (k)
@@ -445,9 +577,16 @@ static uint32_t bq_pop_group(struct bq *q, struct fs_rec *buf, uint32_t *last)
 /* Run one measurement: fork the producer, consume n records (a throughput
  * run: or as many as arrive within o->cap_ns).  Fills the throughput (rps)
  * or the latency samples.  0 on success. */
-static int run_one(struct shm *s, struct meas *m, const struct opts *o, double *rps, uint64_t *lat)
+/* A latency run's share: `warm` posts not counted, then `count` samples
+ * into lat[0..count). */
+struct lat_seg {
+	uint64_t *lat;
+	uint32_t warm, count;
+};
+
+static int run_one(struct shm *s, struct meas *m, const struct opts *o, double *rps, const struct lat_seg *ls)
 {
-	uint64_t n = m->latency ? (uint64_t)o->warmup + samples_of(m, o) : o->records;
+	uint64_t n = m->latency ? (uint64_t)ls->warm + ls->count : o->records;
 	struct fs_ring_cons c;
 	if (m->q == Q_RING) {
 		if (fs_ring_format(&c, s->ring, s->ring_bytes, o->entries) != 0)
@@ -488,7 +627,7 @@ static int run_one(struct shm *s, struct meas *m, const struct opts *o, double *
 			break; /* time cap: the rate of what arrived so far */
 		uint32_t k;
 		if (m->q == Q_RING)
-			k = ring_take(&c, buf, m->pol, &last);
+			k = ring_take(&c, buf, m, &last);
 		else if (m->pol == C_GROUP)
 			k = bq_pop_group(s->bq, buf, &last);
 		else
@@ -516,8 +655,8 @@ static int run_one(struct shm *s, struct meas *m, const struct opts *o, double *
 					rc = -1;
 					goto out;
 				}
-				if (got + j >= o->warmup)
-					lat[got + j - o->warmup] = t - rec_u64(&buf[j]);
+				if (got + j >= ls->warm)
+					ls->lat[got + j - ls->warm] = t - rec_u64(&buf[j]);
 			}
 		} else {
 			for (uint32_t j = 0; j < k; j++) {
@@ -562,6 +701,7 @@ enum {
 	R_RING_ONE_GROUP,
 	R_RING_ONE_FULL,
 	R_RING_ONE_DEFER,
+	R_RING_ONE_BEFORE,
 	R_RING_BATCH,
 	R_RING_BATCH_POLL,
 	R_RING_ONE_SLEEP,
@@ -601,6 +741,12 @@ static double sleep_entry_ns(void *mem, size_t bytes, uint32_t entries, int asym
 	return (double)(now_ns() - t0) / 2000.0;
 }
 
+/* --only: this row is run. */
+static int wanted(const struct opts *o, const struct meas *m)
+{
+	return !o->only || strstr(m->mode, o->only) != NULL;
+}
+
 static double loadavg1(void)
 {
 	double l = -1;
@@ -621,7 +767,8 @@ int main(int argc, char **argv)
 	struct shm s;
 	if (shm_create(&s, o.entries) != 0)
 		return 1;
-	choose_cpus();
+	if (cpu_cons < 0)
+		choose_cpus();
 	pin_to(cpu_cons);
 
 	/* clang-format off */
@@ -633,6 +780,8 @@ int main(int argc, char **argv)
 					.full = 1},
 		[R_RING_ONE_DEFER]   = {"ring", "one-at-a-time, kick per 32 (not used)", Q_RING, .batch = 1, .pol = C_GROUP,
 					.kick_every = BATCH},
+		[R_RING_ONE_BEFORE]  = {"ring", "one-at-a-time, groups, session 6 code", Q_RING, .batch = 1,
+					.pol = C_GROUP, .before = 1},
 		[R_RING_BATCH]       = {"ring", "batch of 32, consumer spins", Q_RING, .batch = BATCH, .pol = C_SPIN},
 		[R_RING_BATCH_POLL]  = {"ring", "batch of 32, consumer polls", Q_RING, .batch = BATCH, .pol = C_DRAIN},
 		[R_RING_ONE_SLEEP]   = {"ring", "one-at-a-time, consumer sleeps", Q_RING, .batch = 1, .pol = C_SLEEP},
@@ -654,8 +803,7 @@ int main(int argc, char **argv)
 	       "%zu B each; producer = forked child process, consumer = this process, memfd MAP_SHARED\n",
 	       o.entries, sizeof(struct fs_rec));
 	if (cpu_cons >= 0)
-		printf("pinning: consumer on CPU %d, producer on CPU %d (sched_setaffinity)\n", cpu_cons,
-		       cpu_prod);
+		print_pair();
 	else
 		printf("pinning: none (fewer than 2 CPUs available)\n");
 	printf("load average (1 min) at start: %.2f on %ld online CPUs\n", loadavg1(),
@@ -673,13 +821,10 @@ int main(int argc, char **argv)
 		       "uses the seq_cst handshake");
 	fflush(stdout);
 
-	uint64_t *lat = calloc(o.samples, sizeof(*lat));
-	if (!lat)
-		return 1;
 	int failed = 0;
 	for (uint32_t rep = 0; rep < o.reps; rep++) {
 		for (size_t i = 0; i < R_COUNT; i++) {
-			if (ms[i].latency)
+			if (ms[i].latency || !wanted(&o, &ms[i]))
 				continue;
 			double rps = 0;
 			if (run_one(&s, &ms[i], &o, &rps, NULL) != 0) {
@@ -692,31 +837,56 @@ int main(int argc, char **argv)
 			ms[i].done = 1;
 		}
 	}
+	/* Latency rows: LAT_SEGS segments each, the rows taking turns, so that
+	 * the rows compared with each other (the sleeping consumer's two
+	 * handshakes: ring-wake) see the same moments of the machine, not one
+	 * of them a noisy second. */
+	uint64_t *lat[R_COUNT] = {0};
 	for (size_t i = 0; i < R_COUNT; i++) {
-		if (!ms[i].latency)
-			continue;
-		double rps;
-		if (run_one(&s, &ms[i], &o, &rps, lat) != 0) {
-			fprintf(stderr, "fs-bench-ring: %s %s: FAILED\n", ms[i].queue, ms[i].mode);
-			failed = 1;
+		if (ms[i].latency && wanted(&o, &ms[i]) &&
+		    !(lat[i] = calloc(samples_of(&ms[i], &o), sizeof(uint64_t))))
+			return 1;
+	}
+	for (uint32_t seg = 0; seg < LAT_SEGS; seg++) {
+		for (size_t i = 0; i < R_COUNT; i++) {
+			if (!lat[i] || ms[i].failed)
+				continue;
+			uint32_t ns = samples_of(&ms[i], &o);
+			uint32_t from = (uint32_t)((uint64_t)ns * seg / LAT_SEGS);
+			uint32_t to = (uint32_t)((uint64_t)ns * (seg + 1) / LAT_SEGS);
+			struct lat_seg ls = {lat[i] + from, seg == 0 ? o.warmup : o.warmup / LAT_SEGS,
+					     to - from};
+			double rps;
+			if (run_one(&s, &ms[i], &o, &rps, &ls) != 0) {
+				fprintf(stderr, "fs-bench-ring: %s %s: FAILED\n", ms[i].queue, ms[i].mode);
+				failed = 1;
+				ms[i].failed = 1;
+			}
+		}
+	}
+	for (size_t i = 0; i < R_COUNT; i++) {
+		if (!lat[i] || ms[i].failed) {
+			free(lat[i]);
 			continue;
 		}
 		uint32_t ns = samples_of(&ms[i], &o);
-		qsort(lat, ns, sizeof(*lat), cmp_u64);
-		ms[i].p50 = lat[(size_t)ns * 50 / 100];
-		ms[i].p99 = lat[(size_t)ns * 99 / 100];
-		ms[i].p999 = lat[(size_t)ns * 999 / 1000];
-		ms[i].max = lat[ns - 1];
+		qsort(lat[i], ns, sizeof(uint64_t), cmp_u64);
+		ms[i].p50 = lat[i][(size_t)ns * 50 / 100];
+		ms[i].p99 = lat[i][(size_t)ns * 99 / 100];
+		ms[i].p999 = lat[i][(size_t)ns * 999 / 1000];
+		ms[i].max = lat[i][ns - 1];
 		ms[i].done = 1;
+		free(lat[i]);
 	}
-	free(lat);
 
 	printf("\n%-9s %-37s %14s %9s %9s %9s %9s\n", "queue", "mode", "records/s", "p50 ns", "p99 ns",
 	       "p99.9 ns", "max ns");
 	for (size_t i = 0; i < R_COUNT; i++) {
 		const struct meas *m = &ms[i];
 		char a[32] = "-", b[4][24] = {"-", "-", "-", "-"};
-		if (!m->done) {
+		if (!wanted(&o, m)) {
+			snprintf(a, sizeof(a), "not run");
+		} else if (!m->done) {
 			snprintf(a, sizeof(a), "FAILED");
 		} else if (m->latency) {
 			snprintf(b[0], sizeof(b[0]), "%" PRIu64, m->p50);
@@ -727,6 +897,10 @@ int main(int argc, char **argv)
 			snprintf(a, sizeof(a), "%.0f", m->best_rps);
 		}
 		printf("%-9s %-37s %14s %9s %9s %9s %9s\n", m->queue, m->mode, a, b[0], b[1], b[2], b[3]);
+	}
+	if (o.only) { /* a part of the rows: no figure compares them */
+		printf("\n--only %s: the rows above only, no summary lines\n", o.only);
+		return failed ? 1 : 0;
 	}
 	/* Each figure: the queue with the better of its consumers (all of them
 	 * measured in this run, side by side). */
@@ -749,6 +923,9 @@ int main(int argc, char **argv)
 	if (ms[R_RING_ONE_DEFER].best_rps > 0)
 		printf("one-at-a-time, kick per 32 posts / kick per post (consumer takes groups): %.2f\n",
 		       ms[R_RING_ONE_DEFER].best_rps / ms[R_RING_ONE_GROUP].best_rps);
+	if (ms[R_RING_ONE_BEFORE].best_rps > 0)
+		printf("one-at-a-time, this code / session 6's (write prefetch, bulk copy; consumer takes groups): %.2f\n",
+		       ms[R_RING_ONE_GROUP].best_rps / ms[R_RING_ONE_BEFORE].best_rps);
 	printf("sleeping consumer, post -> observed p50 / p99 ns: asymmetric %" PRIu64 " / %" PRIu64
 	       ", seq_cst %" PRIu64 " / %" PRIu64 "\n",
 	       ms[R_RING_LAT_SLEEP].p50, ms[R_RING_LAT_SLEEP].p99, ms[R_RING_LAT_SLEEP_FULL].p50,

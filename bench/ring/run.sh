@@ -34,6 +34,7 @@ row_promise ring-wake "<= 1.2 x" "sleeping consumer, post -> observed p99: asymm
 row_promise ring-asym info "one record per post: asymmetric / seq_cst post, consumer polls lines"
 row_promise ring-sleep-entry info "consumer going to sleep: asymmetric (membarrier) / seq_cst"
 row_promise ring-defer info "one record per post: kick per 32 posts / kick per post, consumer takes groups (io_uring's model, not adopted)"
+row_promise ring-gain info "one record per post, consumer takes groups: this code / session 6's (write prefetch ahead, bulk copy out)"
 
 B=${FS_BENCH_BUILD:-build}
 # shellcheck source=bench/lib.sh
@@ -43,7 +44,8 @@ R=$B/bench/ring/fs-bench-ring
 # shellcheck disable=SC2206 # a word list on purpose
 ARGS=(${RING_ARGS:---max-run-ms 600 --samples 50000})
 
-one=() ratio=() wake=() asym=() entry=() defer=()
+pin=
+one=() ratio=() wake=() asym=() entry=() defer=() gain=()
 fail=
 for i in $(seq "$RUNS"); do
 	echo "== fs-bench-ring ${ARGS[*]} (run $i of $RUNS)"
@@ -61,12 +63,14 @@ for i in $(seq "$RUNS"); do
 	wake+=("$w")
 	entry+=("$(sed -n 's/^consumer going to sleep (fs_ring_sleep_prepare, mean of 2000): asymmetric \([0-9]*\) ns, seq_cst \([0-9]*\) ns$/\1 \/ \2 ns/p' <<<"$out")")
 	defer+=("$(sed -n 's/^one-at-a-time, kick per 32 posts \/ kick per post (consumer takes groups): \([0-9.]*\)$/\1/p' <<<"$out")")
+	gain+=("$(sed -n 's/^one-at-a-time, this code \/ session 6.s ([^)]*): \([0-9.]*\)$/\1/p' <<<"$out")")
+	pin=$(grep -m1 '^pinning' <<<"$out" || true)
 	grep -q "^ring wake-up: asymmetric" <<<"$out" || fail="the asymmetric handshake is not available here (membarrier)"
 done
 worst() { printf '%s\n' "$@" | awk 'NF { v = $1 + 0; if (n++ == 0 || v < m) m = v } END { if (n) print m }'; }
 worst_max() { printf '%s\n' "$@" | awk 'NF { v = $1 + 0; if (n++ == 0 || v > m) m = v } END { if (n) print m }'; }
 if [ -n "$fail" ] || [ ${#one[@]} != "$RUNS" ]; then
-	for r in ring-one ring-ratio ring-wake ring-asym ring-sleep-entry ring-defer; do row_fail "$r" "${fail:-a run printed no figures}"; done
+	for r in ring-one ring-ratio ring-wake ring-asym ring-sleep-entry ring-defer ring-gain; do row_fail "$r" "${fail:-a run printed no figures}"; done
 else
 	row_ok ring-one "$(worst "${one[@]}" | awk '{ printf "%.1f M/s", $1 / 1e6 }')" \
 		"runs: $(printf '%s\n' "${one[@]}" | awk '{ printf "%s%.1f", (NR > 1 ? " / " : ""), $1 / 1e6 }')"
@@ -80,9 +84,12 @@ else
 	row_ok ring-sleep-entry "${entry[0]}" "runs: $(printf '%s\n' "${entry[@]}" | paste -sd';')"
 	# The largest gain a deferred kick would give (the case for adopting it).
 	row_ok ring-defer "$(worst_max "${defer[@]}") x" "runs: $(printf '%s\n' "${defer[@]}" | paste -sd/)"
+	row_ok ring-gain "$(worst "${gain[@]}") x" "runs: $(printf '%s\n' "${gain[@]}" | paste -sd/)"
 fi
 {
 	echo "# fs-bench-ring, $RUNS runs: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
+	echo
+	echo "${pin:-pinning: (no run printed it)}"
 	echo
 	rows_summary "$ROWS_FILE" || true
 } | tee "$OUTDIR/ring-results.md"
