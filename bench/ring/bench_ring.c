@@ -212,7 +212,8 @@ static int cpu_listed(int of, const char *rel, int cpu)
 {
 	char buf[256];
 	cpu_attr(of, rel, buf, sizeof(buf));
-	for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+	char *save = NULL;
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		int a, b;
 		int k = sscanf(t, "%d-%d", &a, &b);
 		if (k == 1)
@@ -578,7 +579,7 @@ static uint32_t bq_pop_group(struct bq *q, struct fs_rec *buf, uint32_t *last)
  * run: or as many as arrive within o->cap_ns).  Fills the throughput (rps)
  * or the latency samples.  0 on success. */
 /* A latency run's share: `warm` posts not counted, then `count` samples
- * into lat[0..count). */
+ * into lat[0..count) (a throughput run: all zero, unused). */
 struct lat_seg {
 	uint64_t *lat;
 	uint32_t warm, count;
@@ -827,7 +828,8 @@ int main(int argc, char **argv)
 			if (ms[i].latency || !wanted(&o, &ms[i]))
 				continue;
 			double rps = 0;
-			if (run_one(&s, &ms[i], &o, &rps, NULL) != 0) {
+			const struct lat_seg none = {0};
+			if (run_one(&s, &ms[i], &o, &rps, &none) != 0) {
 				fprintf(stderr, "fs-bench-ring: %s %s: FAILED\n", ms[i].queue, ms[i].mode);
 				failed = 1;
 				continue;
