@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fs_tiers.h"
 #include "fsctl.h"
 
 /* ---- columns --------------------------------------------------------------- */
@@ -61,9 +62,13 @@ static const struct tcol card_cols[] = {
 	{"tlate/s", 8, V_RATE, "too_late",
 	 "wants not copied: the bus could not land them in time, per second"},
 	{"pred/s", 8, V_RATE, "predicted", "predictions received for the card, per second"},
-	{"static", 7, V_NUM, "tier_static", "slots of the static tier (landed or loading)"},
-	{"recency", 8, V_NUM, "tier_recency", "slots of the recency tier (landed or loading)"},
-	{"predtier", 9, V_NUM, "tier_predicted", "slots of the predicted tier (landed or loading)"},
+/* One column per tier, from the tier list (proto/fs_tiers.h): its gauge. */
+// clang-format off
+#define TIER_COL(A, NAME, name, what) \
+	{#name, (int)sizeof(#name), V_NUM, "tier_" #name, "slots of the " #name " tier (landed or loading)"},
+	FS_TIERS(TIER_COL, 0)
+#undef TIER_COL
+	// clang-format on
 	{"loading", 8, V_NUM, "loading", "slots with a copy in flight"},
 };
 

@@ -11,27 +11,28 @@
  *    windows) and the profile's fill on each card (where the placement
  *    across cards puts each layer's static slots);
  *  - within the clock's noise where the clock decides: each engine's hits
- *    (both policies) and each card's copies (static+recency).  The daemon
+ *    and the cards' copies (both policies).  The daemon
  *    reads the records late by its wake-up and the engines' sleeps
  *    (microseconds idle, milliseconds and more on a loaded machine), and
  *    the two engines' records interleave in real rather than virtual time.
  *
  * The tolerances (docs/results/replay.md, "Agreement with foresightd",
- * has the runs): |hits - fs-replay's| <= 5 % of the engine's uses + 8, and
- * for static+recency |copies - fs-replay's| <= 10 % of fs-replay's + 8 per
- * card.  Measured on this 2-core machine at a load average of 11-15 (every
- * core busy with other builds and tests), 15 runs: the daemon hit 0.5-1.5 %
- * fewer than fs-replay with static+recency, 0.6-2.7 % with all (3.9 % at
- * worst at 1 ms per layer); static+recency's copies differed by -23 .. +25
- * of 650-670.  `all`'s copies are printed, not checked: the daemon lands
- * 5-25 % fewer predicted copies than fs-replay, also with one card and one
- * engine and with a hot thread that never sleeps (--spin-us 10000000), so
- * that is no clock noise but a difference of order not found yet (the docs
- * say so).
+ * has the runs): |hits - fs-replay's| <= 5 % of the engine's uses + 8; for
+ * static+recency |copies - fs-replay's| <= 10 % of fs-replay's + 8 per
+ * card; for all (static + recency + predicted) the cards' copies together
+ * within 15 % + 16 (which card a predicted copy goes to moves with the two
+ * engines' real interleaving: -6 .. +21 % on one card, -4 .. +8 % on both).
+ * The same with one card and one engine (the most slot pressure).
+ * Measured on this 2-core machine at a load average of 7-8, with the
+ * replay in the daemon's order (session 7: no pass between an engine's
+ * release and its next acquire, nor before a layer's posts; copies taken
+ * in at their landing): hits -0.1 .. -1.3 %, static+recency's copies
+ * +0 .. +16 per card, all's -4 .. +8 % in total; one card: hits within
+ * 0.4 %, copies within 0.5 %.  Before that order the daemon hit 2.8 %
+ * less with one card and landed 5-25 % fewer predicted copies.
  *
  * FS_AGREE_LONG=1: 2000 scored windows (about 20 s per policy).
  * FS_AGREE_SCALE=X: every layer X times as long (1 ms x 2 by default).
- * FS_AGREE_ONE=1: one card and one engine.
  */
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
@@ -50,7 +51,8 @@
 #define TOPK 4u
 #define TPW 2u
 #define MAXN 2u
-static uint32_t CARDS = 2, CLIENTS = 2;
+static uint32_t CARDS = 2, CLIENTS = 2; /* per test: agree()'s n */
+enum { COPIES_NONE, COPIES_PER_CARD, COPIES_TOTAL };
 
 struct setup {
 	uint32_t warmup, scored, slots;
@@ -350,10 +352,19 @@ static int daemon_run(struct ctx *x, char *why, size_t whylen)
 			cr_expect_leq(fabs((double)diff(eo[i].hits, ref->client_hits[i])), tol,
 				      "engine %u beyond %.0f: %s", i, tol, line);
 		}
-		for (uint32_t c = 0; c < CARDS && copies; c++) {
+		for (uint32_t c = 0; c < CARDS && copies == COPIES_PER_CARD; c++) {
 			double tol = 0.10 * (double)ref->card_copies[c] + 8;
 			cr_expect_leq(fabs((double)dc[c]), tol, "card %u copies beyond %.0f: %s", c, tol,
 				      line);
+		}
+		if (copies == COPIES_TOTAL) {
+			long long sum = 0, want = 0;
+			for (uint32_t c = 0; c < CARDS; c++) {
+				sum += dc[c];
+				want += (long long)ref->card_copies[c];
+			}
+			double tol = 0.15 * (double)want + 16;
+			cr_expect_leq(fabs((double)sum), tol, "the cards' copies beyond %.0f: %s", tol, line);
 		}
 	}
 	cJSON_Delete(st);
@@ -365,7 +376,7 @@ static int daemon_run(struct ctx *x, char *why, size_t whylen)
  * ended); the engines post predictions with `predict`; the cards' copies
  * are checked with `copies`.  Up to 4 daemon runs: the first one whose
  * engines kept to their schedule is compared; none: skipped, saying why. */
-static void agree(enum replay_policy_id p, const char *const *policy, int predict, int copies)
+static void agree(uint32_t n, enum replay_policy_id p, const char *const *policy, int predict, int copies)
 {
 	static struct ctx x;
 	memset(&x, 0, sizeof(x));
@@ -374,8 +385,7 @@ static void agree(enum replay_policy_id p, const char *const *policy, int predic
 	x.policy = policy;
 	x.predict = predict;
 	x.copies = copies;
-	if (getenv("FS_AGREE_ONE"))
-		CARDS = CLIENTS = 1;
+	CARDS = CLIENTS = n; /* n cards, n engines (engine i on card i) */
 	snprintf(x.ncards, sizeof(x.ncards), "%u", CARDS);
 	snprintf(x.dir, sizeof(x.dir), "/tmp/fs-agree-XXXXXX");
 	cr_assert_not_null(mkdtemp(x.dir));
@@ -408,10 +418,22 @@ static void agree(enum replay_policy_id p, const char *const *policy, int predic
 Test(agree, static_recency_two_cards_two_engines, .timeout = 600)
 {
 	static const char *const pol[] = {"--predicted-slots", "0", NULL};
-	agree(RP_STATIC_RECENCY, pol, 0, 1);
+	agree(2, RP_STATIC_RECENCY, pol, 0, COPIES_PER_CARD);
 }
 
 Test(agree, all_tiers_with_predictions_two_cards_two_engines, .timeout = 600)
 {
-	agree(RP_ALL, NULL, 1, 0);
+	agree(2, RP_ALL, NULL, 1, COPIES_TOTAL);
+}
+
+/* One card, one engine: 96 slots for what two cards share above. */
+Test(agree, static_recency_one_card_one_engine, .timeout = 600)
+{
+	static const char *const pol[] = {"--predicted-slots", "0", NULL};
+	agree(1, RP_STATIC_RECENCY, pol, 0, COPIES_PER_CARD);
+}
+
+Test(agree, all_tiers_with_predictions_one_card_one_engine, .timeout = 600)
+{
+	agree(1, RP_ALL, NULL, 1, COPIES_TOTAL);
 }

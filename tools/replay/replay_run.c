@@ -19,13 +19,24 @@
  * contiguous slice of the scored windows (docs/results/replay.md says
  * why); engines step in virtual-time order (ties: lower index first).
  *
- * The daemon, between every engine step: the hot engine's passes at that
+ * The daemon runs when foresightd's hot thread would have something to do:
+ * after an engine's step has posted its records (a post wakes it), at
+ * every copy's landing on a card's virtual bus (--cards N, default 1;
+ * replay_bus.c, the backend: the host backend's copy thread flips the
+ * ready word and wakes it then), and when a table held back by publish_us
+ * may go out (fse_publish_in).  Each time, the hot engine's passes at that
  * virtual time until one finds nothing to do (foresightd's hot thread
  * loops the same way while there is work): records in, copies landed,
- * copies issued to the virtual bus of each card (--cards N, default 1;
- * replay_bus.c, the backend), an epoch published when the table changed
- * (at most one per publish_us), holds read, slots reclaimed.  Slots are
- * reused only after the grace period, exactly as live.
+ * copies issued, an epoch published when the table changed (at most one
+ * per publish_us), holds read, slots reclaimed.  Slots are reused only
+ * after the grace period, exactly as live.  Not before an engine's
+ * lookups: an engine releases its epoch, acquires the next and looks up
+ * its first layer within microseconds, and a layer's lookups come before
+ * its posts, so no pass of foresightd's falls between them.  (Until
+ * session 7 the replay ran passes there, at a window's start between the
+ * release and the acquire and at each layer's start, and took copies in
+ * only at engine steps: docs/results/replay.md, "The daemon's order", has
+ * what that changed.)
  *
  * Nothing here allocates per record; every array is sized at the start.
  */
@@ -129,6 +140,23 @@ static void daemon_step(struct run *x)
 			fs_store_relaxed(&x->cl[i].hdr->heartbeat_ns, x->now);
 	for (unsigned i = 0; i < PASSES_MAX && fse_pass(x->e, x->now); i++)
 		;
+}
+
+/* The next time foresightd's hot thread would wake with no engine posting:
+ * a copy's landing (the host backend's copy thread wakes it), or a table
+ * that publish_us held back.  UINT64_MAX: none after now. */
+static uint64_t daemon_next(const struct run *x)
+{
+	uint64_t next = UINT64_MAX;
+	for (uint32_t c = 0; c < x->cards; c++) {
+		const struct replay_bus *b = &x->bus[c];
+		if (b->n > 0 && b->q[b->head].done > x->now && b->q[b->head].done < next)
+			next = b->q[b->head].done;
+	}
+	uint64_t in = fse_publish_in(x->e, x->now);
+	if (in != UINT64_MAX && in > 0 && x->now + in < next)
+		next = x->now + in;
+	return next;
 }
 
 static int bus_busy(const struct run *x, uint64_t *free_at)
@@ -264,14 +292,15 @@ static void engine_step(struct run *x, struct engine *c)
 {
 	x->window = c->num;
 	if (c->layer == 0) {
+		/* The window's start follows the last one's end at once (the
+		 * engine releases, acquires and posts WIN_BEGIN back to back):
+		 * no daemon pass between them, as none fits in foresightd's. */
 		for (uint32_t k = 0; k < x->cards; k++)
 			replay_bus_window(&x->bus[k], c->num);
-		daemon_step(x);
 		acquire(x, c);
 		post(x, c, FS_REC_WIN_BEGIN, 0, 0, 0, c->num, c->it.n_tokens);
 	}
 	uint32_t l = c->layer;
-	daemon_step(x);
 	const uint16_t *ex;
 	uint32_t n = fs_trace_iter_experts(&c->it, l, &ex), misses = 0;
 	for (uint32_t k = 0; k < n; k++) {
@@ -537,6 +566,12 @@ int replay_run(const struct replay_input *in, const struct replay_model *m, enum
 				next = &x.cl[i];
 		if (!next || x.failed)
 			break;
+		uint64_t wake = daemon_next(&x);
+		if (wake <= next->t) { /* ties: the landing first (its ready word flips at done) */
+			x.now = wake;
+			daemon_step(&x);
+			continue;
+		}
 		x.now = next->t;
 		engine_step(&x, next);
 	}
