@@ -196,9 +196,13 @@ virtual clock.  All randomness is seeded: the same command writes the same files
   with predictions, posts candidates for the next 1-3 layers.  A layer takes
   13.0 ms / L plus 2.78 ms / L per distinct miss: the discussion's linear cost,
   13.0 ms per window plus 2.78 ms per extra miss per layer-window.
-- **Daemon**: between the engine's steps the replay lands what the virtual bus
-  finished, asks the core for copies, publishes epochs, reads holds and reclaims,
-  as foresightd's hot thread does, so slots come back only after the grace period.
+- **Daemon**: foresightd's own hot engine (\`daemon/engine/\`) on the virtual
+  clock, its passes run when foresightd's hot thread would have work: after an
+  engine step's posts, at each copy's landing on the virtual bus, when a
+  held-back publish is due; never between an engine's release and its next
+  acquire, nor before a layer's lookups.  Each lands what the bus finished, asks
+  the core for copies, publishes epochs, reads holds and reclaims, so slots come
+  back only after the grace period.
 - **Bus**: one PCIe Gen4 x8 link per card, 13.5 GB/s; the scheduler plans with
   80 % of it (the rest is the engine's own demand copies).
 - **Landing delay D**: a copy made for a miss is usable no earlier than D windows
