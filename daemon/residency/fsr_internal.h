@@ -140,7 +140,8 @@ struct fsr_card {
 	uint64_t dem_t0;
 	float dem_util; /* their share of the planned bus, smoothed over windows */
 	/* tier_adapt (fsr_tiers.c): each layer's recency size, moved by ghost
-	 * hits; the ghost lists (fsr_ghost.c), NULL without tier_adapt. */
+	 * hits, NULL without tier_adapt; the ghost lists (fsr_ghost.c), kept
+	 * with tiers either way (their hits are counted for fsctl stats). */
 	uint32_t *rec_size;  /* [layers], FSR_NONE: the configured size */
 	uint16_t *ghost;     /* [layers][FSR_NTIERS][FSR_GHOST] */
 	uint8_t *ghost_head; /* [layers][FSR_NTIERS] */

@@ -67,15 +67,20 @@ int fsr_tiers_init(struct fsr *r, uint32_t card)
 	cd->cold_ok = calloc(r->layers, 1);
 	if (!cd->tl || !cd->quota || !cd->cand || !cd->ncand || !cd->cold || !cd->cold_ok)
 		return -ENOMEM;
+	/* The ghost lists are kept whether or not they size the tiers: their
+	 * hits are what `fsctl stats` shows an operator beside each tier's
+	 * size (ghost_<tier>: how many misses a larger tier would have served). */
+	cd->ghost = malloc(n * FSR_GHOST * sizeof(*cd->ghost));
+	cd->ghost_head = calloc(n, 1);
+	if (!cd->ghost || !cd->ghost_head)
+		return -ENOMEM;
+	memset(cd->ghost, 0xff, n * FSR_GHOST * sizeof(*cd->ghost)); /* FSR_GHOST_EMPTY */
 	if (r->tier_adapt) {
 		cd->rec_size = malloc(r->layers * sizeof(*cd->rec_size));
-		cd->ghost = malloc(n * FSR_GHOST * sizeof(*cd->ghost));
-		cd->ghost_head = calloc(n, 1);
-		if (!cd->rec_size || !cd->ghost || !cd->ghost_head)
+		if (!cd->rec_size)
 			return -ENOMEM;
 		for (uint32_t l = 0; l < r->layers; l++)
 			cd->rec_size[l] = FSR_NONE;
-		memset(cd->ghost, 0xff, n * FSR_GHOST * sizeof(*cd->ghost)); /* FSR_GHOST_EMPTY */
 	}
 	for (size_t i = 0; i < n; i++)
 		cd->tl[i] = (struct fsr_tlist){FSR_NONE, FSR_NONE, 0};
@@ -237,14 +242,14 @@ static uint32_t ghost_len(const struct fsr_card *cd, uint32_t layer)
 void fsr_tiers_ghost_miss(struct fsr *r, uint32_t card, uint32_t layer, uint32_t expert)
 {
 	struct fsr_card *cd = &r->card[card];
-	if (!r->tier_adapt || cd->rec_size == NULL || cd->rec_size[layer] == FSR_NONE)
-		return;
 	int hit[FSR_NTIERS] = {0};
 	for (unsigned t = FSR_TIER_STATIC; t < FSR_NTIERS; t++) {
 		hit[t] = fsr_ghost_take(cd, layer, t, expert, ghost_len(cd, layer));
 		if (hit[t])
 			fsr_ctr_add(&cd->ctr[FS_CC_ghost_static + (t - FSR_TIER_STATIC)], 1);
 	}
+	if (!r->tier_adapt || cd->rec_size == NULL || cd->rec_size[layer] == FSR_NONE)
+		return; /* counted for the operator; the sizes stay */
 	int rec = hit[FSR_TIER_RECENCY], sta = hit[FSR_TIER_STATIC];
 	if (rec == sta)
 		return; /* neither, or both: no tier is the one short */
