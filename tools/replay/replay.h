@@ -32,6 +32,7 @@ enum replay_policy_id {
 	RP_COMPARE_N,
 	RP_LRU_WARM = RP_COMPARE_N, /* sensitivity: the LRU seeded with the profile */
 	RP_STATIC_LAYER,            /* oracle check: static, each layer its own share (replay_layer.c) */
+	RP_STRATA_ADAPT,            /* peer: static, adapted in batches as Strata does (replay_strata.c) */
 	RP_N
 };
 const char *replay_policy_name(enum replay_policy_id p);
@@ -137,6 +138,11 @@ int replay_profile_build(const struct fs_trace *t, uint32_t warmup, uint32_t tok
  * per_layer..1, the rest 0.  Returns how many were chosen, -errno. */
 int replay_layer_profile(const struct fs_trace *t, const uint32_t *counts, uint32_t warmup,
 			 uint32_t tokens_per_window, uint32_t per_layer, uint32_t *out);
+
+/* replay_strata.c: the strata-adapt peer (not a core configuration: its
+ * own loop on the replay's clock); one card, one engine.  0 or -errno. */
+int replay_strata_run(const struct replay_input *in, const struct replay_model *m, struct replay_result *out,
+		      char *err, size_t errlen);
 
 /* replay_policy.c: the core configuration of a policy on this trace. */
 int replay_policy_config(enum replay_policy_id p, const struct replay_model *m, const struct fs_trace *t,

@@ -153,7 +153,9 @@ static void usage(FILE *f)
 		"What to run:\n"
 		"  --compare             static, lru, static+recency, static+predicted, all (default)\n"
 		"  --policy NAME         one policy (repeatable); also lru-warm (LRU seeded with the profile),\n"
-		"                        static-layer (static, each layer its share: replay_ref.py's)\n"
+		"                        static-layer (static, each layer its share: replay_ref.py's),\n"
+		"                        strata-adapt (static adapted every 4 windows from use decayed by 0.7,\n"
+		"                        at most 96 swaps over the bus: Strata's peer, one card and engine)\n"
 		"  --json                print a JSON array, one object per policy\n"
 		"  --no-bound            leave out the clairvoyant bound's row (future known, Belady eviction,\n"
 		"                        copies at the bus rate); every row reports its share of it\n"
@@ -184,7 +186,7 @@ static void usage(FILE *f)
 		"  --intercept-ms X (13.0) --miss-ms X (2.78 per extra miss per layer-window)\n"
 		"foresightd's policy options: its own rows (daemon/fsd_options.h), the same flags,\n"
 		"ranges and defaults as `foresightd --help`, through its fsd_config_residency; our tiers\n"
-		"take them, the baselines (static, lru, lru-warm, static-layer) foresightd's defaults:\n"
+		"take them, the baselines (static, lru, lru-warm, static-layer, strata-adapt) foresightd's defaults:\n"
 		"  --config FILE          foresightd's config file (foresightd.json(5)): its policy keys\n"
 		"                         are taken, the others checked and left; the flags win over it\n");
 	policy_help(f);

@@ -13,6 +13,9 @@
  *  - static-layer (not in --compare): static with each layer's own share
  *    of the slots, the definition of ../shared/tools/replay_ref.py
  *    (replay_layer.c; tests/replay_oracle_test.sh compares the two).
+ *  - strata-adapt (not in --compare: one card, one engine): the peer users
+ *    of Strata run, static then adapted in batches from decayed use; not a
+ *    core configuration, its own loop (replay_strata.c).
  * Every policy's core configuration is foresightd's, assembled from
  * foresightd's options by the daemon's own fsd_config_residency
  * (daemon/fsd_core_config.c): ours from the options fs-replay was given
@@ -25,8 +28,8 @@
 
 #include "replay.h"
 
-static const char *const names[RP_N] = {"static", "lru",      "static+recency", "static+predicted",
-					"all",    "lru-warm", "static-layer"};
+static const char *const names[RP_N] = {"static",   "lru",          "static+recency", "static+predicted", "all",
+					"lru-warm", "static-layer", "strata-adapt"};
 
 const char *replay_policy_name(enum replay_policy_id p)
 {
@@ -64,7 +67,8 @@ int replay_policy_config(enum replay_policy_id p, const struct replay_model *m, 
 			 struct fsr_config *cfg)
 {
 	int ours = p == RP_STATIC_RECENCY || p == RP_STATIC_PREDICTED || p == RP_ALL;
-	if (!ours && p != RP_STATIC && p != RP_STATIC_LAYER && p != RP_LRU && p != RP_LRU_WARM)
+	if (!ours && p != RP_STATIC && p != RP_STATIC_LAYER && p != RP_LRU && p != RP_LRU_WARM &&
+	    p != RP_STRATA_ADAPT)
 		return -EINVAL;
 	/* foresightd's options: ours as given, the baselines at the defaults
 	 * (no option tunes them); the machine is the model's. */
@@ -87,6 +91,7 @@ int replay_policy_config(enum replay_policy_id p, const struct replay_model *m, 
 	cfg->layer_ns = (uint64_t)llround(m->intercept_ms * 1e6 / t->layers);
 	switch (p) {
 	case RP_STATIC:
+	case RP_STRATA_ADAPT: /* its start; replay_strata.c runs it, no option tunes it */
 	case RP_STATIC_LAYER: /* replay_run.c sets its slots to the experts chosen */
 		cfg->recency_slots = cfg->predicted_slots = cfg->spare_slots = 0;
 		cfg->adapt = 0;
