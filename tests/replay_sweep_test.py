@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """tests/replay_sweep_test.py FS_REPLAY SHARED_DIR: foresightd's default
-policy is never worse than the `static` or `lru` baseline on the real route
-traces (issue 18).
+policy is never worse than the `static`, `lru` or `strata-adapt` peer on the
+real route traces (issue 18).
 
 On each trace of ../shared/data/route-traces (qwen, gemma) at 10, 25, 50
-and 75 % of the experts as slots, fs-replay runs `static`, `lru` and `all`
-(the daemon's default tiers, bus on, default expert sizes) through the
-residency core; `all`'s distinct misses must not exceed either baseline's.
+and 75 % of the experts as slots, fs-replay runs `static`, `lru`,
+`strata-adapt` and `all` (the daemon's default tiers, bus on, default
+expert sizes) through the residency core; `all`'s distinct misses must not
+exceed any peer's.  It also prints issue 18's tier check, the default with
+one tier's slots left to the others (`static+predicted`: no recency tier;
+`static+recency`: no predicted tier), naming a row where that is better
+than the default; the check is not met on these traces (docs/results/
+replay.md, "Tier check", says where and why), so it is printed, not a pass
+condition.
 One known exception, measured since fs-replay runs its passes in the
 daemon's order (session 7, docs/results/replay.md "The daemon's order"):
 qwen at 10 %, where `all` misses 1.2 % more than `lru` (17349 against
@@ -42,26 +48,33 @@ for t in traces:
         skip(f"{t} absent (a fresh checkout has no ../shared)")
 fracs = sorted(FRACS + (FULL if os.environ.get("FS_REPLAY_SWEEP_FULL") == "1" else ()))
 
+PEERS = ("static", "lru", "strata-adapt")
+CHECK = ("static+predicted", "static+recency")
 bad = 0
-print(f"{'trace':<16} {'slots':>6} {'static':>8} {'lru':>8} {'all':>8}  (distinct misses)")
+print(f"{'trace':<16} {'slots':>6} {'static':>8} {'lru':>8} {'strata':>8} {'all':>8}"
+      f"  {'no rec':>8} {'no pred':>8}  (distinct misses)")
 for t in traces:
     for f in fracs:
-        out = subprocess.run([fs_replay, t, "--slots-frac", str(f), "--no-bound", "--json",
-                              "--policy", "static", "--policy", "lru", "--policy", "all"],
+        pols = PEERS + ("all",) + CHECK
+        out = subprocess.run([fs_replay, t, "--slots-frac", str(f), "--no-bound", "--json"]
+                             + [a for p in pols for a in ("--policy", p)],
                              check=True, capture_output=True, text=True).stdout
         rows = {r["policy"]: r["distinct_misses"] for r in json.loads(out)}
-        if set(rows) != {"static", "lru", "all"}:
+        if set(rows) != set(pols):
             print(f"FAIL: {t} {f}: rows {sorted(rows)}")
             sys.exit(1)
-        best = min(rows["static"], rows["lru"])
+        best = min(rows[p] for p in PEERS)
         worse = rows["all"] > best
         slack = KNOWN.get((os.path.basename(t).split(".")[0], f))
         known = worse and slack is not None and rows["all"] <= best * (1 + slack)
         bad += worse and not known
         verdict = "KNOWN (within %d %%)" % round(100 * slack) if known else "WORSE" if worse else "ok"
-        print(f"{os.path.basename(t):<16} {f:>6.2f} {rows['static']:>8} {rows['lru']:>8} {rows['all']:>8}"
-              f"  {verdict}")
+        tier = [p for p in CHECK if rows[p] < rows["all"]]
+        print(f"{os.path.basename(t):<16} {f:>6.2f} {rows['static']:>8} {rows['lru']:>8}"
+              f" {rows['strata-adapt']:>8} {rows['all']:>8}  {rows['static+predicted']:>8}"
+              f" {rows['static+recency']:>8}  {verdict}"
+              + (f" (tier check: {', '.join(tier)} better)" if tier else ""))
 if bad:
-    print(f"FAIL: the default policy missed more than static or lru in {bad} row(s)")
+    print(f"FAIL: the default policy missed more than a peer in {bad} row(s)")
     sys.exit(1)
-print("ok: never worse than static or lru (but the KNOWN rows)")
+print("ok: never worse than static, lru or strata-adapt (but the KNOWN rows)")
