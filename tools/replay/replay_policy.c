@@ -28,8 +28,8 @@
 
 #include "replay.h"
 
-static const char *const names[RP_N] = {"static",   "lru",          "static+recency", "static+predicted", "all",
-					"lru-warm", "static-layer", "strata-adapt"};
+static const char *const names[RP_N] = {"static", "lru",      "static+recency", "static+predicted",
+					"all",    "lru-warm", "static-layer",   "strata-adapt"};
 
 const char *replay_policy_name(enum replay_policy_id p)
 {

@@ -158,7 +158,8 @@ int replay_strata_run(const struct replay_input *in, const struct replay_model *
 		s.bytes[l] = t->expert_bytes && t->expert_bytes[l] ? t->expert_bytes[l] : m->expert_bytes;
 	s.ns_per_byte = 1.0 / m->bus_gbps; /* GB/s = bytes per ns */
 	uint32_t slots = replay_slots(m, t);
-	double mass = (double)STRATA_EVERY * m->tokens_per_window * t->topk * t->layers / (1.0 - STRATA_DECAY);
+	double mass = (double)STRATA_EVERY * m->tokens_per_window * t->topk * t->layers /
+		      (1.0 - STRATA_DECAY);
 	if ((rc = start(&s, in, slots, mass)) != 0)
 		goto out;
 	double layer_ms = m->intercept_ms / t->layers, miss_ms_l = m->miss_ms / t->layers;

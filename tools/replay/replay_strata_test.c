@@ -39,7 +39,8 @@ static void model(struct replay_model *m, uint32_t warmup)
 static void run(const struct fs_trace *t, const uint32_t *profile, const struct replay_model *m,
 		enum replay_policy_id p, struct replay_result *r)
 {
-	struct replay_input in = {.trace = t, .name = "t", .profile = (uint32_t *)profile, .profile_from = "warm-up"};
+	struct replay_input in = {
+		.trace = t, .name = "t", .profile = (uint32_t *)profile, .profile_from = "warm-up"};
 	char err[256] = "";
 	cr_assert_eq(replay_run(&in, m, p, r, err, sizeof(err)), 0, "%s", err);
 }
