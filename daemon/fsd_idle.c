@@ -2,47 +2,72 @@
 /* fsd_idle.c: the hot thread's idle policy (see fsd_idle.h). */
 #include "fsd_idle.h"
 
-static uint64_t dist(uint64_t a, uint64_t b)
+void fsd_idle_work(struct fsd_idle *s, const struct fsd_idle_cfg *c, uint64_t now, uint32_t posts)
 {
-	return a > b ? a - b : b - a;
-}
-
-void fsd_idle_work(struct fsd_idle *s, const struct fsd_idle_cfg *c, uint64_t now)
-{
-	if (!s->idle_since)
-		return; /* still working */
-	uint64_t gap = now - s->idle_since;
-	if (gap <= c->adapt_ns)
-		s->gap_mean = s->gap_mean ? (3 * s->gap_mean + gap) / 4 : gap;
-	/* A miss: woken from the planned sleep, before its end. */
-	int miss = s->plan_wake && s->woken && s->woke_at < s->plan_wake;
-	if (miss) {
-		/* It came in the planned sleep: wake earlier from now on. */
+	if (s->idle_since) { /* the end of an idle period */
+		uint64_t gap = now - s->idle_since;
+		if (gap <= c->adapt_ns)
+			s->gap_mean = s->gap_mean ? (3 * s->gap_mean + gap) / 4 : gap;
+		s->idle_since = 0;
+	}
+	if (!posts)
+		return; /* a copy landed, a hold moved: not the engines' rhythm */
+	uint64_t period = s->last_post ? now - s->last_post : 0;
+	uint64_t at = now; /* when the post came, as far as the thread can tell */
+	/* Where did this post find the thread?  Asleep in the planned sleep
+	 * (early), asleep after the window (late), or awake in the window. */
+	int early = s->plan_wake && s->woken && s->woke_at < s->plan_wake;
+	int late = s->plan_wake && s->woken && s->woke_at >= s->plan_wake && s->woke_at >= s->plan_until;
+	uint64_t cap = s->r_mean / FSD_IDLE_GUARD_DIV;
+	if (early) {
+		/* Wake earlier from now on. */
 		s->misses++;
 		s->lead = 2 * s->lead + FSD_IDLE_LEAD_MIN_NS;
-		if (s->r_mean && s->lead > s->r_mean / FSD_IDLE_GUARD_DIV)
-			s->lead = s->r_mean / FSD_IDLE_GUARD_DIV;
+		if (s->r_mean && s->lead > cap)
+			s->lead = cap;
+		/* The post came before the plan: this period ended before it
+		 * (now holds the wake-up, tens of us that must not shift the
+		 * next plan). */
+		at = s->plan_wake;
+		period = at - s->last_post;
+	} else if (late) {
+		/* Stay awake longer from now on. */
+		s->lates++;
+		s->lag = 2 * s->lag + FSD_IDLE_LEAD_MIN_NS;
+		if (s->r_mean && s->lag > cap)
+			s->lag = cap;
+		/* It came after the window, most likely soon after (now holds the
+		 * wake-up); an engine that paused for longer than a period starts
+		 * a new rhythm from now. */
+		if (now - s->plan_until < s->r_mean) {
+			at = s->plan_until;
+			period = at - s->last_post;
+		}
 	} else if (s->plan_wake && !s->woken && now >= s->plan_wake) {
-		/* Found awake: the deviation and the timer's lateness have their
+		/* Found awake: the deviations and the timer's lateness have their
 		 * own terms, so the misses' extra fades (slowly: a miss costs a
 		 * wake-up). */
 		s->hits++;
 		s->lead -= s->lead / 64;
+		s->lag -= s->lag / 64;
 	}
-	/* A gap that ended in a sleep holds the wake-up: an upper bound; one
-	 * that ended in the planned sleep ended before the plan. */
-	if (miss)
-		gap = s->plan_wake - s->idle_since;
-	if (c->rhythm_ns && gap > c->spin_ns && gap <= c->rhythm_ns) {
+	if (c->rhythm_ns && period > c->spin_ns && period <= c->rhythm_ns) {
 		if (!s->r_mean) {
-			s->r_mean = gap;
-			s->r_dev = 0;
+			s->r_mean = period;
+			s->r_lo = s->r_hi = 0;
 		} else {
-			s->r_dev = (7 * s->r_dev + dist(gap, s->r_mean)) / 8;
-			s->r_mean = (7 * s->r_mean + gap) / 8;
+			/* One deviation per side: a rhythm with a tail on one side
+			 * (an engine's timer firing late, never early) gets its window
+			 * there, not half of it where no post comes. */
+			if (period < s->r_mean)
+				s->r_lo = (7 * s->r_lo + (s->r_mean - period)) / 8;
+			else
+				s->r_hi = (7 * s->r_hi + (period - s->r_mean)) / 8;
+			s->r_mean = (7 * s->r_mean + period) / 8;
 		}
 	}
-	s->idle_since = s->plan_wake = s->sleep_until = 0;
+	s->last_post = at;
+	s->plan_wake = s->plan_until = s->sleep_until = 0;
 	s->woken = 0;
 }
 
@@ -62,29 +87,38 @@ enum fsd_idle_act fsd_idle_next(struct fsd_idle *s, const struct fsd_idle_cfg *c
 		if (t < want)
 			return FSD_IDLE_YIELD; /* give the core to anyone who wants it */
 	}
-	if (c->rhythm_ns && s->r_mean) {
-		uint64_t guard = FSD_IDLE_LEAD_MIN_NS + s->lead + 2 * s->r_dev + 2 * s->late;
-		/* The window is at most half the gap: past that the rhythm is too
-		 * loose to follow, and a post may find the thread asleep, as it
-		 * would without the rhythm (the spin stays bounded on a busy
-		 * machine, where it would slow the engines down). */
-		if (guard > s->r_mean / FSD_IDLE_GUARD_DIV)
-			guard = s->r_mean / FSD_IDLE_GUARD_DIV;
-		uint64_t early = s->r_mean > guard ? s->r_mean - guard : 0;
-		uint64_t until = s->r_mean + guard;
-		uint64_t wake = s->plan_wake ? s->plan_wake : s->idle_since + early;
+	if (c->rhythm_ns && s->r_mean && s->last_post) {
+		/* Each side of the window is at most a quarter of the period:
+		 * past that the rhythm is too loose to follow, and a post may find
+		 * the thread asleep, as it would without the rhythm (the spin
+		 * stays bounded on a busy machine, where it would slow the
+		 * engines down). */
+		uint64_t cap = s->r_mean / FSD_IDLE_GUARD_DIV;
+		/* The timer's lateness varies (a CPU back from a deep idle state,
+		 * a vCPU the host let sleep): its mean twice and its deviation
+		 * twice before the post; its mean after it (the window's end). */
+		uint64_t lo = FSD_IDLE_LEAD_MIN_NS + s->lead + 2 * s->r_lo + 2 * s->late + 2 * s->late_dev;
+		uint64_t hi = FSD_IDLE_LEAD_MIN_NS + s->lag + 2 * s->r_hi + 2 * s->late;
+		lo = lo > cap ? cap : lo;
+		hi = hi > cap ? cap : hi;
+		uint64_t due = s->last_post + s->r_mean;
+		uint64_t wake = s->plan_wake ? s->plan_wake : due - lo;
+		uint64_t until = due + hi;
 		if (now + FSD_IDLE_MIN_SLEEP_NS <= wake) {
 			/* Sleep until just before the next post is due (again, after
 			 * a wake-up that brought nothing). */
 			s->plan_wake = wake;
+			s->plan_until = until;
 			*sleep_ns = wake - now;
 			return FSD_IDLE_SLEEP;
 		}
-		if (t < until) {
+		if (now < until) {
 			/* Awake through the window, whether the planned sleep ended
 			 * on time or there was none (too short to take). */
-			if (!s->plan_wake)
+			if (!s->plan_wake) {
 				s->plan_wake = now;
+				s->plan_until = until;
+			}
 			return FSD_IDLE_SPIN;
 		}
 	}
@@ -102,6 +136,9 @@ void fsd_idle_woke(struct fsd_idle *s, uint64_t now)
 	/* A timer never fires early: before its end, something woke the thread. */
 	s->woken = now < s->sleep_until;
 	s->woke_at = now;
-	if (!s->woken && s->planned) /* the rhythm's timer: how late it fired */
-		s->late = (7 * s->late + (now - s->sleep_until)) / 8;
+	if (!s->woken && s->planned) { /* the rhythm's timer: how late it fired */
+		uint64_t l = now - s->sleep_until;
+		s->late_dev = (7 * s->late_dev + (l > s->late ? l - s->late : s->late - l)) / 8;
+		s->late = (7 * s->late + l) / 8;
+	}
 }

@@ -7,20 +7,33 @@
  *  - spin_us: spin this long first (a burst's next record, a copy landing).
  *  - spin_adapt_us (opt-in): spin, yielding the core, through twice the
  *    running mean of the gaps no longer than it.
- *  - rhythm_us (the default): follow the engines' rhythm.  The gaps between
- *    the end of one piece of work and the next one that are longer than
- *    spin_us and no longer than rhythm_us (an engine's layers and windows)
- *    give a mean and a mean deviation; after the spin the thread sleeps
- *    until a guard before the mean (10 us, 2 deviations, twice the timer's
- *    measured lateness and `lead`), then spins until as far after it, then
- *    sleeps as before.  So a post that keeps the rhythm
- *    finds the thread awake (no futex wake-up on its path, no system call
- *    in the engine's post), while the core spins only around the moment
- *    the post is due.  A post that finds the thread asleep in that planned
- *    sleep (a miss) doubles `lead` (plus 10 us); a hit takes 1/64 of it
- *    off, so misses stay rare.  A short timed sleep also keeps the CPU out of its
- *    deep idle states (the kernel's idle governor sees the timer), which
- *    is most of a sleeping thread's wake-up cost on a server.
+ *  - rhythm_us (the default): follow the engines' rhythm.  The periods
+ *    between posts (passes that drained records) longer than spin_us and
+ *    no longer than rhythm_us (an engine's layers and windows) give a mean
+ *    and one mean deviation per side; after the spin the thread sleeps
+ *    until a guard before the next post is due (the last post + the mean;
+ *    the guard: 10 us, 2 deviations below, twice the timer's measured
+ *    lateness and twice its deviation, and `lead`), then spins until a
+ *    guard after it (10 us, 2 deviations above, twice the lateness and
+ *    `lag`), then sleeps as before.  A post that found the thread asleep
+ *    is taken to have come at the window's edge it missed (the wake-up
+ *    it paid must not shift the next plan).  So a post that
+ *    keeps the rhythm finds the thread awake (no futex wake-up on its path,
+ *    no system call in the engine's post), while the core spins only
+ *    around the moment the post is due.  A post that finds the thread
+ *    asleep in that planned sleep (a miss) doubles `lead` (plus 10 us); one
+ *    that finds it asleep after the window (a late one) doubles `lag`; a
+ *    hit takes 1/64 off both, so misses stay rare.  Each side is at most a
+ *    quarter of the mean period.  A short timed sleep also keeps the CPU
+ *    out of its deep idle states (the kernel's idle governor sees the
+ *    timer), which is most of a sleeping thread's wake-up cost on a server.
+ *    Why posts, not the end of the last work (session 6): the daemon's
+ *    other work in a period (a copy landing, seen up to a poll sleep late;
+ *    a slot reclaimed when the engine releases its epoch) moved that
+ *    anchor by tens of us, which the GPU host's runs paid as posts that
+ *    came before the plan (4 % in one run); and one deviation for both
+ *    sides put half the window where an engine whose timer fires late
+ *    never posts.
  * Any sleep still ends on the engine's futex wake-up: a post that breaks
  * the rhythm costs what it did before (bench/latency, docs/results/gpu.md).
  */
@@ -46,22 +59,29 @@ enum fsd_idle_act {
 };
 
 struct fsd_idle {
-	uint64_t idle_since;    /* end of the last work; 0 while working */
-	uint64_t gap_mean;      /* spin_adapt_us: mean of the gaps <= it */
-	uint64_t r_mean, r_dev; /* rhythm: mean and mean deviation of its gaps */
-	uint64_t lead;          /* rhythm: extra lead the misses asked for */
-	uint64_t late;          /* rhythm: mean lateness of a planned wake (the timer) */
-	uint64_t plan_wake;     /* rhythm: this idle period's planned wake (0: none) */
-	uint64_t sleep_until;   /* the current sleep's end (its timeout) */
-	uint64_t woke_at;       /* when the last sleep ended */
-	int planned;            /* the current sleep ends at the rhythm's wake */
-	int woken;              /* the last sleep ended before its plan (something woke the
+	uint64_t idle_since;   /* end of the last work; 0 while working */
+	uint64_t gap_mean;     /* spin_adapt_us: mean of the gaps <= it */
+	uint64_t last_post;    /* rhythm: the last pass that drained records (0: none) */
+	uint64_t r_mean;       /* rhythm: mean period between posts */
+	uint64_t r_lo, r_hi;   /* rhythm: mean deviation of the periods below / above it */
+	uint64_t lead;         /* rhythm: extra early guard the misses asked for */
+	uint64_t lag;          /* rhythm: extra late guard the late posts asked for */
+	uint64_t late;         /* rhythm: mean lateness of a planned wake (the timer) */
+	uint64_t late_dev;     /* rhythm: its mean deviation */
+	uint64_t plan_wake;    /* rhythm: this period's planned wake (0: none) */
+	uint64_t plan_until;   /* rhythm: the end of its window */
+	uint64_t sleep_until;  /* the current sleep's end (its timeout) */
+	uint64_t woke_at;      /* when the last sleep ended */
+	int planned;           /* the current sleep ends at the rhythm's wake */
+	int woken;             /* the last sleep ended before its timeout (something woke the
 				     * thread) and no pass has found nothing since */
-	uint64_t hits, misses;  /* rhythm: posts found awake / asleep in a planned sleep */
+	uint64_t hits, misses; /* rhythm: posts found awake / asleep in a planned sleep */
+	uint64_t lates;        /* rhythm: posts found asleep after the window */
 };
 
-/* A pass did work at `now`. */
-void fsd_idle_work(struct fsd_idle *s, const struct fsd_idle_cfg *c, uint64_t now);
+/* A pass did work at `now`; `posts`: it drained that many records (the
+ * engines' rhythm; 0: other work, a copy landing, a slot reclaimed). */
+void fsd_idle_work(struct fsd_idle *s, const struct fsd_idle_cfg *c, uint64_t now, uint32_t posts);
 
 /* A pass found nothing at `now`: what to do.  For FSD_IDLE_SLEEP, *sleep_ns
  * is the longest sleep the rhythm wants (0: no limit of its own). */

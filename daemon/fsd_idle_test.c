@@ -19,26 +19,44 @@
 
 struct sim {
 	uint64_t wake_ns, late_ns;
+	uint64_t late_jit; /* a planned sleep ends late_ns + 0..late_jit late */
 	uint64_t cap_ns;   /* the thread's own limit on any sleep (0: none) */
+	uint64_t land_ns;  /* each post's copy lands this long after it (0: no copies) */
+	uint64_t land_jit; /* ... plus 0..land_jit (the bus) */
+	uint64_t poll_ns;  /* the thread's limit on a sleep while a copy is in flight
+			    * (a polled backend sees the landing only by looking) */
+	uint64_t seed;
 	uint64_t spun_ns;  /* time spent spinning */
 	unsigned slow;     /* posts that waited longer than 2 passes */
 	uint64_t worst_ns; /* the longest wait */
 	struct fsd_idle s;
 };
 
-/* Posts at arr[0..n), each a piece of work of 1 us. */
+static uint64_t rnd(uint64_t *x);
+
+/* Posts at arr[0..n), each a piece of work of 1 us; with land_ns, each
+ * post's copy lands later, and the thread sees the landing (work that is
+ * not a post) at its first pass after it: a landing wakes no one. */
 static void simulate(struct sim *m, const struct fsd_idle_cfg *c, const uint64_t *arr, unsigned n,
 		     unsigned warm)
 {
-	uint64_t now = arr[0];
+	uint64_t now = arr[0], land = UINT64_MAX;
 	for (unsigned i = 0; i < n;) {
+		if (land <= now) {
+			fsd_idle_work(&m->s, c, now, 0);
+			land = UINT64_MAX;
+			now += US;
+			continue;
+		}
 		if (now >= arr[i]) {
 			uint64_t w = now - arr[i];
 			if (i >= warm) {
 				m->slow += w > 2 * PASS_NS;
 				m->worst_ns = w > m->worst_ns ? w : m->worst_ns;
 			}
-			fsd_idle_work(&m->s, c, now);
+			fsd_idle_work(&m->s, c, now, 1);
+			if (m->land_ns)
+				land = now + m->land_ns + (m->land_jit ? rnd(&m->seed) % m->land_jit : 0);
 			now += US;
 			i++;
 			continue;
@@ -54,8 +72,10 @@ static void simulate(struct sim *m, const struct fsd_idle_cfg *c, const uint64_t
 		uint64_t to = sl ? sl : LONG_SLEEP_NS;
 		if (m->cap_ns && to > m->cap_ns)
 			to = m->cap_ns; /* e.g. 20 us while copies are in flight */
+		if (land != UINT64_MAX && m->poll_ns && to > m->poll_ns)
+			to = m->poll_ns;
 		fsd_idle_sleep(&m->s, now, to, sl);
-		uint64_t timer = now + to + m->late_ns;
+		uint64_t timer = now + to + m->late_ns + (m->late_jit ? rnd(&m->seed) % m->late_jit : 0);
 		uint64_t post = arr[i] + m->wake_ns;
 		now = timer < post ? timer : post;
 		fsd_idle_woke(&m->s, now);
@@ -147,7 +167,7 @@ Test(idle, an_engine_that_stops_leaves_the_thread_asleep)
 	/* After the last post: spin 50 us, one planned sleep, the window, then
 	 * a sleep with no plan of its own. */
 	uint64_t now = 1000000 * US, sl;
-	fsd_idle_work(&m.s, &dflt, now);
+	fsd_idle_work(&m.s, &dflt, now, 1);
 	uint64_t spun = 0;
 	int planned = 0;
 	for (int i = 0; i < 100000; i++) {
@@ -191,7 +211,7 @@ Test(idle, spin_adapt_still_yields_through_twice_the_mean)
 	for (int i = 0; i < 8; i++) { /* gaps of 200 us */
 		cr_assert_eq(fsd_idle_next(&s, &c, now, &sl), FSD_IDLE_SPIN);
 		now += 200 * US;
-		fsd_idle_work(&s, &c, now);
+		fsd_idle_work(&s, &c, now, 1);
 	}
 	cr_assert_eq(fsd_idle_next(&s, &c, now, &sl), FSD_IDLE_SPIN);
 	cr_assert_eq(fsd_idle_next(&s, &c, now + 60 * US, &sl), FSD_IDLE_YIELD);
@@ -224,5 +244,82 @@ Test(idle, a_loose_rhythm_spins_at_most_about_half_the_gap)
 	double per_gap_us = (double)m.spun_ns / (n - warm) / US;
 	cr_log_info("100..600 us: %u of %u found asleep, spun %.1f us per gap", m.slow, n - warm, per_gap_us);
 	cr_assert_lt(per_gap_us, 50.0 + 350.0 / 2 + 10.0, "spun %.1f us per gap", per_gap_us);
+	free(a);
+}
+
+/* Posts `base` + 0..spread apart (start to start: an engine that waits for
+ * its copy, then sleeps on a timer that fires late, never early), and one
+ * in `tail_in` periods up to `tail` later still (a slow wake-up). */
+static uint64_t *skewed(unsigned n, uint64_t base, uint64_t spread, unsigned tail_in, uint64_t tail,
+			uint64_t seed)
+{
+	uint64_t *a = calloc(n, sizeof(*a)), t = 1000 * US;
+	cr_assert_not_null(a);
+	for (unsigned i = 0; i < n; i++) {
+		a[i] = t;
+		t += base + rnd(&seed) % (spread + 1);
+		if (rnd(&seed) % tail_in == 0)
+			t += rnd(&seed) % (tail + 1);
+	}
+	return a;
+}
+
+Test(idle, a_copy_landing_mid_period_does_not_move_the_plan)
+{
+	/* bench/latency's engine on the GPU host: a post, its copy lands 45 us
+	 * later and is seen by a thread that polls every 20 us while it is in
+	 * flight (work that is not a post, up to 25 us late), then the engine
+	 * sleeps 200 us on a timer up to 50 us late: 250..300 us from post to
+	 * post.  A futex wake-up costs 100 us, the timer fires 5 us late. */
+	const unsigned n = 20000, warm = 500;
+	uint64_t *a = skewed(n, 250 * US, 50 * US, 1000000, 0, 11);
+	struct sim m = {.wake_ns = 100 * US,
+			.late_ns = 5 * US,
+			.land_ns = 45 * US,
+			.land_jit = 5 * US,
+			.poll_ns = 20 * US,
+			.seed = 5};
+	simulate(&m, &dflt, a, n, warm);
+	double per_gap_us = (double)m.spun_ns / (n - warm) / US;
+	cr_log_info(
+		"copy landing mid-period: %u of %u found asleep (misses %llu, late %llu), spun %.1f us per "
+		"period of 275",
+		m.slow, n - warm, (unsigned long long)m.s.misses, (unsigned long long)m.s.lates, per_gap_us);
+	cr_assert_leq(m.slow, (n - warm) / 200, "%u of %u posts found the thread asleep", m.slow, n - warm);
+	cr_assert_lt(per_gap_us, 275.0 * 0.6, "spun %.1f us per period", per_gap_us);
+	free(a);
+}
+
+Test(idle, a_late_tail_gets_the_window_on_its_side)
+{
+	/* 250..300 us, and one period in 50 up to 60 us longer still. */
+	const unsigned n = 20000, warm = 500;
+	uint64_t *a = skewed(n, 250 * US, 50 * US, 50, 60 * US, 13);
+	struct sim m = {
+		.wake_ns = 100 * US, .late_ns = 5 * US, .land_ns = 45 * US, .poll_ns = 20 * US, .seed = 9};
+	simulate(&m, &dflt, a, n, warm);
+	double per_gap_us = (double)m.spun_ns / (n - warm) / US;
+	cr_log_info("late tail: %u of %u found asleep (misses %llu, late %llu), spun %.1f us per period",
+		    m.slow, n - warm, (unsigned long long)m.s.misses, (unsigned long long)m.s.lates,
+		    per_gap_us);
+	cr_assert_leq(m.slow, (n - warm) / 100, "%u of %u posts found the thread asleep", m.slow, n - warm);
+	cr_assert_lt(per_gap_us, 280.0 * 0.6, "spun %.1f us per period", per_gap_us);
+	free(a);
+}
+
+Test(idle, a_timer_late_by_varying_amounts)
+{
+	/* The thread's own timer fires 5..45 us late (a vCPU the host let
+	 * sleep), posts 250..300 us apart. */
+	const unsigned n = 20000, warm = 500;
+	uint64_t *a = skewed(n, 250 * US, 50 * US, 1000000, 0, 17);
+	struct sim m = {.wake_ns = 100 * US, .late_ns = 5 * US, .late_jit = 40 * US, .seed = 3};
+	simulate(&m, &dflt, a, n, warm);
+	double per_gap_us = (double)m.spun_ns / (n - warm) / US;
+	cr_log_info(
+		"timer late 5..45 us: %u of %u found asleep (misses %llu, late %llu), spun %.1f us per period",
+		m.slow, n - warm, (unsigned long long)m.s.misses, (unsigned long long)m.s.lates, per_gap_us);
+	cr_assert_leq(m.slow, (n - warm) / 200, "%u of %u posts found the thread asleep", m.slow, n - warm);
+	cr_assert_lt(per_gap_us, 275.0 * 0.6, "spun %.1f us per period", per_gap_us);
 	free(a);
 }

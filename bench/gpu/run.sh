@@ -183,7 +183,7 @@ for pol in idle spin norhythm adapt; do
 	echo "hot thread $pol: ${LAT[$pol]}"
 	stop_daemon
 	# The rhythm's own account, logged as the daemon stops (daemon/fsd_hot.c).
-	rh=$(tail -n +$((l0 + 1)) "$RUN/d.log" | grep -o "posts found it awake after a planned wake [0-9]*, asleep in one [0-9]*" | tail -1 || true)
+	rh=$(tail -n +$((l0 + 1)) "$RUN/d.log" | grep -o "posts found it awake after a planned wake [0-9]*, asleep in one [0-9]*, asleep after the window [0-9]*" | tail -1 || true)
 	if [ -n "$rh" ]; then echo "hot thread $pol: $rh"; fi
 	# The summary line (fs_post_lat.h): p99 = the runs' median, min/max their spread.
 	r=$(grep -E '^samples|FAILED' <<<"${LAT[$pol]}" || true)

@@ -12,7 +12,8 @@
  *      source offset (the one place a copy's size is decided),
  *   6. publishes an epoch when the table changed (at most one per
  *      publish_us), then, after a full fence, reads every hold and
- *      reclaims slots,
+ *      reclaims slots, and hands the copies that waited for them to the
+ *      backend at once (5 again),
  *   7. checks liveness, hold ages and the epoch buffers' reserve.
  * fse_sleep() parks the calling thread on every ring and the engine's wake
  * word at once.  The host (foresightd's hot thread, daemon/fsd_hot.c; the

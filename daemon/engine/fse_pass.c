@@ -450,7 +450,13 @@ int fse_pass(struct fse *e, uint64_t now)
 	reserve(e, now);
 	/* Holds change without a record (a release), so read them on every
 	 * pass: eight loads per client. */
-	work += fse_holds(e);
+	uint32_t freed = fse_holds(e);
+	work += freed;
+	/* Slots back from their grace period: a copy that waited for one (an
+	 * eviction in an earlier pass) goes in this pass, not the next one
+	 * (issue 20: post -> copy issued with a full pool was three passes). */
+	if (freed)
+		work += issue(e, now);
 	if (now - e->last_check >= FSE_CHECK_NS) {
 		fse_holds(e);
 		liveness(e, now);
