@@ -22,7 +22,8 @@
 #   -> pass        the start of the hot pass that took the copy
 #   pass -> submit drain + policy + eviction in that pass
 #   submit -> issued  the backend: host, the copy thread waking up; cuda, the
-#                  hot thread's cudaSetDevice + cudaMemcpyAsync + cuStreamWriteValue32
+#                  hot thread's cudaSetDevice + cudaMemcpyAsync (issued_ns is stamped at its
+#                  return, before the ready word's cuStreamWriteValue32)
 #   post -> issued the row bench/latency/run.sh and bench/gpu/run.sh report
 # Output: OUTDIR/latprof.md (table) and OUTDIR/latprof.log.  Exits non-zero
 # when a policy's stamps are missing or do not join.
@@ -117,7 +118,7 @@ done
 	row "post -> start of the pass that took the copy" topass
 	row "pass start -> submit (drain + policy + eviction)" submit
 	if [ "$BACKEND" = cuda ]; then
-		row "submit -> issued (cuda: cudaSetDevice + cudaMemcpyAsync + cuStreamWriteValue32)" issued
+		row "submit -> issued (cuda: cudaSetDevice + cudaMemcpyAsync; the ready word's cuStreamWriteValue32 comes after the stamp)" issued
 	else
 		row "submit -> issued (host backend: copy thread wake-up)" issued
 	fi
