@@ -237,3 +237,31 @@ Test(fse, a_stale_heartbeat_drops_the_client_on_the_hosts_clock)
 	cr_assert_not(fse_client_active(eng, 0));
 	cr_assert_eq(H.dropped_reason, (uint32_t)FS_DETACH_STALE);
 }
+
+Test(fse, a_copy_that_waits_for_a_reclaimed_slot_goes_in_the_pass_that_reclaims_it)
+{
+	/* One card (the other down), its four slots resident... */
+	cr_assert_eq(fse_card_down(eng, 1, "test"), 0);
+	passes();
+	for (uint32_t e = 0; e < SLOTS; e++)
+		miss(0, e / EXPERTS, e % EXPERTS);
+	passes();
+	cr_assert_eq(H.nsub, SLOTS);
+	for (unsigned i = 0; i < H.nsub; i++) {
+		cr_assert_eq(H.subs[i].card, 0u);
+		fse_copy_landed(eng,
+				&(struct fse_done){.card = 0, .slot = H.subs[i].slot, .gen = H.subs[i].gen});
+	}
+	passes();
+	unsigned before = H.nsub;
+	/* ...then a miss for a fifth expert: the pass evicts a victim and
+	 * publishes; no engine holds an epoch, so the same pass reclaims it
+	 * and hands the copy to the backend (issue 20: it went a pass later). */
+	miss(0, 1, 3);
+	H.now += 1000;
+	fse_pass(eng, H.now);
+	cr_assert_eq(H.nsub, before + 1, "the copy waited for another pass (%u submitted)", H.nsub - before);
+	cr_assert_eq(H.subs[before].card, 0u);
+	cr_assert_eq(H.subs[before].core.layer, 1u);
+	cr_assert_eq(H.subs[before].core.expert, 3u);
+}
