@@ -82,8 +82,16 @@ for pol in "${POLS[@]}"; do
 		--experts 128 --expert-bytes $XB --slots 256 --tiers 0 --publish-us 0 ${ARGS[$pol]} 2>>"$RUN/d.log" &
 	DPID=$!
 	for _ in $(seq 300); do "$F" --socket "$RUN/s.sock" ping >/dev/null 2>&1 && break; sleep 0.1; done
+	l0=$(wc -l <"$RUN/d.log")
+	t0=$(awk '{ print $14 + $15 }' "/proc/$DPID/stat") n0=$(date +%s%N)
 	FS_POST_LAT_STAMPS="$RUN/c-$pol.txt" timeout 120 "$L" latency "$RUN/s.sock" "$N" 200 "$RUNS" | tail -1 || fail=1
+	t1=$(awk '{ print $14 + $15 }' "/proc/$DPID/stat" 2>/dev/null || echo "$t0") n1=$(date +%s%N)
+	COL[$pol,cpu]=$(awk -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v ns=$((n1 - n0)) \
+		'BEGIN { printf "%.0f %%", 100 * d / hz / (ns / 1e9) }')
 	stop_daemon
+	# The idle policy's own account, logged as the daemon stops (fsd_hot.c).
+	rh=$(tail -n +$((l0 + 1)) "$RUN/d.log" | grep -o "posts found it awake.*" | tail -1 || true)
+	[ -z "$rh" ] || echo "$pol: $rh"
 	if [ ! -s "$RUN/d-$pol.txt" ] || [ ! -s "$RUN/c-$pol.txt" ]; then
 		echo "profile: $pol: no stamps (daemon $(wc -l <"$RUN/d-$pol.txt" 2>/dev/null || echo 0), engine $(wc -l <"$RUN/c-$pol.txt" 2>/dev/null || echo 0))"
 		fail=1
@@ -123,5 +131,6 @@ done
 		row "submit -> issued (host backend: copy thread wake-up)" issued
 	fi
 	row "**post -> issued**" total
+	row "daemon CPU while the engine posts (% of a core)" cpu
 } | tee "$OUTDIR/latprof.md"
 [ $fail = 0 ] || { echo "profile: FAILED (missing stamps)"; exit 1; }
