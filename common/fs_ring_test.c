@@ -596,7 +596,10 @@ Test(basic, full_ring_refuses_and_writes_nothing)
 		drain_expect(&c, &out, (uint32_t)lap * 7 + 1);
 	}
 	drain_expect(&c, &out, (uint32_t)(in - out));
-	cr_assert_eq(fs_ring_consume(&c, (struct fs_rec[1]){{0}}, 1), 0);
+	/* Two records of room for a one-record take: GCC's -O3 peels the
+	 * compaction loop and warns of out[1] for a one-record array
+	 * (-Warray-bounds, a false positive: avail <= max = 1). */
+	cr_assert_eq(fs_ring_consume(&c, (struct fs_rec[2]){{0}}, 1), 0);
 	free(snap);
 	free(mem);
 }

@@ -21,6 +21,10 @@
 #          nor fault_test (its restart rounds bound re-attach times that a
 #          TSan daemon on two loaded cores does not meet: it fails on time,
 #          not on a race; run it by hand: FS_TEST_DAEMON=... ctest -R fault).
+#   release  build-release: a Release (-O3) build of every target, -Werror,
+#          no tests: what bench/device.sh builds on the GPU machine; -O3's
+#          inlining finds warnings RelWithDebInfo (-O2) does not (an
+#          -Warray-bounds false positive stopped a device run in session 7)
 #   lint   tools/lint.sh (clang-format + cppcheck)
 #
 # Options:
@@ -315,6 +319,11 @@ do_tsan()
 		-L '^(integration|fault)$' -E '^(demo_test|gguf_e2e_test|fault_test)$'
 }
 
+do_release()
+{
+	configure_build "$B-release" -DCMAKE_BUILD_TYPE=Release -DFS_WERROR=ON
+}
+
 do_lint()
 {
 	bash tools/lint.sh
@@ -335,6 +344,11 @@ if [[ $quick -eq 0 ]]; then
 else
 	skip asan
 	skip tsan
+fi
+if [[ $quick -eq 0 ]]; then
+	stage release "Release (-O3) build of every target, -Werror, no tests ($B-release/)" do_release
+else
+	skip release
 fi
 if [[ $quick -eq 0 && $lint -eq 1 ]]; then
 	stage lint "clang-format + cppcheck (tools/lint.sh)" do_lint
