@@ -5,30 +5,31 @@
  * Two kernels, launched back to back into the caller's stream (so the pair
  * is two nodes of a graph):
  *
- *  1. fs_ra_logits_kernel: the GEMV.  One warp a router row, a group of up
- *     to eight tokens per warp, grid (rows / 4, horizons, token groups):
- *     every SM gets work even when E is small, each lane streams its row
- *     with 16-byte loads (RA_G of them in flight) and reads the hidden rows
- *     straight from L1/L2 (no shared-memory staging, no barrier).  When
- *     there are too few rows to fill the device the token groups shrink
- *     (more warps re-read the router from L2, in parallel).
+ *  1. fs_ra_gemv_kernel: the GEMV.  A block stages its tokens' hidden rows
+ *     (up to eight) in shared memory once, with every thread's 16-byte
+ *     loads in flight together; each warp then streams one router row with
+ *     two batches of 16-byte loads in flight (the next batch loads while
+ *     the current one is used) and dots it against all the block's tokens
+ *     from shared memory.  Grid (rows / 8, horizons, token groups); the
+ *     token groups shrink only to give the device enough blocks.  Session
+ *     6's GEMV read the hidden rows from L1/L2 inside the loop, one 16-byte
+ *     load per (token, 8 elements), which left it latency-bound (its launch
+ *     grew 21 -> 122 us from T 1 to 64 over a 2 MiB router); it stays as
+ *     the fallback when a token's row does not fit in shared memory, and
+ *     as a variant the benchmark times beside it (router_ahead_stage.h).
  *  2. fs_ra_select_kernel: one block per horizon, one warp per token (up
  *     to 32 at once): each token's top-M (a lane's logits cached in
  *     registers for E <= 512), votes and margins in shared memory, the
  *     resident experts skipped, the candidates ranked into prediction
- *     records; the last horizon to finish posts every horizon's records to
- *     the device ring (block-wide writes, system fence, one tail store per
- *     horizon) and resets the counter for the next launch.
+ *     records; the last horizon to finish (the only one when K = 1) posts
+ *     every horizon's records to the device ring in one post: one tail
+ *     store and one system fence per launch, the ring's descriptor, head
+ *     and tail read over PCIe while the GEMV still runs.
  *
  * On sm_90 and newer the second kernel is a programmatic dependent launch:
  * its blocks start while the GEMV runs and wait in
  * cudaGridDependencySynchronize(), so the pair pays about one launch
  * (FS_RA_PDL=0 in the environment turns that off).
- *
- * Splitting the GEMV from the selection replaced one kernel whose last
- * block did every horizon's selection after a device-wide counter: that
- * kernel cost 9x to 1400x its memory floor at T <= 8 and grew linearly
- * in T (docs/results/kernels.md).
  *
  * Arithmetic follows the rule in the header exactly (explicit __fmaf_rn and
  * __fadd_rn, so nvcc's contraction cannot change a bit), which is what lets
@@ -45,6 +46,7 @@
 #include "foresight/router_ahead.h"
 #include "fs_ring_dev.h"
 #include "router_ahead_rule.h"
+#include "router_ahead_stage.h"
 
 #define RA_LWARPS 4u /* rows (warps) per GEMV block */
 #define RA_LTHREADS (RA_LWARPS * 32u)
@@ -69,11 +71,14 @@ struct ra_scratch {
 /*
  * The selection kernel's shared memory (dynamic): uint32_t votes[E],
  * margk[E] (ordered keys of the best margins), uint16_t pick_e[T*M]
- * (rounded to 16 bytes), float pick_m[T*M] (then the candidates).
- * At most 8 * 4096 + 6 * 64 * 32 + 32 bytes: under the 48 KiB default.
+ * (rounded to 16 bytes), float pick_m[T*M] (then the candidates, as
+ * votes << 16 | expert), float cm[T*M] (the candidates' margins).
+ * At most 8 * 4096 + 10 * 64 * 32 + 32 bytes: over the 48 KiB default only
+ * at E = 4096 with T * M = 2048, so the kernel is allowed the device's
+ * opt-in maximum (ra_dev_of).
  */
 struct ra_layout {
-	uint32_t votes, margk, pick_e, pick_m, bytes;
+	uint32_t votes, margk, pick_e, pick_m, cm, bytes;
 };
 
 __host__ __device__ static inline struct ra_layout ra_layout_of(uint32_t E, uint32_t T, uint32_t M)
@@ -84,7 +89,8 @@ __host__ __device__ static inline struct ra_layout ra_layout_of(uint32_t E, uint
 	l.margk = l.votes + 4 * E;
 	l.pick_e = l.margk + 4 * E;
 	l.pick_m = l.pick_e + (2 * tm + 15) / 16 * 16;
-	l.bytes = l.pick_m + (4 * tm + 15) / 16 * 16;
+	l.cm = l.pick_m + (4 * tm + 15) / 16 * 16;
+	l.bytes = l.cm + (4 * tm + 15) / 16 * 16;
 	return l;
 }
 
@@ -242,6 +248,168 @@ __global__ void __launch_bounds__(RA_LTHREADS)
 			logits[((size_t)k * T + tg + t) * p.experts + e] = acc[t];
 }
 
+/* ---- the GEMV with the hidden rows in shared memory ------------------- */
+
+#define RA_GWARPS 8u /* rows (warps) per block */
+#define RA_GTHREADS (RA_GWARPS * 32u)
+
+/* One batch of a lane's router groups: G groups of 8 elements, 16 bytes
+ * each (32 for f32: W = 2 words of 16 bytes). */
+template <bool F32R> struct ra_batch_of {
+	static constexpr uint32_t G = F32R ? 4u : 8u, W = F32R ? 2u : 1u;
+	uint4 v[G][W];
+};
+
+template <bool F32R>
+__device__ __forceinline__ void ra_batch_load(const char *row, uint32_t c0, uint32_t lane, uint32_t d,
+					      bool vec, ra_batch_of<F32R> *b)
+{
+	constexpr uint32_t G = ra_batch_of<F32R>::G, W = ra_batch_of<F32R>::W;
+	if (!vec)
+		return; /* the unaligned row reads element-wise in ra_batch_dot */
+#pragma unroll
+	for (uint32_t g = 0; g < G; g++) {
+		uint32_t i = c0 + g * 256u + lane * 8u;
+		if (i < d && d - i >= 8u) {
+			const uint4 *src = (const uint4 *)(row + (size_t)i * (F32R ? 4u : 2u));
+#pragma unroll
+			for (uint32_t w = 0; w < W; w++)
+				b->v[g][w] = __ldg(src + w);
+		}
+	}
+}
+
+/* This batch's groups dotted with the block's tn tokens (hidden rows in
+ * shared memory, hstride bytes apart, every row 16-byte aligned). */
+template <bool F32R>
+__device__ __forceinline__ void ra_batch_dot(const char *row, int rt, int ht, const unsigned char *hs,
+					     uint32_t hstride, uint32_t c0, uint32_t lane, uint32_t d,
+					     uint32_t tn, bool vec, const ra_batch_of<F32R> *b,
+					     float acc[RA_TG])
+{
+	constexpr uint32_t G = ra_batch_of<F32R>::G;
+	const uint32_t hsz = ht == FS_RA_F32 ? 4u : 2u;
+#pragma unroll
+	for (uint32_t g = 0; g < G; g++) {
+		uint32_t i = c0 + g * 256u + lane * 8u;
+		if (i >= d)
+			break;
+		uint32_t n = d - i < 8u ? d - i : 8u;
+		struct ra_raw r = {};
+		r.a = b->v[g][0];
+		if (F32R)
+			r.b = b->v[g][ra_batch_of<F32R>::W - 1u];
+		float w[8];
+		ra_unpack(row, rt, i, n, vec, &r, w);
+#pragma unroll
+		for (uint32_t t = 0; t < RA_TG; t++) {
+			if (t >= tn)
+				break;
+			const unsigned char *hrow = hs + (size_t)t * hstride;
+			struct ra_raw hr = {};
+			float hv[8];
+			if (n == 8u) {
+				const uint4 *src = (const uint4 *)(hrow + (size_t)i * hsz);
+				hr.a = src[0];
+				if (ht == FS_RA_F32)
+					hr.b = src[1];
+			}
+			ra_unpack((const char *)hrow, ht, i, n, true, &hr, hv);
+#pragma unroll
+			for (uint32_t q = 0; q < 8; q++)
+				if (q < n)
+					acc[t] = __fmaf_rn(w[q], hv[q], acc[t]);
+		}
+	}
+}
+
+/* Kernel 1: logits[k][t][e] for this block's rows and tokens
+ * [blockIdx.z * tpb, + tpb).  Dynamic shared memory: tpb rows of hstride
+ * bytes (the hidden rows, in their own type). */
+template <bool F32R>
+__global__ void __launch_bounds__(RA_GTHREADS)
+	fs_ra_gemv_kernel(const struct fs_ra_params p, float *logits, uint32_t tpb, uint32_t hstride)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	/* The selection kernel may be scheduled now: it waits for this grid's
+	 * completion (and memory) in cudaGridDependencySynchronize(). */
+	cudaTriggerProgrammaticLaunchCompletion();
+#endif
+	extern __shared__ __align__(16) unsigned char hs[];
+	const uint32_t k = blockIdx.y, warp = threadIdx.x / 32u, lane = threadIdx.x % 32u;
+	const uint32_t e = blockIdx.x * RA_GWARPS + warp, d = p.dim, T = p.tokens;
+	const uint32_t tg = blockIdx.z * tpb;
+	const uint32_t tn = T - tg < tpb ? T - tg : tpb; /* the grid keeps tg < T */
+	const bool active = e < p.experts;
+	const uint32_t esz = F32R ? 4u : 2u, hsz = p.hidden_type == FS_RA_F32 ? 4u : 2u;
+	const char *row = (const char *)router_of(p, k) + (size_t)(active ? e : 0u) * d * esz;
+	const bool vec = active && ((uintptr_t)row % 16u) == 0;
+	constexpr uint32_t CH = ra_batch_of<F32R>::G * 256u;
+
+	/* The row's first batch in flight while the block stages the hidden
+	 * rows. */
+	ra_batch_of<F32R> ba, bb;
+	if (active)
+		ra_batch_load<F32R>(row, 0, lane, d, vec, &ba);
+
+	/* Stage tokens tg..tg+tn: one contiguous copy in 16-byte pieces, four
+	 * in flight per thread, when the rows allow it; element-wise into
+	 * 16-byte aligned rows otherwise. */
+	const uint32_t rowb = d * hsz;
+	const char *hsrc = (const char *)p.hidden + (size_t)tg * rowb;
+	if (((uintptr_t)hsrc % 16u) == 0 && rowb % 16u == 0 && hstride == rowb) {
+		const uint32_t n16 = tn * rowb / 16u, step = blockDim.x;
+		const uint4 *s16 = (const uint4 *)hsrc;
+		uint4 *d16 = (uint4 *)hs;
+		uint32_t i = threadIdx.x;
+		for (; i + 3u * step < n16; i += 4u * step) {
+			uint4 x0 = __ldg(s16 + i), x1 = __ldg(s16 + i + step);
+			uint4 x2 = __ldg(s16 + i + 2u * step), x3 = __ldg(s16 + i + 3u * step);
+			d16[i] = x0, d16[i + step] = x1, d16[i + 2u * step] = x2, d16[i + 3u * step] = x3;
+		}
+		for (; i < n16; i += step)
+			d16[i] = __ldg(s16 + i);
+	} else {
+		for (uint32_t t = 0; t < tn; t++)
+			for (uint32_t j = threadIdx.x; j < d; j += blockDim.x) {
+				const char *s = hsrc + (size_t)t * rowb + (size_t)j * hsz;
+				unsigned char *o = hs + (size_t)t * hstride + (size_t)j * hsz;
+				if (hsz == 4u)
+					*(uint32_t *)o = __ldg((const uint32_t *)s);
+				else
+					*(uint16_t *)o = __ldg((const unsigned short *)s);
+			}
+	}
+	__syncthreads();
+	if (!active)
+		return; /* no barrier below: a warp may leave */
+
+	float acc[RA_TG];
+#pragma unroll
+	for (uint32_t t = 0; t < RA_TG; t++)
+		acc[t] = 0.0f;
+	/* Batches in increasing element order: a lane's sum keeps the rule's
+	 * order.  One batch loads while the other is used. */
+	for (uint32_t c0 = 0; c0 < d; c0 += 2u * CH) {
+		if (c0 + CH < d)
+			ra_batch_load<F32R>(row, c0 + CH, lane, d, vec, &bb);
+		ra_batch_dot<F32R>(row, p.router_type, p.hidden_type, hs, hstride, c0, lane, d, tn, vec, &ba,
+				   acc);
+		if (c0 + 2u * CH < d)
+			ra_batch_load<F32R>(row, c0 + 2u * CH, lane, d, vec, &ba);
+		if (c0 + CH < d)
+			ra_batch_dot<F32R>(row, p.router_type, p.hidden_type, hs, hstride, c0 + CH, lane, d,
+					   tn, vec, &bb, acc);
+	}
+#pragma unroll
+	for (uint32_t t = 0; t < RA_TG; t++)
+		for (uint32_t o = 16; o >= 1; o /= 2)
+			acc[t] = __fadd_rn(acc[t], __shfl_xor_sync(0xffffffffu, acc[t], (int)o));
+	if (lane == 0)
+		for (uint32_t t = 0; t < RA_TG && t < tn; t++)
+			logits[((size_t)k * T + tg + t) * p.experts + e] = acc[t];
+}
+
 /* Token t's top-M into pick_e/pick_m (one warp): pick m is the best key
  * below pick m-1.  J > 0: the lane's logits (e = lane + 32 j) are first
  * cached in registers (E <= 32 J); J == 0: read from L2 each pass.  The
@@ -305,6 +473,82 @@ __device__ static void ra_topm(const float *lg, uint32_t E, uint32_t M, uint32_t
 		pick_e[t * M + m] = 0xffffu;
 }
 
+/* The device ring's state, read early (over PCIe from host-mapped memory:
+ * a round trip each) by the one thread that may post.  Reading head early
+ * is safe (an older head only shows less space); tail and full are this
+ * producer's own, and launches that post are serialised. */
+struct ra_ring_view {
+	uint64_t w;
+	uint32_t tail, full, head;
+};
+
+__device__ __forceinline__ struct ra_ring_view ra_ring_peek(const void *desc)
+{
+	struct ra_ring_view v = {0, 0, 0, 0};
+	v.w = *(const volatile uint64_t *)&((const struct fs_dev_desc *)desc)->word;
+	if (v.w) {
+		const struct fs_ring_hdr *h = (const struct fs_ring_hdr *)(uintptr_t)FS_DEV_DESC_ADDR(v.w);
+		v.tail = *(const volatile uint32_t *)&h->tail;
+		v.full = *(const volatile uint32_t *)&h->full;
+		v.head = *(const volatile uint32_t *)&h->head;
+	}
+	return v;
+}
+
+/* Post every horizon's records (sc->recs[h][0..res_n[h])) as one run: one
+ * system fence and one tail store per launch, where fs_dev_ring_post_block
+ * (fs_ring_dev.h) would take one of each, and its own descriptor, head and
+ * tail reads, per horizon.  The same protocol: head read before any record
+ * is written, records, system fence, tail; what does not fit is counted in
+ * the ring's `full`, a detached descriptor counts it in `detached`.  Every
+ * thread of the block calls it; rv is valid in thread 0. */
+__device__ static void ra_post(const struct fs_ra_params &p, struct ra_scratch *sc,
+			       const struct ra_ring_view &rv)
+{
+	__shared__ uint32_t ps[4];
+	struct fs_dev_desc *desc = (struct fs_dev_desc *)p.desc;
+	if (threadIdx.x == 0) {
+		uint32_t total = 0, k = 0;
+		for (uint32_t h = 0; h < p.horizons; h++)
+			total += *(volatile uint32_t *)&sc->res_n[h];
+		if (rv.w == 0) {
+			atomicAdd((unsigned long long *)&desc->detached, (unsigned long long)total);
+		} else {
+			struct fs_ring_hdr *h = (struct fs_ring_hdr *)(uintptr_t)FS_DEV_DESC_ADDR(rv.w);
+			uint32_t entries = 1u << FS_DEV_DESC_LOG2E(rv.w);
+			uint32_t used = rv.tail - rv.head;
+			uint32_t space = used > entries ? 0u : entries - used;
+			k = total < space ? total : space;
+			if (k < total)
+				*(volatile uint32_t *)&h->full = rv.full + (total - k);
+		}
+		ps[0] = k;
+		ps[1] = rv.tail;
+		ps[2] = (uint32_t)rv.w;
+		ps[3] = (uint32_t)(rv.w >> 32);
+	}
+	__syncthreads();
+	const uint32_t k = ps[0], tail = ps[1];
+	const uint64_t w = (uint64_t)ps[2] | ((uint64_t)ps[3] << 32);
+	struct fs_ring_hdr *h = (struct fs_ring_hdr *)(uintptr_t)FS_DEV_DESC_ADDR(w);
+	if (k > 0) {
+		const uint32_t mask = (1u << FS_DEV_DESC_LOG2E(w)) - 1u;
+		uint4 *ring = (uint4 *)((char *)h + FS_RING_REC_OFFSET);
+		uint32_t off = 0;
+		for (uint32_t hz = 0; hz < p.horizons && off < k; hz++) {
+			uint32_t n = *(volatile uint32_t *)&sc->res_n[hz];
+			n = n < k - off ? n : k - off;
+			for (uint32_t i = threadIdx.x; i < n; i += blockDim.x)
+				ring[(tail + off + i) & mask] = __ldcg((const uint4 *)&sc->recs[hz][i]);
+			off += n;
+		}
+	}
+	__threadfence_system(); /* each writer: its records before the tail */
+	__syncthreads();
+	if (threadIdx.x == 0 && k > 0)
+		*(volatile uint32_t *)&h->tail = tail + k;
+}
+
 /* Kernel 2: horizon k's candidates, ranked, as records; the last horizon
  * posts them all. */
 __global__ void __launch_bounds__(RA_SWARPS_MAX * 32u)
@@ -318,7 +562,14 @@ __global__ void __launch_bounds__(RA_SWARPS_MAX * 32u)
 	const struct ra_layout L = ra_layout_of(E, T, M);
 	uint32_t *votes = (uint32_t *)(smem + L.votes), *margk = (uint32_t *)(smem + L.margk);
 	uint16_t *pick_e = (uint16_t *)(smem + L.pick_e);
-	float *pick_m = (float *)(smem + L.pick_m);
+	float *pick_m = (float *)(smem + L.pick_m), *cm = (float *)(smem + L.cm);
+	/* Before the logits are ready (while the GEMV runs): the window (its
+	 * writes are stream-ordered before the GEMV began) and the ring's
+	 * state, kept in thread 0's registers until the post. */
+	const uint32_t window = p.window_dev ? *(volatile const uint32_t *)p.window_dev : p.window;
+	struct ra_ring_view rv = {0, 0, 0, 0};
+	if (p.desc && threadIdx.x == 0)
+		rv = ra_ring_peek(p.desc);
 	for (uint32_t e = threadIdx.x; e < E; e += nt)
 		votes[e] = margk[e] = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -361,15 +612,23 @@ __global__ void __launch_bounds__(RA_SWARPS_MAX * 32u)
 		cand[atomicAdd(&sh[2], 1u)] = e;
 	}
 	__syncthreads();
-	/* Rank by counting who beats whom: exact and order-free. */
+	/* Each candidate's votes and margin beside it (votes <= 64, e < 4096):
+	 * the ranking loop below reads them without an indirection. */
 	const uint32_t n = sh[2], out = n < p.max_out ? n : p.max_out;
-	const uint32_t window = p.window_dev ? *(volatile const uint32_t *)p.window_dev : p.window;
 	for (uint32_t c = threadIdx.x; c < n; c += nt) {
-		uint32_t e = cand[c], v = votes[e], rank = 0;
-		float mg = ord_float(margk[e]);
+		uint32_t e = cand[c];
+		cm[c] = ord_float(margk[e]);
+		cand[c] = votes[e] << 16 | e;
+	}
+	__syncthreads();
+	/* Rank by counting who beats whom: exact and order-free. */
+	for (uint32_t c = threadIdx.x; c < n; c += nt) {
+		const uint32_t ce = cand[c], v = ce >> 16, e = ce & 0xffffu;
+		const float mg = cm[c];
+		uint32_t rank = 0;
 		for (uint32_t x = 0; x < n; x++) {
-			uint32_t e2 = cand[x];
-			rank += fs_ra_better(votes[e2], ord_float(margk[e2]), e2, v, mg, e);
+			uint32_t cx = cand[x];
+			rank += fs_ra_better(cx >> 16, cm[x], cx & 0xffffu, v, mg, e);
 		}
 		if (rank >= out)
 			continue;
@@ -394,22 +653,34 @@ __global__ void __launch_bounds__(RA_SWARPS_MAX * 32u)
 			p.out_count[k] = out;
 	}
 
-	/* Last horizon?  It posts them all.  (fence: our records before the
-	 * count; CUDA's threadFenceReduction pattern) */
-	__threadfence();
-	__syncthreads();
-	if (threadIdx.x == 0)
-		sh[1] = atomicAdd(&sc->done, 1u) == p.horizons - 1u;
-	__syncthreads();
-	if (!sh[1])
+	if (p.horizons > 1) {
+		/* Last horizon?  It posts them all.  (fence: our records before
+		 * the count; CUDA's threadFenceReduction pattern) */
+		__threadfence();
+		__syncthreads();
+		if (threadIdx.x == 0)
+			sh[1] = atomicAdd(&sc->done, 1u) == p.horizons - 1u;
+		__syncthreads();
+		if (!sh[1])
+			return;
+		__threadfence();
+		if (threadIdx.x == 0)
+			sc->done = 0; /* for the next launch (which starts after this grid ends) */
+	}
+	if (!p.desc)
 		return;
-	__threadfence();
-	if (p.desc)
-		for (uint32_t h = 0; h < p.horizons; h++)
-			fs_dev_ring_post_block((struct fs_dev_desc *)p.desc, sc->recs[h],
-					       *(volatile uint32_t *)&sc->res_n[h], sh);
+	__syncthreads(); /* this block's records and count, before the post reads them */
+	ra_post(p, sc, rv);
+}
+
+/* Posting alone (FS_RA_STAGE_POST): the records the last selection left in
+ * the scratch, again (one block). */
+__global__ void fs_ra_post_kernel(const struct fs_ra_params p, struct ra_scratch *sc)
+{
+	struct ra_ring_view rv = {0, 0, 0, 0};
 	if (threadIdx.x == 0)
-		sc->done = 0;
+		rv = ra_ring_peek(p.desc);
+	ra_post(p, sc, rv);
 }
 
 extern "C" size_t fs_ra_scratch_bytes(const struct fs_ra_params *p)
@@ -418,12 +689,30 @@ extern "C" size_t fs_ra_scratch_bytes(const struct fs_ra_params *p)
 	       sizeof(float) * (size_t)FS_RA_MAX_HORIZONS * p->tokens * p->experts;
 }
 
-/* Per device, once: how many SMs (the GEMV's grid is sized to fill them)
- * and whether the selection kernel may be a programmatic dependent launch
- * (sm_90 and newer, unless FS_RA_PDL=0). */
+/* Per device, once: how many SMs (the GEMV's grid is sized to fill them),
+ * the shared memory a block may opt into (the GEMV stages hidden rows
+ * there), and whether the selection kernel may be a programmatic dependent
+ * launch (sm_90 and newer, unless FS_RA_PDL=0). */
 struct ra_dev {
 	int sms, pdl, ok;
+	uint32_t smem; /* dynamic shared memory the GEMV may use, bytes */
 };
+
+/* Allow a kernel the device's opt-in shared memory (less its static). */
+template <typename K> static int ra_allow_smem(K kern, int optin, uint32_t *got)
+{
+	cudaFuncAttributes a;
+	if (cudaFuncGetAttributes(&a, kern) != cudaSuccess || optin < (int)a.sharedSizeBytes)
+		return -1;
+	int dyn = optin - (int)a.sharedSizeBytes;
+	if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, dyn) != cudaSuccess)
+		return -1;
+	if (got)
+		*got = (uint32_t)dyn;
+	return 0;
+}
+
+static void ra_dev_init(struct ra_dev *d, int dev);
 
 static const struct ra_dev *ra_dev_of(void)
 {
@@ -433,21 +722,96 @@ static const struct ra_dev *ra_dev_of(void)
 		return NULL;
 	struct ra_dev *d = &devs[dev];
 	if (!d->ok) {
-		int major = 0, sms = 0;
-		if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-		    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-			return NULL;
-		const char *env = getenv("FS_RA_PDL");
-		d->sms = sms > 0 ? sms : 1;
-		d->pdl = major >= 9 && !(env && env[0] == '0');
-		d->ok = 1;
+		/* The first launch may come inside a stream capture (a graph):
+		 * the set-up calls below are allowed there in relaxed mode,
+		 * which a library may switch to for them (and back). */
+		cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+		(void)cudaThreadExchangeStreamCaptureMode(&mode);
+		ra_dev_init(d, dev);
+		(void)cudaThreadExchangeStreamCaptureMode(&mode);
 	}
-	return d;
+	return d->ok ? d : NULL;
 }
 
-extern "C" int fs_ra_launch(const struct fs_ra_params *p, void *stream)
+static void ra_dev_init(struct ra_dev *d, int dev)
+{
+	int major = 0, sms = 0, optin = 0;
+	uint32_t g0 = 0, g1 = 0;
+	if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+		return;
+	if (ra_allow_smem(fs_ra_gemv_kernel<false>, optin, &g0) < 0 ||
+	    ra_allow_smem(fs_ra_gemv_kernel<true>, optin, &g1) < 0 ||
+	    ra_allow_smem(fs_ra_select_kernel, optin, NULL) < 0)
+		return;
+	const char *env = getenv("FS_RA_PDL");
+	d->sms = sms > 0 ? sms : 1;
+	d->smem = g0 < g1 ? g0 : g1;
+	d->pdl = major >= 9 && !(env && env[0] == '0');
+	d->ok = 1;
+}
+
+/* Session 6's GEMV (FS_RA_OPT_GEMV_L2, and the fallback when a hidden row
+ * does not fit in shared memory).  Tokens per warp: eight (the router read
+ * once per eight tokens) unless that leaves the device with fewer than two
+ * blocks per SM. */
+static int ra_launch_gemv_l2(const struct fs_ra_params *p, const struct ra_dev *dev, float *logits,
+			     cudaStream_t st)
+{
+	const uint32_t rb = (p->experts + RA_LWARPS - 1) / RA_LWARPS;
+	uint32_t tpw = RA_TG;
+	while (tpw > 1 &&
+	       (uint64_t)rb * p->horizons * ((p->tokens + tpw - 1) / tpw) < 2u * (uint64_t)dev->sms)
+		tpw /= 2;
+	dim3 g1(rb, p->horizons, (p->tokens + tpw - 1) / tpw);
+	fs_ra_logits_kernel<<<g1, RA_LTHREADS, 0, st>>>(*p, logits, tpw);
+	return cudaGetLastError() == cudaSuccess ? 0 : -EIO;
+}
+
+/* The staged GEMV: tokens per block (tpb) from 8 (or what shared memory
+ * holds) down to 1, the one with the least bytes per SM: blocks come in
+ * waves of one per SM, each reading its 8 router rows and tpb hidden rows
+ * (a crude model: it ignores several blocks sharing an SM, and the
+ * arithmetic).  1 when a hidden row does not fit: the caller falls back. */
+static int ra_launch_gemv(const struct fs_ra_params *p, const struct ra_dev *dev, float *logits,
+			  cudaStream_t st)
+{
+	const uint32_t hsz = p->hidden_type == FS_RA_F32 ? 4u : 2u,
+		       esz = p->router_type == FS_RA_F32 ? 4u : 2u;
+	const uint64_t rowb = (uint64_t)p->dim * hsz;
+	const uint64_t hstride = rowb % 16u ? (rowb + 15u) / 16u * 16u : rowb;
+	uint64_t tmax = hstride ? dev->smem / hstride : 0;
+	if (tmax < 1 || hstride > UINT32_MAX)
+		return 1;
+	tmax = tmax < RA_TG ? tmax : RA_TG;
+	tmax = tmax < p->tokens ? tmax : p->tokens;
+	const uint64_t rb = (p->experts + RA_GWARPS - 1) / RA_GWARPS;
+	uint32_t tpb = (uint32_t)tmax;
+	double best = -1;
+	for (uint32_t t = (uint32_t)tmax; t >= 1; t = t > 1 ? (t + 1) / 2 : 0) {
+		uint64_t blocks = rb * p->horizons * ((p->tokens + t - 1) / t);
+		uint64_t waves = (blocks + (uint64_t)dev->sms - 1) / (uint64_t)dev->sms;
+		double cost = (double)waves * ((double)RA_GWARPS * p->dim * esz + (double)t * rowb);
+		if (best < 0 || cost < best)
+			best = cost, tpb = t;
+		if (t == 1)
+			break;
+	}
+	dim3 g(rb, p->horizons, (p->tokens + tpb - 1) / tpb);
+	size_t smem = (size_t)tpb * hstride;
+	if (p->router_type == FS_RA_F32)
+		fs_ra_gemv_kernel<true><<<g, RA_GTHREADS, smem, st>>>(*p, logits, tpb, (uint32_t)hstride);
+	else
+		fs_ra_gemv_kernel<false><<<g, RA_GTHREADS, smem, st>>>(*p, logits, tpb, (uint32_t)hstride);
+	return cudaGetLastError() == cudaSuccess ? 0 : -EIO;
+}
+
+extern "C" int fs_ra_launch_stage(const struct fs_ra_params *p, void *stream, unsigned flags)
 {
 	if (fs_ra_check(p, NULL, 0) < 0 || !p->scratch)
+		return -EINVAL;
+	if ((flags & FS_RA_STAGE_POST) && !p->desc)
 		return -EINVAL;
 	const struct ra_dev *dev = ra_dev_of();
 	if (!dev)
@@ -456,43 +820,57 @@ extern "C" int fs_ra_launch(const struct fs_ra_params *p, void *stream)
 	float *logits = (float *)(sc + 1);
 	cudaStream_t st = (cudaStream_t)stream;
 
-	/* Tokens per warp: eight (the router read once per eight tokens) unless
-	 * that leaves the device with fewer than two blocks per SM. */
-	const uint32_t rb = (p->experts + RA_LWARPS - 1) / RA_LWARPS;
-	uint32_t tpw = RA_TG;
-	while (tpw > 1 &&
-	       (uint64_t)rb * p->horizons * ((p->tokens + tpw - 1) / tpw) < 2u * (uint64_t)dev->sms)
-		tpw /= 2;
-	dim3 g1(rb, p->horizons, (p->tokens + tpw - 1) / tpw);
-	fs_ra_logits_kernel<<<g1, RA_LTHREADS, 0, st>>>(*p, logits, tpw);
-	if (cudaGetLastError() != cudaSuccess)
-		return -EIO;
-
-	uint32_t nw = p->tokens < RA_SWARPS_MAX ? p->tokens : RA_SWARPS_MAX;
-	uint32_t smem = ra_layout_of(p->experts, p->tokens, p->top_m).bytes;
-	const struct fs_ra_params pc = *p;
-	cudaLaunchConfig_t cfg = {};
-	cudaLaunchAttribute attr[1];
-	cfg.gridDim = dim3(p->horizons);
-	cfg.blockDim = dim3(nw * 32u);
-	cfg.dynamicSmemBytes = smem;
-	cfg.stream = st;
-	if (dev->pdl) {
-		attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-		attr[0].val.programmaticStreamSerializationAllowed = 1;
-		cfg.attrs = attr;
-		cfg.numAttrs = 1;
+	if (flags & FS_RA_STAGE_GEMV) {
+		int r = (flags & FS_RA_OPT_GEMV_L2) ? 1 : ra_launch_gemv(p, dev, logits, st);
+		if (r > 0)
+			r = ra_launch_gemv_l2(p, dev, logits, st);
+		if (r < 0)
+			return r;
 	}
-	const float *lg = logits;
-	if (cudaLaunchKernelEx(&cfg, fs_ra_select_kernel, pc, sc, lg) == cudaSuccess)
-		return 0;
-	/* A stream that refuses the dependent launch (outside a capture, which
-	 * a failed launch would have invalidated): an ordinary one. */
-	cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-	if (!dev->pdl || cudaStreamIsCapturing(st, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
-		return -EIO;
-	(void)cudaGetLastError();
-	cfg.attrs = NULL;
-	cfg.numAttrs = 0;
-	return cudaLaunchKernelEx(&cfg, fs_ra_select_kernel, pc, sc, lg) == cudaSuccess ? 0 : -EIO;
+
+	if (flags & FS_RA_STAGE_SELECT) {
+		uint32_t nw = p->tokens < RA_SWARPS_MAX ? p->tokens : RA_SWARPS_MAX;
+		uint32_t smem = ra_layout_of(p->experts, p->tokens, p->top_m).bytes;
+		const struct fs_ra_params pc = *p;
+		const bool pdl = dev->pdl && (flags & FS_RA_STAGE_GEMV) && !(flags & FS_RA_OPT_NO_PDL);
+		cudaLaunchConfig_t cfg = {};
+		cudaLaunchAttribute attr[1];
+		cfg.gridDim = dim3(p->horizons);
+		cfg.blockDim = dim3(nw * 32u);
+		cfg.dynamicSmemBytes = smem;
+		cfg.stream = st;
+		if (pdl) {
+			attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+			attr[0].val.programmaticStreamSerializationAllowed = 1;
+			cfg.attrs = attr;
+			cfg.numAttrs = 1;
+		}
+		const float *lg = logits;
+		if (cudaLaunchKernelEx(&cfg, fs_ra_select_kernel, pc, sc, lg) != cudaSuccess) {
+			/* A stream that refuses the dependent launch (outside a
+			 * capture, which a failed launch would have invalidated):
+			 * an ordinary one. */
+			cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+			if (!pdl || cudaStreamIsCapturing(st, &cs) != cudaSuccess ||
+			    cs != cudaStreamCaptureStatusNone)
+				return -EIO;
+			(void)cudaGetLastError();
+			cfg.attrs = NULL;
+			cfg.numAttrs = 0;
+			if (cudaLaunchKernelEx(&cfg, fs_ra_select_kernel, pc, sc, lg) != cudaSuccess)
+				return -EIO;
+		}
+	}
+
+	if (flags & FS_RA_STAGE_POST) {
+		fs_ra_post_kernel<<<1, 256, 0, st>>>(*p, sc);
+		if (cudaGetLastError() != cudaSuccess)
+			return -EIO;
+	}
+	return 0;
+}
+
+extern "C" int fs_ra_launch(const struct fs_ra_params *p, void *stream)
+{
+	return fs_ra_launch_stage(p, stream, FS_RA_STAGE_GEMV | FS_RA_STAGE_SELECT);
 }

@@ -21,6 +21,7 @@
 #include "fs_ring.h"
 #include "fs_ring_dev.h"
 #include "router_ahead_rule.h"
+#include "router_ahead_stage.h"
 
 /* Skips only where no device exists; fails on a broken one (fs_gpu_need.h). */
 static void need_gpu(void)
@@ -99,8 +100,10 @@ struct shape {
 	int resident;
 };
 
-/* One shape: kernel vs reference.  Returns 0 or prints what differed. */
-static void check_shape(const struct shape *s)
+/* One shape: kernel vs reference (flags 0: fs_ra_launch; else the stages
+ * and variants of router_ahead_stage.h, GEMV and SELECT as two calls when
+ * split is set).  Fails the test with what differed. */
+static void check_shape_as(const struct shape *s, unsigned flags, int split)
 {
 	size_t hsz = s->ht == FS_RA_F32 ? 4 : 2, rsz = s->rt == FS_RA_F32 ? 4 : 2;
 	void *hid = rand_array(s->ht, (size_t)s->T * s->d, 1.0f);
@@ -157,21 +160,29 @@ static void check_shape(const struct shape *s)
 	CK(cudaMemset(p.scratch, 0, sb));
 	for (int rep = 0; rep < 2; rep++) {
 		CK(cudaMemset(dge, 0xff, on * 4));
-		cr_assert_eq(fs_ra_launch(&p, NULL), 0);
+		if (!flags)
+			cr_assert_eq(fs_ra_launch(&p, NULL), 0);
+		else if (!split)
+			cr_assert_eq(fs_ra_launch_stage(&p, NULL, flags), 0);
+		else {
+			cr_assert_eq(fs_ra_launch_stage(&p, NULL, flags & ~FS_RA_STAGE_SELECT), 0);
+			cr_assert_eq(fs_ra_launch_stage(&p, NULL, flags & ~FS_RA_STAGE_GEMV), 0);
+		}
 		CK(cudaDeviceSynchronize());
 		CK(cudaMemcpy(ge, dge, on * 4, cudaMemcpyDeviceToHost));
 		CK(cudaMemcpy(gs, dgs, on * 4, cudaMemcpyDeviceToHost));
 		CK(cudaMemcpy(gn, dgn, 3 * 4, cudaMemcpyDeviceToHost));
 		for (uint32_t k = 0; k < s->K; k++) {
-			cr_assert_eq(gn[k], rn[k],
-				     "d %u E %u T %u K %u M %u: horizon %u: %u candidates, reference %u",
-				     s->d, s->E, s->T, s->K, s->M, k, gn[k], rn[k]);
+			cr_assert_eq(
+				gn[k], rn[k],
+				"d %u E %u T %u K %u M %u flags 0x%x%s: horizon %u: %u candidates, reference %u",
+				s->d, s->E, s->T, s->K, s->M, flags, split ? " split" : "", k, gn[k], rn[k]);
 			for (uint32_t i = 0; i < rn[k]; i++) {
 				size_t x = (size_t)k * s->out + i;
 				cr_assert_eq(
 					ge[x], re[x],
-					"d %u E %u T %u K %u M %u: horizon %u rank %u: expert %u, reference %u",
-					s->d, s->E, s->T, s->K, s->M, k, i, ge[x], re[x]);
+					"d %u E %u T %u K %u M %u flags 0x%x: horizon %u rank %u: expert %u, reference %u",
+					s->d, s->E, s->T, s->K, s->M, flags, k, i, ge[x], re[x]);
 				cr_assert(fabsf(gs[x] - rs[x]) <= 1e-6f * fabsf(rs[x]) + 1e-30f,
 					  "score %.9g vs reference %.9g", (double)gs[x], (double)rs[x]);
 			}
@@ -182,6 +193,11 @@ static void check_shape(const struct shape *s)
 		cudaFree(drt[k]), free(rt[k]), cudaFree(dbits[k]), free(bits[k]);
 	}
 	free(hid), free(re), free(ge), free(rs), free(gs);
+}
+
+static void check_shape(const struct shape *s)
+{
+	check_shape_as(s, 0, 0);
 }
 
 static void seed(void)
@@ -247,6 +263,37 @@ Test(router_ahead_gpu, matches_reference_at_odd_shapes, .timeout = 240)
 		check_shape(&odd[i]);
 	fprintf(stderr, "router-ahead gpu test: %zu odd shapes match the reference\n",
 		sizeof(odd) / sizeof(odd[0]));
+}
+
+/* The variants the benchmark times (router_ahead_stage.h) compute the same
+ * candidates: session 6's GEMV, the selection as an ordinary launch, and
+ * the GEMV and the selection as two separate calls. */
+Test(router_ahead_gpu, variants_match_reference, .timeout = 240)
+{
+	need_gpu();
+	seed();
+	static const struct shape shapes[] = {
+		{.d = 2048, .E = 512, .T = 8, .K = 1, .M = 10, .out = 48, .ht = FS_RA_BF16, .rt = FS_RA_BF16},
+		{.d = 7168, .E = 256, .T = 17, .K = 2, .M = 10, .out = 48, .ht = FS_RA_F32, .rt = FS_RA_F32},
+		{.d = 4096,
+		 .E = 8,
+		 .T = 64,
+		 .K = 3,
+		 .M = 2,
+		 .out = 8,
+		 .ht = FS_RA_BF16,
+		 .rt = FS_RA_F16,
+		 .resident = 1},
+		{.d = 1001, .E = 129, .T = 9, .K = 2, .M = 7, .out = 100, .ht = FS_RA_F16, .rt = FS_RA_BF16},
+	};
+	const unsigned both = FS_RA_STAGE_GEMV | FS_RA_STAGE_SELECT;
+	for (unsigned i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		check_shape_as(&shapes[i], both | FS_RA_OPT_GEMV_L2, 0);
+		check_shape_as(&shapes[i], both | FS_RA_OPT_NO_PDL, 0);
+		check_shape_as(&shapes[i], both, 1);
+	}
+	fprintf(stderr, "router-ahead gpu test: 3 variants at %zu shapes match the reference\n",
+		sizeof(shapes) / sizeof(shapes[0]));
 }
 
 /* A ring in pinned host memory, as a client region would hold it. */
@@ -332,6 +379,13 @@ Test(router_ahead_gpu, posts_records_to_the_device_ring, .timeout = 120)
 			cr_assert_eq(got[x].window, 77u);
 			cr_assert_eq(sc, os[k * OUT + i]);
 		}
+
+	/* Posting alone (the benchmark's post stage): the same records again. */
+	cr_assert_eq(fs_ra_launch_stage(&p, NULL, FS_RA_STAGE_POST), 0);
+	CK(cudaDeviceSynchronize());
+	struct fs_rec again[64];
+	cr_assert_eq(fs_ring_consume(&ring.cons, again, 64), n, "post stage: not the %u records", n);
+	cr_assert(memcmp(again, got, n * sizeof(got[0])) == 0, "post stage: other records");
 
 	/* A ring too small: three launches of `want` (24..36) records into
 	 * 64 entries, nothing consumed: what does not fit is counted. */

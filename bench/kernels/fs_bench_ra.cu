@@ -4,7 +4,14 @@
  *
  *   fs-bench-ra kernel [REPS]     time per launch at model shapes, against
  *                                 the memory floor and a cuBLAS GEMM + top-k
- *                                 baseline, all measured in this run
+ *                                 baseline, all measured in this run; then
+ *                                 the stage table: each stage timed alone at
+ *                                 the same shapes (the GEMV, session 6's
+ *                                 GEMV, the selection on the logits already
+ *                                 there, with and without posting, posting
+ *                                 alone, the pair with posting) and the
+ *                                 launch costs (one empty kernel, two, two
+ *                                 with the second a dependent launch)
  *   fs-bench-ra e2e SOCKET [N]    with a foresightd --backend cuda running:
  *                                 launch -> records seen by the daemon, and
  *                                 launch -> first copy issued, N launches
@@ -16,6 +23,9 @@
  * would run: one cublasGemmEx for all horizons' logits (bf16 in, f32 out)
  * and a top-M kernel (one block per token and horizon), with neither
  * aggregation nor posting, so it is a lower bound for that path.
+ * Posting rows post into a device ring in pinned host memory, drained
+ * between replays; every record posted must be consumed (else the row
+ * fails).  Exits non-zero when a promised row is missing or failed.
  */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -31,6 +41,9 @@
 
 #include "foresight/foresight.h"
 #include "foresight/router_ahead.h"
+#include "fs_ring.h"
+#include "fs_ring_dev.h"
+#include "router_ahead_stage.h"
 
 #define CK(x)                                                                                              \
 	do {                                                                                               \
@@ -141,14 +154,55 @@ __global__ void topm_kernel(const float *logits, int E, int T, int M, unsigned *
 	}
 }
 
-/* GPU time of one replay of a graph of GRAPH_LAUNCHES launches, / launches. */
-static double graph_us(cudaGraphExec_t ge, cudaStream_t st, int reps)
+/* A device ring in pinned host memory, as a client region holds one; the
+ * host drains it between replays (the GPU is idle then) and counts. */
+struct dev_ring {
+	void *mem;
+	struct fs_ring_cons cons;
+	struct fs_dev_desc *desc;
+	void *desc_dev;
+	uint64_t consumed;
+};
+
+static void ring_make(struct dev_ring *r, uint32_t entries)
+{
+	size_t bytes = fs_ring_bytes(entries);
+	CK(cudaHostAlloc(&r->mem, bytes, cudaHostAllocMapped | cudaHostAllocPortable));
+	if (fs_ring_format(&r->cons, r->mem, bytes, entries) != 0) {
+		fprintf(stderr, "fs_ring_format failed\n");
+		exit(1);
+	}
+	void *dev;
+	CK(cudaHostGetDevicePointer(&dev, r->mem, 0));
+	CK(cudaHostAlloc((void **)&r->desc, sizeof(*r->desc), cudaHostAllocMapped | cudaHostAllocPortable));
+	memset(r->desc, 0, sizeof(*r->desc));
+	uint32_t l = 0;
+	while ((1u << l) < entries)
+		l++;
+	r->desc->word = FS_DEV_DESC((uintptr_t)dev, l);
+	CK(cudaHostGetDevicePointer(&r->desc_dev, r->desc, 0));
+	r->consumed = 0;
+}
+
+static void ring_drain(struct dev_ring *r)
+{
+	static struct fs_rec buf[4096];
+	uint32_t n;
+	while ((n = fs_ring_consume(&r->cons, buf, 4096)) > 0)
+		r->consumed += n;
+}
+
+/* GPU time of one replay of a graph of GRAPH_LAUNCHES launches, / launches.
+ * ring (optional) is drained after every replay. */
+static double graph_us_ring(cudaGraphExec_t ge, cudaStream_t st, int reps, struct dev_ring *ring)
 {
 	cudaEvent_t a, b;
 	CK(cudaEventCreate(&a));
 	CK(cudaEventCreate(&b));
 	CK(cudaGraphLaunch(ge, st)); /* warm */
 	CK(cudaStreamSynchronize(st));
+	if (ring)
+		ring_drain(ring);
 	float best = 1e30f;
 	for (int r = 0; r < reps; r++) {
 		CK(cudaEventRecord(a, st));
@@ -158,9 +212,42 @@ static double graph_us(cudaGraphExec_t ge, cudaStream_t st, int reps)
 		float ms;
 		CK(cudaEventElapsedTime(&ms, a, b));
 		best = ms < best ? ms : best;
+		if (ring)
+			ring_drain(ring);
 	}
 	cudaEventDestroy(a), cudaEventDestroy(b);
 	return best * 1000.0 / GRAPH_LAUNCHES;
+}
+
+static double graph_us(cudaGraphExec_t ge, cudaStream_t st, int reps)
+{
+	return graph_us_ring(ge, st, reps, NULL);
+}
+
+/* One stage (or set of stages) of the kernel, GRAPH_LAUNCHES launches in a
+ * graph; -1 when a launch failed. */
+static double stage_us(const struct fs_ra_params *p, unsigned flags, cudaStream_t st, int reps,
+		       struct dev_ring *ring)
+{
+	cudaGraph_t g;
+	cudaGraphExec_t ge;
+	CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+	int bad = 0;
+	for (int i = 0; i < GRAPH_LAUNCHES; i++)
+		if (fs_ra_launch_stage(p, st, flags) != 0)
+			bad = 1;
+	cudaError_t ce = cudaStreamEndCapture(st, &g);
+	if (bad || ce != cudaSuccess) {
+		fprintf(stderr, "stage 0x%x: launch failed (%s)\n", flags, cudaGetErrorString(ce));
+		if (ce == cudaSuccess)
+			cudaGraphDestroy(g);
+		(void)cudaGetLastError();
+		return -1;
+	}
+	CK(cudaGraphInstantiate(&ge, g, 0));
+	double us = graph_us_ring(ge, st, reps, ring);
+	cudaGraphExecDestroy(ge), cudaGraphDestroy(g);
+	return us;
 }
 
 struct shape {
@@ -172,21 +259,69 @@ __global__ void empty_kernel(void)
 {
 }
 
-/* One launch's own cost: an empty kernel, timed like the kernel (a graph of
- * GRAPH_LAUNCHES launches, best replay).  The goal compares the kernel with
- * its memory floor plus this. */
-static double launch_us(cudaStream_t st, int reps)
+/* The pair of a dependent launch: the first lets the second start at
+ * once, the second waits for the first's completion. */
+__global__ void empty_primary(void)
+{
+	cudaTriggerProgrammaticLaunchCompletion();
+}
+
+__global__ void empty_secondary(void)
+{
+	cudaGridDependencySynchronize();
+}
+
+/* Launch costs, timed like the kernel (a graph of GRAPH_LAUNCHES, best
+ * replay): kernels = 1: one empty kernel; 2: two; 3: two, the second a
+ * programmatic dependent launch (the kernel's GEMV -> selection edge).
+ * The goal compares the kernel with its memory floor plus one launch. */
+static double launch_us(cudaStream_t st, int reps, int kernels)
 {
 	cudaGraph_t g;
 	cudaGraphExec_t ge;
 	CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-	for (int i = 0; i < GRAPH_LAUNCHES; i++)
-		empty_kernel<<<1, 32, 0, st>>>();
+	for (int i = 0; i < GRAPH_LAUNCHES; i++) {
+		if (kernels == 1) {
+			empty_kernel<<<1, 32, 0, st>>>();
+		} else if (kernels == 2) {
+			empty_kernel<<<1, 32, 0, st>>>();
+			empty_kernel<<<1, 32, 0, st>>>();
+		} else {
+			empty_primary<<<1, 32, 0, st>>>();
+			cudaLaunchConfig_t cfg = {};
+			cudaLaunchAttribute attr[1];
+			attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+			attr[0].val.programmaticStreamSerializationAllowed = 1;
+			cfg.gridDim = dim3(1), cfg.blockDim = dim3(32), cfg.stream = st;
+			cfg.attrs = attr, cfg.numAttrs = 1;
+			CK(cudaLaunchKernelEx(&cfg, empty_secondary));
+		}
+	}
 	CK(cudaStreamEndCapture(st, &g));
 	CK(cudaGraphInstantiate(&ge, g, 0));
 	double us = graph_us(ge, st, reps);
 	cudaGraphExecDestroy(ge), cudaGraphDestroy(g);
 	return us;
+}
+
+/* One shape's stage times (us; < 0: failed). */
+struct stages {
+	const char *name;
+	int d, E, K, T;
+	double floor_us, full, gemv, gemv_l2, sel, selp, post, fullp, full_l2;
+	int post_ok;
+};
+
+#define N_STAGE_VALUES 8
+
+static int stages_ok(const struct stages *s)
+{
+	const double v[N_STAGE_VALUES] = {s->full, s->gemv, s->gemv_l2, s->sel,
+					  s->selp, s->post, s->fullp,   s->full_l2};
+	for (int i = 0; i < N_STAGE_VALUES; i++)
+		if (!(v[i] > 0 && v[i] < 1e6))
+			return 0;
+	return s->post_ok;
 }
 
 static int bench_kernel(int reps)
@@ -196,6 +331,9 @@ static int bench_kernel(int reps)
 					      {"Mixtral-8x7B", 4096, 8},
 					      {"DeepSeek-V3", 7168, 256}};
 	static const int tokens[] = {1, 2, 4, 8, 16, 64};
+	/* FS_BENCH_RA_QUICK=1: K 1, T 1, 8 and 64 only (run.sh's nsys pass). */
+	const char *qenv = getenv("FS_BENCH_RA_QUICK");
+	const int quick = qenv && qenv[0] == '1';
 	cudaDeviceProp prop;
 	CK(cudaGetDeviceProperties(&prop, 0));
 	double bw = read_gbps();
@@ -211,8 +349,12 @@ static int bench_kernel(int reps)
 	cudaStream_t st;
 	CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
 	cublasSetStream(cb, st);
-	double lus = launch_us(st, reps);
+	double lus = launch_us(st, reps, 1), lus2 = launch_us(st, reps, 2), lusd = launch_us(st, reps, 3);
 	printf("one launch (an empty kernel, same timing): %.2f us\n\n", lus);
+	struct dev_ring ring;
+	ring_make(&ring, 1u << 14);
+	static struct stages stv[64];
+	int nst = 0, nst_want = 0;
 	printf("| model | d | E | K | T | router MiB | floor us | kernel us | kernel/floor | "
 	       "kernel/(floor+launch) | cuBLAS+top-M us | baseline/kernel |\n"
 	       "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -226,6 +368,8 @@ static int bench_kernel(int reps)
 			for (unsigned ti = 0; ti < sizeof(tokens) / sizeof(tokens[0]); ti++) {
 				int T = tokens[ti];
 				if (K == 3 && T != 1 && T != 8)
+					continue;
+				if (quick && (K != 1 || (T != 1 && T != 8 && T != 64)))
 					continue;
 				int M = s->E < 10 ? 2 : 10, OUT = s->E < 48 ? s->E : 48;
 				void *hid = dev_bf16((size_t)T * s->d, 1.0f);
@@ -277,8 +421,44 @@ static int bench_kernel(int reps)
 				double bus = graph_us(ge, st, reps);
 				cudaGraphExecDestroy(ge), cudaGraphDestroy(g);
 
+				/* The stages alone, on the same inputs and scratch (the
+				 * selection reads the logits the launches above left). */
 				double mib = (double)K * s->E * s->d * 2 / (1 << 20);
 				double floor_us = (double)K * s->E * s->d * 2 / (bw * 1e3);
+				struct stages *sv = &stv[nst_want++];
+				memset(sv, 0, sizeof(*sv));
+				sv->name = s->name, sv->d = s->d, sv->E = s->E, sv->K = K, sv->T = T;
+				sv->floor_us = floor_us, sv->full = kus;
+				sv->gemv = stage_us(&p, FS_RA_STAGE_GEMV, st, reps, NULL);
+				sv->gemv_l2 = stage_us(&p, FS_RA_STAGE_GEMV | FS_RA_OPT_GEMV_L2, st, reps,
+						       NULL);
+				sv->full_l2 = stage_us(
+					&p, FS_RA_STAGE_GEMV | FS_RA_STAGE_SELECT | FS_RA_OPT_GEMV_L2, st,
+					reps, NULL);
+				sv->sel = stage_us(&p, FS_RA_STAGE_SELECT | FS_RA_OPT_NO_PDL, st, reps, NULL);
+				uint32_t cnt[3] = {0, 0, 0};
+				CK(cudaMemcpy(cnt, p.out_count, (size_t)K * 4, cudaMemcpyDeviceToHost));
+				uint64_t per = (uint64_t)cnt[0] + cnt[1] + cnt[2];
+				struct fs_ra_params pp = p;
+				pp.desc = ring.desc_dev;
+				uint64_t c0 = ring.consumed;
+				sv->selp = stage_us(&pp, FS_RA_STAGE_SELECT | FS_RA_OPT_NO_PDL, st, reps,
+						    &ring);
+				sv->post = stage_us(&pp, FS_RA_STAGE_POST, st, reps, &ring);
+				sv->fullp = stage_us(&pp, FS_RA_STAGE_GEMV | FS_RA_STAGE_SELECT, st, reps,
+						     &ring);
+				uint64_t want = 3ull * (uint64_t)(reps + 1) * GRAPH_LAUNCHES * per;
+				sv->post_ok = per > 0 && ring.consumed - c0 == want &&
+					      ring.cons.bad_record == 0 && ring.cons.hdr->full == 0;
+				if (!sv->post_ok)
+					fprintf(stderr,
+						"%s K %d T %d: %llu records consumed from the posting stages, "
+						"%llu expected (%llu a launch), bad %u, full %u\n",
+						s->name, K, T, (unsigned long long)(ring.consumed - c0),
+						(unsigned long long)want, (unsigned long long)per,
+						(unsigned)ring.cons.bad_record,
+						(unsigned)ring.cons.hdr->full);
+				nst += stages_ok(sv);
 				double fl = kus / (floor_us + lus);
 				printf("| %s | %d | %d | %d | %d | %.2f | %.2f | %.2f | %.1f | %.2f | %.2f | %.2f |\n",
 				       s->name, s->d, s->E, K, T, mib, floor_us, kus, kus / floor_us, fl, bus,
@@ -304,7 +484,30 @@ static int bench_kernel(int reps)
 	/* bench/kernels/run.sh reads these two lines into its goal rows. */
 	printf("\nworst_floor_launch_ratio_t8 %.2f at %s\n", worst_fl, worst_fl_at);
 	printf("worst_baseline_over_kernel %.2f at %s\n", worst_bk, worst_bk_at);
-	return 0;
+
+	printf("\n## Where a launch's time goes (stage table)\n\n");
+	printf("Launch costs, same timing: one empty kernel %.2f us; two %.2f us; two, the second a "
+	       "dependent launch (programmatic, as the kernel's GEMV -> selection) %.2f us.\n",
+	       lus, lus2, lusd);
+	printf("Each stage alone, a graph of %d, best of %d replays, same inputs as above: GEMV = the "
+	       "logits (this GEMV; 's6' = session 6's, hidden rows from L1/L2); select = top-M, votes, "
+	       "ranking on the logits already there (an ordinary launch), +post = posting into a device "
+	       "ring in pinned host memory (drained between replays, every record counted); post = "
+	       "posting alone; launch = GEMV + select as fs_ra_launch() does it (dependent launch).\n\n",
+	       GRAPH_LAUNCHES, reps);
+	printf("| model | K | T | floor+launch us | GEMV us | GEMV s6 us | select us | select+post us | "
+	       "post us | launch us | launch+post us | launch s6 us | launch - GEMV - select us |\n"
+	       "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	for (int i = 0; i < nst_want; i++) {
+		const struct stages *v = &stv[i];
+		printf("| %s | %d | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |%s\n",
+		       v->name, v->K, v->T, v->floor_us + lus, v->gemv, v->gemv_l2, v->sel, v->selp, v->post,
+		       v->full, v->fullp, v->full_l2, v->full - v->gemv - v->sel,
+		       stages_ok(v) ? "" : " FAILED");
+	}
+	/* bench/kernels/run.sh reads this line into its stage row. */
+	printf("\nstage_rows %d of %d\n", nst, nst_want);
+	return nst == nst_want && nst_want > 0 ? 0 : 1;
 }
 
 /* ---- end to end: the daemon sees the kernel's records ----------------- */

@@ -11,7 +11,11 @@
 #    into a device ring, graph replay, and end to end with a daemon
 #    (router_ahead_*_test);
 # 3. fs-bench-ra kernel: time per launch vs the memory floor and a cuBLAS
-#    GEMM + top-M baseline, measured side by side;
+#    GEMM + top-M baseline, measured side by side, then the stage table
+#    (each stage alone at the same shapes: where a launch's time goes);
+#    where nsys exists, a short run of it under nsys profile --stats=true
+#    (per-kernel GPU times: the other view of the stage table; skipped with
+#    a line where nsys is absent, FS_BENCH_NSYS=0 skips it);
 # 4. fs-bench-ra e2e against foresightd --backend cuda, the hot thread
 #    sleeping when idle (the default) and spinning.
 # Output: OUTDIR/kernels-run.log, OUTDIR/kernels-results.md and the rows it
@@ -38,6 +42,7 @@ for t in "${TESTS[@]}"; do
 done
 row_promise ra-floor "<= 2 x" "router-ahead launch / (memory floor + one launch), worst at T <= 8"
 row_promise ra-vs-cublas ">= 1 x" "cuBLAS GEMM + top-M time / kernel time, worst shape"
+row_promise ra-stages pass "stage table: every stage timed at every shape, every posted record consumed"
 row_promise ra-e2e-idle info "kernel launch -> daemon consumed p99, default idle policy"
 row_promise ra-e2e-spin info "kernel launch -> daemon consumed p99, hot thread spinning"
 
@@ -80,12 +85,47 @@ KOUT=$("$B/bench/kernels/fs-bench-ra" kernel 20 2>&1) || krc=$?
 echo "$KOUT" | tee -a "$RES"
 fl=$(sed -n 's/^worst_floor_launch_ratio_t8 \([0-9.]*\) at \(.*\)/\1 x|\2/p' <<<"$KOUT")
 bk=$(sed -n 's/^worst_baseline_over_kernel \([0-9.]*\) at \(.*\)/\1 x|\2/p' <<<"$KOUT")
-if [ $krc = 0 ] && [ -n "$fl" ] && [ -n "$bk" ]; then
+# The goal lines come after the whole launch table (the stage table, which
+# alone can fail after them, has its own row).
+if [ -n "$fl" ] && [ -n "$bk" ]; then
 	row_ok ra-floor "${fl%%|*}" "at ${fl#*|}"
 	row_ok ra-vs-cublas "${bk%%|*}" "at ${bk#*|}"
 else
 	row_fail ra-floor "fs-bench-ra kernel exit $krc"
 	row_fail ra-vs-cublas "fs-bench-ra kernel exit $krc"
+fi
+sr=$(sed -n 's/^stage_rows \([0-9]*\) of \([0-9]*\)$/\1 \2/p' <<<"$KOUT")
+if [ $krc = 0 ] && [ -n "$sr" ] && [ "${sr% *}" = "${sr#* }" ]; then
+	row_ok ra-stages passed "${sr% *} of ${sr#* } shapes"
+else
+	row_fail ra-stages "fs-bench-ra kernel exit $krc, stage rows: ${sr:-none}"
+fi
+
+# nsys, where the machine has it: per-kernel GPU time of a short run
+# (every graph node traced), the kernel summary only.
+NSYS=$(command -v nsys || true)
+for n in /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys; do
+	[ -z "$NSYS" ] && [ -x "$n" ] && NSYS=$n
+done
+if [ "${FS_BENCH_NSYS:-1}" = 0 ]; then
+	echo "== nsys: skipped (FS_BENCH_NSYS=0)"
+elif [ -z "$NSYS" ]; then
+	echo "== nsys: not on this machine, skipped (the stage table above is the profile)" | tee -a "$RES"
+else
+	NSD=$(mktemp -d /tmp/fsk-nsys-XXXXXX)
+	nrc=0
+	NOUT=$(FS_BENCH_RA_QUICK=1 timeout 90 "$NSYS" profile --stats=true --cuda-graph-trace=node --force-overwrite=true \
+		-o "$NSD/ra" "$B/bench/kernels/fs-bench-ra" kernel 2 2>&1) || nrc=$?
+	{
+		echo
+		echo "## nsys profile --stats=true --cuda-graph-trace=node fs-bench-ra kernel 2, FS_BENCH_RA_QUICK=1 (exit $nrc)"
+		echo
+		echo '```'
+		awk '/cuda_gpu_kern_sum/{p=1} p&&/cuda_gpu_mem_time_sum|cuda_gpu_mem_size_sum|osrt_sum|cuda_api_sum/&&!/cuda_gpu_kern_sum/{p=0} p' \
+			<<<"$NOUT" | head -40
+		echo '```'
+	} | tee -a "$RES"
+	rm -rf "$NSD"
 fi
 
 RUN=$(mktemp -d /tmp/fsk-XXXXXX)
