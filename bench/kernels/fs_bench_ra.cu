@@ -41,7 +41,10 @@
 
 #include "foresight/foresight.h"
 #include "foresight/router_ahead.h"
+extern "C" {
+/* fs_ring_format (common/fs_ring.c) has C linkage; the header says nothing */
 #include "fs_ring.h"
+}
 #include "fs_ring_dev.h"
 #include "router_ahead_stage.h"
 

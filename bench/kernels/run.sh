@@ -15,7 +15,8 @@
 #    (each stage alone at the same shapes: where a launch's time goes);
 #    where nsys exists, a short run of it under nsys profile --stats=true
 #    (per-kernel GPU times: the other view of the stage table; skipped with
-#    a line where nsys is absent, FS_BENCH_NSYS=0 skips it);
+#    a line where nsys is absent, FS_BENCH_NSYS=0 skips it; off under
+#    bench/device.sh unless FS_BENCH_NSYS=1);
 # 4. fs-bench-ra e2e against foresightd --backend cuda, the hot thread
 #    sleeping when idle (the default) and spinning.
 # Output: OUTDIR/kernels-run.log, OUTDIR/kernels-results.md and the rows it
@@ -107,8 +108,12 @@ NSYS=$(command -v nsys || true)
 for n in /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys; do
 	[ -z "$NSYS" ] && [ -x "$n" ] && NSYS=$n
 done
-if [ "${FS_BENCH_NSYS:-1}" = 0 ]; then
-	echo "== nsys: skipped (FS_BENCH_NSYS=0)"
+# Default on when run alone, off under bench/device.sh (FS_BENCH_PREBUILT=1:
+# its budget is shared by every script).
+NSYS_ON=${FS_BENCH_NSYS:-1}
+[ "${FS_BENCH_PREBUILT:-0}" = 1 ] && NSYS_ON=${FS_BENCH_NSYS:-0}
+if [ "$NSYS_ON" = 0 ]; then
+	echo "== nsys: skipped (FS_BENCH_NSYS=0, or under bench/device.sh)"
 elif [ -z "$NSYS" ]; then
 	echo "== nsys: not on this machine, skipped (the stage table above is the profile)" | tee -a "$RES"
 else
