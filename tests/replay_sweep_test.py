@@ -12,7 +12,7 @@ exceed any peer's.  It also prints issue 18's tier check, the default with
 one tier's slots left to the others (`static+predicted`: no recency tier;
 `static+recency`: no predicted tier), naming a row where that is better
 than the default; the check is not met on these traces (docs/results/
-replay.md, "Tier check", says where and why), so it is printed, not a pass
+replay.md, "Session 7", says where and why), so it is printed, not a pass
 condition.
 One known exception, measured since fs-replay runs its passes in the
 daemon's order (session 7, docs/results/replay.md "The daemon's order"):

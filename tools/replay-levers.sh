@@ -6,6 +6,8 @@
 # per layer-window on the calibrated model (26 / 39.5 / 52 %) and the real traces
 # (qwen, gemma: 10 / 25 / 50 / 75 %, bus on, default expert sizes).  Then the tier check:
 # the default with one tier's slots left to the other.  Prints Markdown.  Deterministic.
+# tools/replay-levers.sh FS_REPLAY alone: each lever alone against the default, 5 draws per
+# workload, the paired change with its range (docs/results/replay.md, "Each lever alone").
 # tools/replay-levers.sh FS_REPLAY seeds: the model's draw (--gen-seed 1-5) at 26 and 52 %
 # for static, the tiers as they were and the default.
 # tools/replay-levers.sh FS_REPLAY gpu: fs-engine-bench's protocol config in the replay, the
@@ -63,6 +65,57 @@ if [ "$MODE" = gpu ]; then
 		echo "| $f, $t | $post | $lab | $(tps "${a[@]}" --policy static) | $(tps "${a[@]}" --policy static+recency) |" \
 			"$(tps "${a[@]}" --policy static+predicted) | $(tps "${a[@]}" --policy all) | $(tps "${a[@]}" --policy all "${P[@]}") |"
 	done; done; done; done
+	exit 0
+fi
+if [ "$MODE" = alone ]; then
+	# Each lever alone against the default, repeated: 5 draws per workload (the model:
+	# --gen-seed 1-5, a new routing draw each; the real traces: --seed 1-5, the
+	# predictor's noise), distinct misses per layer-window, the change against the
+	# default paired per draw: mean and range.  FS_ALONE_WL overrides the workloads.
+	AW=${FS_ALONE_WL:-"model:0.259 model:0.52 qwen:0.25 qwen:0.50 gemma:0.25 gemma:0.50"}
+	LEV=("default|"
+		"admit_value off|--admit-value off"
+		"tier_adapt on (ghost-list sizing)|--tier-adapt on"
+		"cross_window on|--cross-window on"
+		"predicted tier of 4 slots per layer (its size before the bus cap where a 16th of the share is 4 or more)|--predicted-slots 4"
+		"whole share to recency once predictions arrive (session 5)|--recency pred"
+		"tier check: no recency tier (its slots to static)|--recency-slots 0"
+		"tier check: no predicted tier (its slots to recency)|--predicted-slots 0")
+	declare -A base=()
+	head="| lever (alone, against the default) |"
+	sep="|---|"
+	for wl in $AW; do
+		head+=" ${wl%%:*} $(python3 -c "print('%g %%' % (100 * ${wl##*:}))") |"
+		sep+="---|"
+	done
+	echo "$head"
+	echo "$sep"
+	for lev in "${LEV[@]}"; do
+		name=${lev%%|*}
+		args=${lev#*|}
+		line="| $name |"
+		for wl in $AW; do
+			w=${wl%%:*} f=${wl##*:} vals=()
+			for g in 1 2 3 4 5; do
+				sd=(--seed "$g")
+				[ "$w" = model ] && sd=(--gen-seed "$g")
+				# shellcheck disable=SC2086
+				vals+=("$(run "$w" "$f" all "${sd[@]}" $args)")
+			done
+			if [ "$name" = default ]; then
+				base[$wl]="${vals[*]}"
+				line+=" $(python3 -c "import sys; v=[float(x) for x in sys.argv[1:]]; print('%.3f (%.3f..%.3f)' % (sum(v)/len(v), min(v), max(v)))" "${vals[@]}") |"
+			else
+				line+=" $(python3 -c "
+import sys
+n = len(sys.argv) // 2
+b = [float(x) for x in sys.argv[1:1 + n]]; v = [float(x) for x in sys.argv[1 + n:]]
+d = [100 * (x / y - 1) for x, y in zip(v, b)]
+print('%+.1f %% (%+.1f..%+.1f)' % (sum(d) / len(d), min(d), max(d)))" ${base[$wl]} "${vals[@]}") |"
+			fi
+		done
+		echo "$line"
+	done
 	exit 0
 fi
 if [ "$MODE" = seeds ]; then
