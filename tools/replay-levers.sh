@@ -106,6 +106,7 @@ if [ "$MODE" = alone ]; then
 				base[$wl]="${vals[*]}"
 				line+=" $(python3 -c "import sys; v=[float(x) for x in sys.argv[1:]]; print('%.3f (%.3f..%.3f)' % (sum(v)/len(v), min(v), max(v)))" "${vals[@]}") |"
 			else
+				# shellcheck disable=SC2086 # base[$wl]: the default's 5 figures, one word each
 				line+=" $(python3 -c "
 import sys
 n = len(sys.argv) // 2
