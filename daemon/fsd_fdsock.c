@@ -28,30 +28,17 @@
 #include "fsd_loop.h"
 #include "fsd_sockpath.h"
 
-#define FDSOCK_MAX_CONNS (FSD_MAX_CLIENTS + 16u)
 #define FDSOCK_IDLE_NS 2000000000ull
-
-struct fd_conn {
-	uv_poll_t poll;
-	int fd;
-	int used; /* 0 free, 1 open, 2 closing */
-	pid_t pid;
-	uint64_t since;
-	struct fsd *d;
-};
-static struct fd_conn conns[FDSOCK_MAX_CONNS];
-static uv_timer_t idle_timer;
-static int idle_timer_on;
 
 static void conn_closed(uv_handle_t *h)
 {
-	struct fd_conn *fc = h->data;
+	struct fsd_fdconn *fc = h->data;
 	close(fc->fd);
 	fc->fd = -1;
 	fc->used = 0;
 }
 
-static void conn_close(struct fd_conn *fc)
+static void conn_close(struct fsd_fdconn *fc)
 {
 	if (fc->used == 1) {
 		fc->used = 2;
@@ -111,7 +98,7 @@ static void handle_request(struct fsd *d, int fd)
 static void on_conn(uv_poll_t *h, int status, int events)
 {
 	(void)events;
-	struct fd_conn *fc = h->data;
+	struct fsd_fdconn *fc = h->data;
 	if (status == 0)
 		handle_request(fc->d, fc->fd);
 	conn_close(fc);
@@ -148,11 +135,11 @@ static void on_listen(uv_poll_t *h, int status, int events)
 			continue;
 		}
 		unsigned want = fsd_clients_pending_of(d, cr.pid), have = 0;
-		struct fd_conn *fc = NULL;
-		for (unsigned i = 0; i < FDSOCK_MAX_CONNS; i++) {
-			if (!conns[i].used && !fc)
-				fc = &conns[i];
-			have += conns[i].used == 1 && conns[i].pid == cr.pid;
+		struct fsd_fdconn *fc = NULL;
+		for (unsigned i = 0; i < FSD_FDSOCK_CONNS; i++) {
+			if (!d->lp->fdconns[i].used && !fc)
+				fc = &d->lp->fdconns[i];
+			have += d->lp->fdconns[i].used == 1 && d->lp->fdconns[i].pid == cr.pid;
 		}
 		if (want == 0) {
 			refuse(d, fd, &cr, "no attach of that process waits for its fd handshake");
@@ -182,10 +169,10 @@ static void on_idle_timer(uv_timer_t *t)
 {
 	struct fsd *d = t->loop->data;
 	uint64_t now = fs_now_ns();
-	for (unsigned i = 0; i < FDSOCK_MAX_CONNS; i++)
-		if (conns[i].used == 1 && now - conns[i].since > FDSOCK_IDLE_NS) {
+	for (unsigned i = 0; i < FSD_FDSOCK_CONNS; i++)
+		if (d->lp->fdconns[i].used == 1 && now - d->lp->fdconns[i].since > FDSOCK_IDLE_NS) {
 			fsd_count(&d->counters_daemon[FS_C_refused], 1);
-			conn_close(&conns[i]);
+			conn_close(&d->lp->fdconns[i]);
 		}
 }
 
@@ -211,11 +198,11 @@ int fsd_fdsock_start(struct fsd *d)
 		return e;
 	}
 	d->fdsock = fd;
-	for (unsigned i = 0; i < FDSOCK_MAX_CONNS; i++)
-		conns[i].fd = -1;
-	uv_timer_init(d->lp->loop, &idle_timer);
-	uv_timer_start(&idle_timer, on_idle_timer, 250, 250);
-	idle_timer_on = 1;
+	for (unsigned i = 0; i < FSD_FDSOCK_CONNS; i++)
+		d->lp->fdconns[i].fd = -1;
+	uv_timer_init(d->lp->loop, &d->lp->fdsock_idle);
+	uv_timer_start(&d->lp->fdsock_idle, on_idle_timer, 250, 250);
+	d->lp->fdsock_idle_on = 1;
 	uv_poll_init(d->lp->loop, &d->lp->fdsock_poll, fd);
 	uv_poll_start(&d->lp->fdsock_poll, UV_READABLE, on_listen);
 	return 0;
@@ -227,13 +214,13 @@ void fsd_fdsock_stop(struct fsd *d)
 		return;
 	uv_poll_stop(&d->lp->fdsock_poll);
 	uv_close((uv_handle_t *)&d->lp->fdsock_poll, NULL);
-	if (idle_timer_on) {
-		uv_timer_stop(&idle_timer);
-		uv_close((uv_handle_t *)&idle_timer, NULL);
-		idle_timer_on = 0;
+	if (d->lp->fdsock_idle_on) {
+		uv_timer_stop(&d->lp->fdsock_idle);
+		uv_close((uv_handle_t *)&d->lp->fdsock_idle, NULL);
+		d->lp->fdsock_idle_on = 0;
 	}
-	for (unsigned i = 0; i < FDSOCK_MAX_CONNS; i++)
-		conn_close(&conns[i]);
+	for (unsigned i = 0; i < FSD_FDSOCK_CONNS; i++)
+		conn_close(&d->lp->fdconns[i]);
 	close(d->fdsock);
 	fsd_sock_unlink(&d->cfg, FSD_SOCK_FD);
 	d->fdsock = -1;

@@ -18,14 +18,28 @@
 
 #include "fsd.h"
 
+/* A connection to the fd socket (fsd_fdsock.c), waiting for its handshake. */
+#define FSD_FDSOCK_CONNS (FSD_MAX_CLIENTS + 16u)
+struct fsd_fdconn {
+	uv_poll_t poll;
+	int fd;
+	int used; /* 0 free, 1 open, 2 closing */
+	pid_t pid;
+	uint64_t since;
+	struct fsd *d;
+};
+
 /* Owned by main.c (its stack), reached as d->lp; the loop's data is d. */
 struct fsd_loop {
 	uv_loop_t *loop;
 	uv_async_t dropped_async; /* the hot thread's dropped_notice: fsd_clients_reap */
 	uv_signal_t sig_term, sig_int, sig_hup;
 	uv_timer_t timer;
-	uv_poll_t fdsock_poll; /* fsd_fdsock.c */
-	nng_socket rep;        /* fsd_control_io.c */
+	uv_poll_t fdsock_poll;                       /* fsd_fdsock.c: the listening socket, */
+	struct fsd_fdconn fdconns[FSD_FDSOCK_CONNS]; /* its connections, */
+	uv_timer_t fdsock_idle;                      /* the timer that closes idle ones */
+	int fdsock_idle_on;
+	nng_socket rep; /* fsd_control_io.c */
 	int rep_open;
 };
 
