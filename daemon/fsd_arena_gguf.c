@@ -260,15 +260,16 @@ int fsd_arena_gguf_begin(struct fsd *d)
 	}
 	if (!g->res.locked)
 		fsd_log(FSD_WARN, "arena: NOT locked in memory (--allow-unlocked): %s", g->res.lock_err.msg);
-	/* The memory the load's speed depends on (fsg_load.c): hugetlb pages
-	 * when vm.nr_hugepages holds the arena, else shmem. */
+	/* The memory the load's speed depends on (fsg_load.c): shmem with 2 MiB
+	 * pages where shmem_enabled allows, else hugetlb pages when
+	 * vm.nr_hugepages holds the arena, else shmem with 4 KiB pages. */
 	fsd_log(FSD_INFO, "arena: %.1f MiB of %s", (double)d->arena_shm.bytes / 1048576.0, g->res.pages_why);
 	snprintf(d->arena_pages, sizeof(d->arena_pages), "%s", g->res.pages_why);
 	if (!g->res.hugetlb && !g->res.thp)
 		fsd_log(FSD_INFO,
-			"arena: 4 KiB pages load about half as fast as huge pages (docs/results/arena.md): "
-			"'advise' in /sys/kernel/mm/transparent_hugepage/shmem_enabled (the unit sets it when "
-			"it is 'never') or a vm.nr_hugepages pool that holds the arena gives it huge pages");
+			"arena: 4 KiB pages load warm at about a third of the rate of shmem's 2 MiB pages "
+			"(docs/results/arena.md): 'advise' in /sys/kernel/mm/transparent_hugepage/shmem_enabled "
+			"(the unit sets it when it is 'never') gives the arena 2 MiB pages");
 	d->arena = d->arena_shm.base;
 	/* The model file's identity: what a restart checks a kept arena against. */
 	d->arena->seed = g->identity;

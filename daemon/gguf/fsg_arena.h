@@ -50,7 +50,8 @@ enum fsg_direct {
 
 /* What memory the arena is (fsg_load.c: why and how it was measured). */
 enum fsg_pages {
-	FSG_PAGES_AUTO = 0,    /* hugetlb when the free pool holds the whole arena, else shmem */
+	FSG_PAGES_AUTO = 0,    /* shmem when shmem_enabled gives it 2 MiB pages, else hugetlb when the
+				  free pool holds the whole arena, else shmem (4 KiB pages) */
 	FSG_PAGES_SHMEM = 1,   /* shmem: 4 KiB pages, or 2 MiB where shmem_enabled gives them */
 	FSG_PAGES_HUGETLB = 2, /* hugetlb pages (vm.nr_hugepages), or fail */
 };

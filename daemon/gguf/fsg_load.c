@@ -620,9 +620,10 @@ int fsg_shmem_thp(char *why, size_t n)
 }
 
 /* The arena's memory: hugetlb pages when asked for, or (auto) when the
- * free pool holds it all -- measured (fs-bench-arena): bringing in 2 MiB
- * pages costs a fraction of 4 KiB ones, which the warm load is bound by;
- * else a shmem memfd, asking for transparent huge pages. */
+ * free pool holds it all and shmem gets no huge pages -- measured
+ * (fs-bench-arena): bringing in 2 MiB pages costs a fraction of 4 KiB
+ * ones, which the warm load is bound by; else a shmem memfd, asking for
+ * transparent huge pages. */
 static int arena_memory(uint64_t bytes, const struct fsg_load_opts *o, struct fs_shm *shm,
 			struct fsg_load_result *res, struct fsg_err *err)
 {
@@ -632,7 +633,14 @@ static int arena_memory(uint64_t bytes, const struct fsg_load_opts *o, struct fs
 	uint64_t need = hsz ? (bytes + hsz - 1) / hsz : 0;
 	int r;
 	char failed[64] = "";
-	if (o->pages == FSG_PAGES_HUGETLB || (o->pages == FSG_PAGES_AUTO && hsz && hfree >= need)) {
+	/* auto: shmem's 2 MiB pages where shmem_enabled gives them, hugetlb
+	 * only where it does not: at 16 GiB on the GPU machine a hugetlb arena
+	 * (a pool raised for the run) loaded warm at 4.04 GB/s, a shmem one
+	 * with 2 MiB pages at 10.80 and 11.99 GB/s in the same call
+	 * (docs/results/arena.md, session 7). */
+	int thp_on = fsg_shmem_thp(thp, sizeof(thp));
+	if (o->pages == FSG_PAGES_HUGETLB ||
+	    (o->pages == FSG_PAGES_AUTO && !thp_on && hsz && hfree >= need)) {
 		r = hsz ? fs_shm_create_hugetlb(shm, "foresight-arena", (size_t)bytes, (size_t)hsz) : -EINVAL;
 		if (r == 0) {
 			res->hugetlb = 1;
@@ -659,7 +667,7 @@ static int arena_memory(uint64_t bytes, const struct fsg_load_opts *o, struct fs
 	/* Huge pages where the kernel gives them to shmem: fewer faults while
 	 * loading, fewer TLB misses for every reader.  Elsewhere a no-op. */
 	(void)madvise(shm->base, shm->bytes, MADV_HUGEPAGE);
-	res->thp = fsg_shmem_thp(thp, sizeof(thp));
+	res->thp = thp_on;
 	snprintf(res->pages_why, sizeof(res->pages_why),
 		 "shmem, %s pages (%s; hugetlb pool: %llu free of %llu%s)", res->thp ? "2 MiB" : "4 KiB", thp,
 		 (unsigned long long)hfree, (unsigned long long)need, failed);
