@@ -5,18 +5,18 @@
  * Two kernels, launched back to back into the caller's stream (so the pair
  * is two nodes of a graph):
  *
- *  1. fs_ra_gemv_kernel: the GEMV.  A block stages its tokens' hidden rows
- *     (up to eight) in shared memory once, with every thread's 16-byte
- *     loads in flight together; each warp then streams one router row with
- *     two batches of 16-byte loads in flight (the next batch loads while
- *     the current one is used) and dots it against all the block's tokens
- *     from shared memory.  Grid (rows / 8, horizons, token groups); the
- *     token groups shrink only to give the device enough blocks.  Session
- *     6's GEMV read the hidden rows from L1/L2 inside the loop, one 16-byte
- *     load per (token, 8 elements), which left it latency-bound (its launch
- *     grew 21 -> 122 us from T 1 to 64 over a 2 MiB router); it stays as
- *     the fallback when a token's row does not fit in shared memory, and
- *     as a variant the benchmark times beside it (router_ahead_stage.h).
+ *  1. fs_ra_logits_kernel: the GEMV.  One warp a router row, a group of up
+ *     to eight tokens per warp, grid (rows / 4, horizons, token groups):
+ *     every SM gets work even when E is small, each lane streams its row
+ *     with 16-byte loads (RA_G of them in flight) and reads the hidden rows
+ *     straight from L1/L2 (no shared-memory staging, no barrier).  When
+ *     there are too few rows to fill the device the token groups shrink
+ *     (more warps re-read the router from L2, in parallel).  A GEMV that
+ *     staged the hidden rows in shared memory and read the router once per
+ *     eight tokens (commit 01eb2c6) measured slower at T >= 8 and at
+ *     Mixtral's shape, faster by ~1 us only at T <= 4 (the stage table,
+ *     docs/results/kernels.md), and its unrolled loops took ptxas minutes:
+ *     it was taken out again.
  *  2. fs_ra_select_kernel: one block per horizon, one warp per token (up
  *     to 32 at once): each token's top-M (a lane's logits cached in
  *     registers for E <= 512), votes and margins in shared memory, the
@@ -238,168 +238,6 @@ __global__ void __launch_bounds__(RA_LTHREADS)
 						acc[t] = __fmaf_rn(w[q], hv[q], acc[t]);
 			}
 		}
-	}
-#pragma unroll
-	for (uint32_t t = 0; t < RA_TG; t++)
-		for (uint32_t o = 16; o >= 1; o /= 2)
-			acc[t] = __fadd_rn(acc[t], __shfl_xor_sync(0xffffffffu, acc[t], (int)o));
-	if (lane == 0)
-		for (uint32_t t = 0; t < RA_TG && t < tn; t++)
-			logits[((size_t)k * T + tg + t) * p.experts + e] = acc[t];
-}
-
-/* ---- the GEMV with the hidden rows in shared memory ------------------- */
-
-#define RA_GWARPS 8u /* rows (warps) per block */
-#define RA_GTHREADS (RA_GWARPS * 32u)
-
-/* One batch of a lane's router groups: G groups of 8 elements, 16 bytes
- * each (32 for f32: W = 2 words of 16 bytes). */
-template <bool F32R> struct ra_batch_of {
-	static constexpr uint32_t G = F32R ? 4u : 8u, W = F32R ? 2u : 1u;
-	uint4 v[G][W];
-};
-
-template <bool F32R>
-__device__ __forceinline__ void ra_batch_load(const char *row, uint32_t c0, uint32_t lane, uint32_t d,
-					      bool vec, ra_batch_of<F32R> *b)
-{
-	constexpr uint32_t G = ra_batch_of<F32R>::G, W = ra_batch_of<F32R>::W;
-	if (!vec)
-		return; /* the unaligned row reads element-wise in ra_batch_dot */
-#pragma unroll
-	for (uint32_t g = 0; g < G; g++) {
-		uint32_t i = c0 + g * 256u + lane * 8u;
-		if (i < d && d - i >= 8u) {
-			const uint4 *src = (const uint4 *)(row + (size_t)i * (F32R ? 4u : 2u));
-#pragma unroll
-			for (uint32_t w = 0; w < W; w++)
-				b->v[g][w] = __ldg(src + w);
-		}
-	}
-}
-
-/* This batch's groups dotted with the block's tn tokens (hidden rows in
- * shared memory, hstride bytes apart, every row 16-byte aligned). */
-template <bool F32R>
-__device__ __forceinline__ void ra_batch_dot(const char *row, int rt, int ht, const unsigned char *hs,
-					     uint32_t hstride, uint32_t c0, uint32_t lane, uint32_t d,
-					     uint32_t tn, bool vec, const ra_batch_of<F32R> *b,
-					     float acc[RA_TG])
-{
-	constexpr uint32_t G = ra_batch_of<F32R>::G;
-	const uint32_t hsz = ht == FS_RA_F32 ? 4u : 2u;
-#pragma unroll
-	for (uint32_t g = 0; g < G; g++) {
-		uint32_t i = c0 + g * 256u + lane * 8u;
-		if (i >= d)
-			break;
-		uint32_t n = d - i < 8u ? d - i : 8u;
-		struct ra_raw r = {};
-		r.a = b->v[g][0];
-		if (F32R)
-			r.b = b->v[g][ra_batch_of<F32R>::W - 1u];
-		float w[8];
-		ra_unpack(row, rt, i, n, vec, &r, w);
-#pragma unroll
-		for (uint32_t t = 0; t < RA_TG; t++) {
-			if (t >= tn)
-				break;
-			const unsigned char *hrow = hs + (size_t)t * hstride;
-			struct ra_raw hr = {};
-			float hv[8];
-			if (n == 8u) {
-				const uint4 *src = (const uint4 *)(hrow + (size_t)i * hsz);
-				hr.a = src[0];
-				if (ht == FS_RA_F32)
-					hr.b = src[1];
-			}
-			ra_unpack((const char *)hrow, ht, i, n, true, &hr, hv);
-#pragma unroll
-			for (uint32_t q = 0; q < 8; q++)
-				if (q < n)
-					acc[t] = __fmaf_rn(w[q], hv[q], acc[t]);
-		}
-	}
-}
-
-/* Kernel 1: logits[k][t][e] for this block's rows and tokens
- * [blockIdx.z * tpb, + tpb).  Dynamic shared memory: tpb rows of hstride
- * bytes (the hidden rows, in their own type). */
-template <bool F32R>
-__global__ void __launch_bounds__(RA_GTHREADS)
-	fs_ra_gemv_kernel(const struct fs_ra_params p, float *logits, uint32_t tpb, uint32_t hstride)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	/* The selection kernel may be scheduled now: it waits for this grid's
-	 * completion (and memory) in cudaGridDependencySynchronize(). */
-	cudaTriggerProgrammaticLaunchCompletion();
-#endif
-	extern __shared__ __align__(16) unsigned char hs[];
-	const uint32_t k = blockIdx.y, warp = threadIdx.x / 32u, lane = threadIdx.x % 32u;
-	const uint32_t e = blockIdx.x * RA_GWARPS + warp, d = p.dim, T = p.tokens;
-	const uint32_t tg = blockIdx.z * tpb;
-	const uint32_t tn = T - tg < tpb ? T - tg : tpb; /* the grid keeps tg < T */
-	const bool active = e < p.experts;
-	const uint32_t esz = F32R ? 4u : 2u, hsz = p.hidden_type == FS_RA_F32 ? 4u : 2u;
-	const char *row = (const char *)router_of(p, k) + (size_t)(active ? e : 0u) * d * esz;
-	const bool vec = active && ((uintptr_t)row % 16u) == 0;
-	constexpr uint32_t CH = ra_batch_of<F32R>::G * 256u;
-
-	/* The row's first batch in flight while the block stages the hidden
-	 * rows. */
-	ra_batch_of<F32R> ba, bb;
-	if (active)
-		ra_batch_load<F32R>(row, 0, lane, d, vec, &ba);
-
-	/* Stage tokens tg..tg+tn: one contiguous copy in 16-byte pieces, four
-	 * in flight per thread, when the rows allow it; element-wise into
-	 * 16-byte aligned rows otherwise. */
-	const uint32_t rowb = d * hsz;
-	const char *hsrc = (const char *)p.hidden + (size_t)tg * rowb;
-	if (((uintptr_t)hsrc % 16u) == 0 && rowb % 16u == 0 && hstride == rowb) {
-		const uint32_t n16 = tn * rowb / 16u, step = blockDim.x;
-		const uint4 *s16 = (const uint4 *)hsrc;
-		uint4 *d16 = (uint4 *)hs;
-		uint32_t i = threadIdx.x;
-		for (; i + 3u * step < n16; i += 4u * step) {
-			uint4 x0 = __ldg(s16 + i), x1 = __ldg(s16 + i + step);
-			uint4 x2 = __ldg(s16 + i + 2u * step), x3 = __ldg(s16 + i + 3u * step);
-			d16[i] = x0, d16[i + step] = x1, d16[i + 2u * step] = x2, d16[i + 3u * step] = x3;
-		}
-		for (; i < n16; i += step)
-			d16[i] = __ldg(s16 + i);
-	} else {
-		for (uint32_t t = 0; t < tn; t++)
-			for (uint32_t j = threadIdx.x; j < d; j += blockDim.x) {
-				const char *s = hsrc + (size_t)t * rowb + (size_t)j * hsz;
-				unsigned char *o = hs + (size_t)t * hstride + (size_t)j * hsz;
-				if (hsz == 4u)
-					*(uint32_t *)o = __ldg((const uint32_t *)s);
-				else
-					*(uint16_t *)o = __ldg((const unsigned short *)s);
-			}
-	}
-	__syncthreads();
-	if (!active)
-		return; /* no barrier below: a warp may leave */
-
-	float acc[RA_TG];
-#pragma unroll
-	for (uint32_t t = 0; t < RA_TG; t++)
-		acc[t] = 0.0f;
-	/* Batches in increasing element order: a lane's sum keeps the rule's
-	 * order.  One batch loads while the other is used. */
-	for (uint32_t c0 = 0; c0 < d; c0 += 2u * CH) {
-		if (c0 + CH < d)
-			ra_batch_load<F32R>(row, c0 + CH, lane, d, vec, &bb);
-		ra_batch_dot<F32R>(row, p.router_type, p.hidden_type, hs, hstride, c0, lane, d, tn, vec, &ba,
-				   acc);
-		if (c0 + 2u * CH < d)
-			ra_batch_load<F32R>(row, c0 + 2u * CH, lane, d, vec, &ba);
-		if (c0 + CH < d)
-			ra_batch_dot<F32R>(row, p.router_type, p.hidden_type, hs, hstride, c0 + CH, lane, d,
-					   tn, vec, &bb, acc);
 	}
 #pragma unroll
 	for (uint32_t t = 0; t < RA_TG; t++)
@@ -690,16 +528,16 @@ extern "C" size_t fs_ra_scratch_bytes(const struct fs_ra_params *p)
 }
 
 /* Per device, once: how many SMs (the GEMV's grid is sized to fill them),
- * the shared memory a block may opt into (the GEMV stages hidden rows
- * there), and whether the selection kernel may be a programmatic dependent
- * launch (sm_90 and newer, unless FS_RA_PDL=0). */
+ * the selection kernel allowed the shared memory a block may opt into (its
+ * layout passes 48 KiB only at E = 4096 with T * M = 2048), and whether it
+ * may be a programmatic dependent launch (sm_90 and newer, unless
+ * FS_RA_PDL=0). */
 struct ra_dev {
 	int sms, pdl, ok;
-	uint32_t smem; /* dynamic shared memory the GEMV may use, bytes */
 };
 
 /* Allow a kernel the device's opt-in shared memory (less its static). */
-template <typename K> static int ra_allow_smem(K kern, int optin, uint32_t *got)
+template <typename K> static int ra_allow_smem(K kern, int optin)
 {
 	cudaFuncAttributes a;
 	if (cudaFuncGetAttributes(&a, kern) != cudaSuccess || optin < (int)a.sharedSizeBytes)
@@ -707,8 +545,6 @@ template <typename K> static int ra_allow_smem(K kern, int optin, uint32_t *got)
 	int dyn = optin - (int)a.sharedSizeBytes;
 	if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, dyn) != cudaSuccess)
 		return -1;
-	if (got)
-		*got = (uint32_t)dyn;
 	return 0;
 }
 
@@ -736,28 +572,22 @@ static const struct ra_dev *ra_dev_of(void)
 static void ra_dev_init(struct ra_dev *d, int dev)
 {
 	int major = 0, sms = 0, optin = 0;
-	uint32_t g0 = 0, g1 = 0;
 	if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
 	    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
 	    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
 		return;
-	if (ra_allow_smem(fs_ra_gemv_kernel<false>, optin, &g0) < 0 ||
-	    ra_allow_smem(fs_ra_gemv_kernel<true>, optin, &g1) < 0 ||
-	    ra_allow_smem(fs_ra_select_kernel, optin, NULL) < 0)
+	if (ra_allow_smem(fs_ra_select_kernel, optin) < 0)
 		return;
 	const char *env = getenv("FS_RA_PDL");
 	d->sms = sms > 0 ? sms : 1;
-	d->smem = g0 < g1 ? g0 : g1;
 	d->pdl = major >= 9 && !(env && env[0] == '0');
 	d->ok = 1;
 }
 
-/* Session 6's GEMV (FS_RA_OPT_GEMV_L2, and the fallback when a hidden row
- * does not fit in shared memory).  Tokens per warp: eight (the router read
- * once per eight tokens) unless that leaves the device with fewer than two
- * blocks per SM. */
-static int ra_launch_gemv_l2(const struct fs_ra_params *p, const struct ra_dev *dev, float *logits,
-			     cudaStream_t st)
+/* The GEMV.  Tokens per warp: eight (the router read once per eight
+ * tokens) unless that leaves the device with fewer than two blocks per SM. */
+static int ra_launch_gemv(const struct fs_ra_params *p, const struct ra_dev *dev, float *logits,
+			  cudaStream_t st)
 {
 	const uint32_t rb = (p->experts + RA_LWARPS - 1) / RA_LWARPS;
 	uint32_t tpw = RA_TG;
@@ -766,44 +596,6 @@ static int ra_launch_gemv_l2(const struct fs_ra_params *p, const struct ra_dev *
 		tpw /= 2;
 	dim3 g1(rb, p->horizons, (p->tokens + tpw - 1) / tpw);
 	fs_ra_logits_kernel<<<g1, RA_LTHREADS, 0, st>>>(*p, logits, tpw);
-	return cudaGetLastError() == cudaSuccess ? 0 : -EIO;
-}
-
-/* The staged GEMV: tokens per block (tpb) from 8 (or what shared memory
- * holds) down to 1, the one with the least bytes per SM: blocks come in
- * waves of one per SM, each reading its 8 router rows and tpb hidden rows
- * (a crude model: it ignores several blocks sharing an SM, and the
- * arithmetic).  1 when a hidden row does not fit: the caller falls back. */
-static int ra_launch_gemv(const struct fs_ra_params *p, const struct ra_dev *dev, float *logits,
-			  cudaStream_t st)
-{
-	const uint32_t hsz = p->hidden_type == FS_RA_F32 ? 4u : 2u,
-		       esz = p->router_type == FS_RA_F32 ? 4u : 2u;
-	const uint64_t rowb = (uint64_t)p->dim * hsz;
-	const uint64_t hstride = rowb % 16u ? (rowb + 15u) / 16u * 16u : rowb;
-	uint64_t tmax = hstride ? dev->smem / hstride : 0;
-	if (tmax < 1 || hstride > UINT32_MAX)
-		return 1;
-	tmax = tmax < RA_TG ? tmax : RA_TG;
-	tmax = tmax < p->tokens ? tmax : p->tokens;
-	const uint64_t rb = (p->experts + RA_GWARPS - 1) / RA_GWARPS;
-	uint32_t tpb = (uint32_t)tmax;
-	double best = -1;
-	for (uint32_t t = (uint32_t)tmax; t >= 1; t = t > 1 ? (t + 1) / 2 : 0) {
-		uint64_t blocks = rb * p->horizons * ((p->tokens + t - 1) / t);
-		uint64_t waves = (blocks + (uint64_t)dev->sms - 1) / (uint64_t)dev->sms;
-		double cost = (double)waves * ((double)RA_GWARPS * p->dim * esz + (double)t * rowb);
-		if (best < 0 || cost < best)
-			best = cost, tpb = t;
-		if (t == 1)
-			break;
-	}
-	dim3 g(rb, p->horizons, (p->tokens + tpb - 1) / tpb);
-	size_t smem = (size_t)tpb * hstride;
-	if (p->router_type == FS_RA_F32)
-		fs_ra_gemv_kernel<true><<<g, RA_GTHREADS, smem, st>>>(*p, logits, tpb, (uint32_t)hstride);
-	else
-		fs_ra_gemv_kernel<false><<<g, RA_GTHREADS, smem, st>>>(*p, logits, tpb, (uint32_t)hstride);
 	return cudaGetLastError() == cudaSuccess ? 0 : -EIO;
 }
 
@@ -820,13 +612,8 @@ extern "C" int fs_ra_launch_stage(const struct fs_ra_params *p, void *stream, un
 	float *logits = (float *)(sc + 1);
 	cudaStream_t st = (cudaStream_t)stream;
 
-	if (flags & FS_RA_STAGE_GEMV) {
-		int r = (flags & FS_RA_OPT_GEMV_L2) ? 1 : ra_launch_gemv(p, dev, logits, st);
-		if (r > 0)
-			r = ra_launch_gemv_l2(p, dev, logits, st);
-		if (r < 0)
-			return r;
-	}
+	if ((flags & FS_RA_STAGE_GEMV) && ra_launch_gemv(p, dev, logits, st) < 0)
+		return -EIO;
 
 	if (flags & FS_RA_STAGE_SELECT) {
 		uint32_t nw = p->tokens < RA_SWARPS_MAX ? p->tokens : RA_SWARPS_MAX;

@@ -21,8 +21,7 @@ extern "C" {
 #define FS_RA_STAGE_SELECT 0x2u /* top-M, votes, ranking; posts when p->desc */
 #define FS_RA_STAGE_POST 0x4u   /* posting alone: the scratch's records, again */
 /* Variants. */
-#define FS_RA_OPT_GEMV_L2 0x100u /* session 6's GEMV (hidden rows read from L1/L2 per token group) */
-#define FS_RA_OPT_NO_PDL 0x200u  /* the selection as an ordinary launch */
+#define FS_RA_OPT_NO_PDL 0x200u /* the selection as an ordinary launch */
 
 FS_RA_API int fs_ra_launch_stage(const struct fs_ra_params *p, void *stream, unsigned flags);
 

@@ -6,12 +6,12 @@
  *                                 the memory floor and a cuBLAS GEMM + top-k
  *                                 baseline, all measured in this run; then
  *                                 the stage table: each stage timed alone at
- *                                 the same shapes (the GEMV, session 6's
- *                                 GEMV, the selection on the logits already
- *                                 there, with and without posting, posting
- *                                 alone, the pair with posting) and the
- *                                 launch costs (one empty kernel, two, two
- *                                 with the second a dependent launch)
+ *                                 the same shapes (the GEMV, the selection
+ *                                 on the logits already there, with and
+ *                                 without posting, posting alone, the pair
+ *                                 with posting), the launch costs (one empty
+ *                                 kernel, two, two with the second a
+ *                                 dependent launch) and the SM clock
  *   fs-bench-ra e2e SOCKET [N]    with a foresightd --backend cuda running:
  *                                 launch -> records seen by the daemon, and
  *                                 launch -> first copy issued, N launches
@@ -311,20 +311,44 @@ static double launch_us(cudaStream_t st, int reps, int kernels)
 struct stages {
 	const char *name;
 	int d, E, K, T;
-	double floor_us, full, gemv, gemv_l2, sel, selp, post, fullp, full_l2;
+	double floor_us, full, gemv, sel, selp, post, fullp;
 	int post_ok;
 };
 
-#define N_STAGE_VALUES 8
+#define N_STAGE_VALUES 6
 
 static int stages_ok(const struct stages *s)
 {
-	const double v[N_STAGE_VALUES] = {s->full, s->gemv, s->gemv_l2, s->sel,
-					  s->selp, s->post, s->fullp,   s->full_l2};
+	const double v[N_STAGE_VALUES] = {s->full, s->gemv, s->sel, s->selp, s->post, s->fullp};
 	for (int i = 0; i < N_STAGE_VALUES; i++)
 		if (!(v[i] > 0 && v[i] < 1e6))
 			return 0;
 	return s->post_ok;
+}
+
+/* The SM clock while a kernel runs: clock64() cycles over %globaltimer
+ * nanoseconds across a spin of ~200 us on one SM.  Small kernels may run
+ * before the clock has ramped up; the stage table is read against it. */
+__global__ void clock_kernel(double *mhz)
+{
+	uint64_t t0, t1;
+	long long c0 = clock64();
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+	do
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+	while (t1 - t0 < 200000);
+	long long c1 = clock64();
+	*mhz = (double)(c1 - c0) * 1000.0 / (double)(t1 - t0);
+}
+
+static double sm_mhz(void)
+{
+	double *d, h = 0;
+	CK(cudaMalloc((void **)&d, sizeof(double)));
+	clock_kernel<<<1, 1>>>(d);
+	CK(cudaMemcpy(&h, d, sizeof(double), cudaMemcpyDeviceToHost));
+	cudaFree(d);
+	return h;
 }
 
 static int bench_kernel(int reps)
@@ -341,6 +365,9 @@ static int bench_kernel(int reps)
 	CK(cudaGetDeviceProperties(&prop, 0));
 	double bw = read_gbps();
 	printf("device: %s, read bandwidth measured here: %.0f GB/s\n", prop.name, bw);
+	int clock_khz = 0;
+	CK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+	double mhz_before = sm_mhz();
 	printf("time per launch: CUDA graph of %d launches, best of %d replays; top-M 10 (Mixtral 2), "
 	       "max_out 48 (8); bf16 routers and hidden rows\n\n",
 	       GRAPH_LAUNCHES, reps);
@@ -433,11 +460,6 @@ static int bench_kernel(int reps)
 				sv->name = s->name, sv->d = s->d, sv->E = s->E, sv->K = K, sv->T = T;
 				sv->floor_us = floor_us, sv->full = kus;
 				sv->gemv = stage_us(&p, FS_RA_STAGE_GEMV, st, reps, NULL);
-				sv->gemv_l2 = stage_us(&p, FS_RA_STAGE_GEMV | FS_RA_OPT_GEMV_L2, st, reps,
-						       NULL);
-				sv->full_l2 = stage_us(
-					&p, FS_RA_STAGE_GEMV | FS_RA_STAGE_SELECT | FS_RA_OPT_GEMV_L2, st,
-					reps, NULL);
 				sv->sel = stage_us(&p, FS_RA_STAGE_SELECT | FS_RA_OPT_NO_PDL, st, reps, NULL);
 				uint32_t cnt[3] = {0, 0, 0};
 				CK(cudaMemcpy(cnt, p.out_count, (size_t)K * 4, cudaMemcpyDeviceToHost));
@@ -488,25 +510,28 @@ static int bench_kernel(int reps)
 	printf("\nworst_floor_launch_ratio_t8 %.2f at %s\n", worst_fl, worst_fl_at);
 	printf("worst_baseline_over_kernel %.2f at %s\n", worst_bk, worst_bk_at);
 
+	double mhz_after = sm_mhz();
 	printf("\n## Where a launch's time goes (stage table)\n\n");
+	printf("SM clock measured in a kernel (clock64 over globaltimer, 200 us): %.0f MHz before the "
+	       "launch table, %.0f MHz after the stages (device maximum %.0f MHz).\n",
+	       mhz_before, mhz_after, (double)clock_khz / 1000.0);
 	printf("Launch costs, same timing: one empty kernel %.2f us; two %.2f us; two, the second a "
 	       "dependent launch (programmatic, as the kernel's GEMV -> selection) %.2f us.\n",
 	       lus, lus2, lusd);
 	printf("Each stage alone, a graph of %d, best of %d replays, same inputs as above: GEMV = the "
-	       "logits (this GEMV; 's6' = session 6's, hidden rows from L1/L2); select = top-M, votes, "
+	       "logits; select = top-M, votes, "
 	       "ranking on the logits already there (an ordinary launch), +post = posting into a device "
 	       "ring in pinned host memory (drained between replays, every record counted); post = "
 	       "posting alone; launch = GEMV + select as fs_ra_launch() does it (dependent launch).\n\n",
 	       GRAPH_LAUNCHES, reps);
-	printf("| model | K | T | floor+launch us | GEMV us | GEMV s6 us | select us | select+post us | "
-	       "post us | launch us | launch+post us | launch s6 us | launch - GEMV - select us |\n"
-	       "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	printf("| model | K | T | floor+launch us | GEMV us | select us | select+post us | post us | "
+	       "launch us | launch+post us | launch - GEMV - select us |\n"
+	       "|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (int i = 0; i < nst_want; i++) {
 		const struct stages *v = &stv[i];
-		printf("| %s | %d | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |%s\n",
-		       v->name, v->K, v->T, v->floor_us + lus, v->gemv, v->gemv_l2, v->sel, v->selp, v->post,
-		       v->full, v->fullp, v->full_l2, v->full - v->gemv - v->sel,
-		       stages_ok(v) ? "" : " FAILED");
+		printf("| %s | %d | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |%s\n",
+		       v->name, v->K, v->T, v->floor_us + lus, v->gemv, v->sel, v->selp, v->post, v->full,
+		       v->fullp, v->full - v->gemv - v->sel, stages_ok(v) ? "" : " FAILED");
 	}
 	/* bench/kernels/run.sh reads this line into its stage row. */
 	printf("\nstage_rows %d of %d\n", nst, nst_want);
