@@ -786,11 +786,13 @@ int main(int argc, char **argv)
 	}
 	const struct round *last = &rd[o.rounds - 1];
 	unsigned threads = last->arw.threads ? last->arw.threads : 1;
-	printf("\nN = %u loader threads (%s), jobs of about %llu bytes (at least four experts); cold: %s (file "
-	       "cached before each cold row, round 1: %.1f %% cat, %.1f %% load)\n",
+	printf("\nN = %u loader threads (%s), jobs of about %llu bytes (at least four experts); cold: %s",
 	       threads, o.threads ? "--threads" : "the daemon's choice",
-	       (unsigned long long)(o.chunk ? o.chunk : 8ull << 20), how, 100.0 * rd[0].left_cat,
-	       100.0 * rd[0].left_ar);
+	       (unsigned long long)(o.chunk ? o.chunk : 8ull << 20), how);
+	if (!o.warm_only)
+		printf(" (file cached before each cold row, round 1: %.1f %% cat, %.1f %% load)",
+		       100.0 * rd[0].left_cat, 100.0 * rd[0].left_ar);
+	printf("\n");
 	printf("the daemon's default read: cold %s, warm %s\n",
 	       o.warm_only         ? "not measured" :
 	       last->arc.direct    ? "O_DIRECT" :
@@ -864,7 +866,12 @@ int main(int argc, char **argv)
 	 * the loader's own memory (no mapping of the file; O_DIRECT: one bounce
 	 * buffer per thread). */
 	double rss = (double)self.ru_maxrss / 1024.0, arena = (double)rd[0].arw.arena_bytes / 1048576.0;
-	printf("peak RSS: %.1f MiB = the %.1f MiB arena (%s) + %.1f MiB besides\n", rss, arena,
-	       rd[0].arw.locked ? "locked" : "not locked", rss - arena);
+	if (rd[0].arw.hugetlb) /* hugetlb pages are not counted in the RSS */
+		printf("peak RSS: %.1f MiB, the loader's own; the %.1f MiB arena (%s) is in hugetlb pages, "
+		       "which the RSS does not count\n",
+		       rss, arena, rd[0].arw.locked ? "locked" : "not locked");
+	else
+		printf("peak RSS: %.1f MiB = the %.1f MiB arena (%s) + %.1f MiB besides\n", rss, arena,
+		       rd[0].arw.locked ? "locked" : "not locked", rss - arena);
 	return 0;
 }
