@@ -44,9 +44,14 @@ int eb_mode_by_name(const char *s); /* -1 when unknown; "baseline" is static */
 int eb_mode_peer(int m);            /* in-process, the engine's own slots (static, strata-adapt, lru) */
 int eb_mode_daemon(int m);          /* uses the daemon's slots */
 int eb_mode_predicts(int m);        /* posts predictions */
-/* A two-way option (--OPT A|B), the same for the driver and an engine: 0
- * for `a`, 1 for `b`, -1 (and a message naming OPT) for anything else. */
-int eb_opt_pick(const char *opt, const char *arg, const char *a, const char *b);
+/* Option checks shared by the driver's and an engine's fs_opt tables
+ * (common/fs_opt.h FS_OPT_FN rows): 0, or -1 with err filled.
+ * eb_opt_mode: a mode's name into an int (eb_mode_by_name). */
+int eb_opt_mode(void *dst, const char *val, char *err, size_t errlen);
+/* --card-down CARD@WINDOW: checked; dst (const char **) keeps the text. */
+int eb_opt_card_down(void *dst, const char *val, char *err, size_t errlen);
+/* The same, into two numbers: dst is uint32_t[2] {card, window}. */
+int eb_card_down_parse(const char *val, uint32_t *card, uint32_t *window);
 
 enum eb_device { EB_DEV_HOST = 0, EB_DEV_CUDA = 1 };
 
@@ -62,22 +67,27 @@ struct eb_route_opts {
 	uint32_t windows;         /* decode windows */
 };
 void eb_route_defaults(struct eb_route_opts *o);
-/* The routing options, the same for the driver and an engine: their
- * getopt_long entries (codes 't', 1..6, 60, 61), and one applied to *o.
- * Returns 1 when `code` was one of them, -1 when its value is bad. */
+/* The routing options, the same rows in the driver's and an engine's
+ * fs_opt tables (common/fs_opt.h; `ro` a struct eb_route_opts *;
+ * eb_route_choices: "model", "zipf"). */
+extern const char *const eb_route_choices[];
 // clang-format off
-#define EB_ROUTE_LONGOPTS                                      \
-	{"trace", required_argument, NULL, 't'},               \
-	{"skew", required_argument, NULL, 1},                  \
-	{"locality", required_argument, NULL, 2},              \
-	{"gen-seed", required_argument, NULL, 3},              \
-	{"tpw", required_argument, NULL, 4},                   \
-	{"profile-windows", required_argument, NULL, 5},       \
-	{"windows", required_argument, NULL, 6},              \
-	{"routing", required_argument, NULL, 60},             \
-	{"session-tokens", required_argument, NULL, 61}
+#define EB_ROUTE_OPTS(ro)                                                                            \
+	FS_OPT_STR("trace", "FILE", &(ro)->trace,                                                    \
+		   "a route CSV / .fstrace instead of synthetic routing (the shape from it)"),       \
+	FS_OPT_CHOICE("routing", "model|zipf", &(ro)->zipf, eb_route_choices,                        \
+		      "synthetic routing: the calibrated model of tools/trace, or the Zipf generator"), \
+	FS_OPT_U32("session-tokens", "N", &(ro)->session_tokens, 1, UINT32_MAX,                      \
+		   "--routing model: a new session every N tokens"),                                  \
+	FS_OPT_DBL("skew", "S", &(ro)->skew, 0, 1e3, "--routing zipf: the popularity's exponent"),   \
+	FS_OPT_DBL("locality", "P", &(ro)->locality, 0, 1,                                           \
+		   "--routing zipf: the chance a token keeps each expert of the one before"),          \
+	FS_OPT_U64("gen-seed", "N", &(ro)->gen_seed, 0, UINT64_MAX, "the synthetic routing's seed"), \
+	FS_OPT_DBL("tpw", "T", &(ro)->tpw, 1, EB_MAX_T, "mean tokens per window (2.5: 2,3,2,3,...)"), \
+	FS_OPT_U32("profile-windows", "N", &(ro)->profile_windows, 0, UINT32_MAX,                    \
+		   "windows before decode that build the profile"),                                   \
+	FS_OPT_U32("windows", "N", &(ro)->windows, 1, UINT32_MAX, "decode windows")
 // clang-format on
-int eb_route_opt(struct eb_route_opts *o, int code, const char *arg);
 
 /* The routing, cut into windows. */
 struct eb_route {

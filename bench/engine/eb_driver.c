@@ -30,7 +30,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -43,8 +42,11 @@
 
 #include <cjson/cJSON.h>
 
+#include <foresight/router_ahead.h>
+
 #include "eb.h"
 #include "fs_fdstore.h"
+#include "fs_opt.h"
 #include "replay.h"
 #include "replay_bound.h"
 
@@ -116,113 +118,127 @@ static void on_alarm(int sig)
 	_exit(3);
 }
 
-static void usage(FILE *f)
+/* The FS_OPT_FN rows of `run`: each checks its value whole ('12x' is
+ * refused) before it is stored. */
+
+/* A list of up to 8 numbers, each in (lo, hi] ([lo, hi] with lo_in):
+ * "0.26,0.52". */
+static int num_list(const char *val, double lo, int lo_in, double hi, double *out, int *n, char *err,
+		    size_t errlen)
 {
-	fprintf(f,
-		"usage: fs-engine-bench run --daemon PATH [options]\n"
-		"Runs every mode side by side, --reps times interleaved, and prints the tables: the peers\n"
-		"(static, strata-adapt, lru: no daemon), the daemon's modes (recency, predict, both;\n"
-		"perfect on request: both tiers, an oracle never wrong) and zero (every expert resident).\n"
-		"  --daemon PATH        foresightd to start per mode (required)\n"
-		"  --device host|cuda   where resident experts and the dense part run (default host)\n"
-		"  --cards N            cards the layers are split over (default 1)\n"
-		"  --engines N          engine processes on the one tier (default 1)\n"
-		"  --budget F[,F...]    slots as a share of layers x experts, all cards (default 0.26); a list\n"
-		"                       runs one config per share on the same arena (label LABEL-PCT)\n"
-		"  --reps N             repetitions, modes interleaved within each (default 1, at most 32)\n"
-		"  --adapt-every N --adapt-decay D --adapt-swaps N   strata-adapt (default 4, 0.7, 96)\n"
-		"  --lru-inserts N      lru: uploads per layer per window (default 2)\n"
-		"  --bound-mplw M[,M...]  the clairvoyant bound's misses per layer-window per budget\n"
-		"                       (fs-replay); the tables then report each mode's share of it\n"
-		"  --scale S            experts 1.8 MiB / S, bus 13.5 / S GB/s, CPU 32.6 / S GB/s (default 4)\n"
-		"  --layers N --experts N --topk N   synthetic model (default 16 x 512, top-10)\n"
-		"  --expert-bytes B --bus-gbps G --cpu-gbps G   override what --scale sets (cpu 0: unpaced)\n"
-		"  --model FILE.gguf    serve a GGUF model instead (shape from foresightd --describe)\n"
-		"  --trace FILE         a route CSV / .fstrace instead of synthetic routing (shape from it)\n"
-		"  --routing model|zipf synthetic routing: the calibrated model of tools/trace (default;\n"
-		"                       --session-tokens N, default 500) or the Zipf generator\n"
-		"  --skew S --locality P --gen-seed N   --routing zipf (default 1.7, 0.25); seed (1)\n"
-		"  --tpw T              mean tokens per window (default 2.5: 2,3,2,3,...)\n"
-		"  --profile-windows N --windows N --warm N   (default 200, 400, 40)\n"
-		"  --dense-us US        dense part per layer, calibrated once (default 250)\n"
-		"  --dense-iters N      skip the calibration\n"
-		"  --cpu-threads N      CPU threads per engine for misses (default 4)\n"
-		"  --pred-max N         predictions per target layer and horizon (default 8)\n"
-		"  --pred-cost free|charged   the oracle predictor's own work: computed before the\n"
-		"                       run (free, default: a router-ahead kernel runs on the GPU,\n"
-		"                       off the engine thread) or on the engine thread, per layer\n"
-		"  --late-wait-us N     wait this long for a copy in flight, then CPU (default 0)\n"
-		"  --predictor oracle|kernel   oracle (default): the trace-oracle at the discussion's\n"
-		"                       recall table; kernel: the router-ahead kernel (kernels/) on\n"
-		"                       synthetic routers and hidden rows that carry the trace's routing\n"
-		"                       (bench/engine/eb_ra.c), posting through the device ring\n"
-		"  --ra-dim D --ra-top M   kernel: hidden size (default 2048), top-M per token (24)\n"
-		"  --card-down C@W      engine 0 of each daemon mode takes card C down before its window W\n"
-		"                       (the control verb `card`: a lost card); fails the run if an\n"
-		"                       expert is read from it afterwards or an engine never sees it down\n"
-		"  --pred-recall H:A,B,C   oracle: recall %% within ranks 10/24/48 (scaled to top-k),\n"
-		"                       H layers ahead (default 1:61,82,90 2:52,72,83 3:46,66,78)\n"
-		"  --placement split|dp layers split over the cards (default), or data parallel: engine i\n"
-		"                       runs every layer on card i %% cards (the baseline's own pool there)\n"
-		"  --peer on|off        on (default): one tier across cards that read each other, engines\n"
-		"                       read experts in place on the other card; off: foresightd --peer off,\n"
-		"                       each card its own tier\n"
-		"  --modes a,b,...      a subset (default all but perfect; a peer and zero are needed for\n"
-		"                       the shares); every one is promised: missing or failed fails the run\n"
-		"  --csv FILE           append one row per (repetition, mode) (`fs-engine-bench report` reads it)\n"
-		"  --label TEXT         first CSV column\n"
-		"  --daemon-arg ARG     extra foresightd argument (repeatable)\n"
-		"  --workdir DIR --keep logs and checksum files (default: a temporary folder, removed)\n"
-		"  --timeout S          whole run (default 900)\n"
-		"  --fault MODE         tests: that mode's engine 0 corrupts one window's checksum\n");
+	char buf[256], *save = NULL;
+	int k = 0;
+	if (strlen(val) >= sizeof(buf) || !*val || val[strlen(val) - 1] == ',')
+		goto bad;
+	snprintf(buf, sizeof(buf), "%s", val);
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *end;
+		errno = 0;
+		double v = strtod(t, &end);
+		if (k == 8 || errno || end == t || *end || !((v > lo || (lo_in && v == lo)) && v <= hi))
+			goto bad;
+		out[k++] = v;
+	}
+	if (k == 0)
+		goto bad;
+	*n = k;
+	return 0;
+bad:
+	snprintf(err, errlen, "give up to 8 numbers, each %s %g and at most %g, comma-separated",
+		 lo_in ? "at least" : "above", lo, hi);
+	return -1;
+}
+
+static int opt_budget(void *dst, const char *val, char *err, size_t errlen)
+{
+	struct drv *d = dst;
+	return num_list(val, 0, 0, 1, d->budgets, &d->nbudgets, err, errlen);
+}
+
+static int opt_bound(void *dst, const char *val, char *err, size_t errlen)
+{
+	struct drv *d = dst;
+	return num_list(val, 0, 1, 1e9, d->bound, &d->nbound, err, errlen);
+}
+
+static int opt_modes(void *dst, const char *val, char *err, size_t errlen)
+{
+	struct drv *d = dst;
+	int modes[EB_NMODES] = {0};
+	char buf[256], *save = NULL;
+	if (strlen(val) >= sizeof(buf)) {
+		snprintf(err, errlen, "too long");
+		return -1;
+	}
+	snprintf(buf, sizeof(buf), "%s", val);
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		int m;
+		if (eb_opt_mode(&m, t, err, errlen) < 0)
+			return -1;
+		modes[m] = 1;
+	}
+	memcpy(d->modes, modes, sizeof(modes));
+	return 0;
+}
+
+static int opt_daemon_arg(void *dst, const char *val, char *err, size_t errlen)
+{
+	struct drv *d = dst;
+	if (d->ndargs == EB_MAX_DARGS) {
+		snprintf(err, errlen, "at most %d", EB_MAX_DARGS);
+		return -1;
+	}
+	d->dargs[d->ndargs++] = val;
+	return 0;
+}
+
+static int opt_recall(void *dst, const char *val, char *err, size_t errlen)
+{
+	struct drv *d = dst;
+	struct replay_recall rc;
+	if (d->nrecall == 3 || replay_recall_parse(val, &rc) != 0) {
+		snprintf(err, errlen, "give H:A,B,C (1 <= H <= 3; at most 3 of them)");
+		return -1;
+	}
+	d->recall[d->nrecall++] = val;
+	return 0;
+}
+
+/* The peers' knobs, passed on to each engine as typed: checked here so a
+ * bad one fails the run at once, not in every engine. */
+static int opt_count_text(void *dst, const char *val, char *err, size_t errlen)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = val[0] >= '0' && val[0] <= '9' ? strtoull(val, &end, 10) : 0;
+	if (!(val[0] >= '0' && val[0] <= '9') || errno || *end || v > UINT32_MAX) {
+		snprintf(err, errlen, "give an integer from 0 to %u", UINT32_MAX);
+		return -1;
+	}
+	*(const char **)dst = val;
+	return 0;
+}
+
+static int opt_decay_text(void *dst, const char *val, char *err, size_t errlen)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(val, &end);
+	if (errno || end == val || *end || !(v > 0 && v < 1)) {
+		snprintf(err, errlen, "give a number above 0 and below 1");
+		return -1;
+	}
+	*(const char **)dst = val;
+	return 0;
 }
 
 static int parse(struct drv *d, int argc, char **argv)
 {
-	static const struct option lo[] = {{"daemon", required_argument, NULL, 'D'},
-					   {"device", required_argument, NULL, 'd'},
-					   {"cards", required_argument, NULL, 'c'},
-					   {"engines", required_argument, NULL, 'n'},
-					   {"budget", required_argument, NULL, 'b'},
-					   {"scale", required_argument, NULL, 'S'},
-					   {"layers", required_argument, NULL, 'L'},
-					   {"experts", required_argument, NULL, 'E'},
-					   {"topk", required_argument, NULL, 'K'},
-					   {"expert-bytes", required_argument, NULL, 'B'},
-					   {"bus-gbps", required_argument, NULL, 'g'},
-					   {"cpu-gbps", required_argument, NULL, 'G'},
-					   {"model", required_argument, NULL, 'M'},
-					   EB_ROUTE_LONGOPTS,
-					   {"warm", required_argument, NULL, 7},
-					   {"dense-us", required_argument, NULL, 8},
-					   {"dense-iters", required_argument, NULL, 9},
-					   {"cpu-threads", required_argument, NULL, 10},
-					   {"pred-max", required_argument, NULL, 11},
-					   {"late-wait-us", required_argument, NULL, 12},
-					   {"modes", required_argument, NULL, 13},
-					   {"csv", required_argument, NULL, 14},
-					   {"label", required_argument, NULL, 15},
-					   {"daemon-arg", required_argument, NULL, 16},
-					   {"workdir", required_argument, NULL, 17},
-					   {"keep", no_argument, NULL, 18},
-					   {"timeout", required_argument, NULL, 19},
-					   {"fault", required_argument, NULL, 20},
-					   {"pred-cost", required_argument, NULL, 21},
-					   {"placement", required_argument, NULL, 22},
-					   {"peer", required_argument, NULL, 23},
-					   {"predictor", required_argument, NULL, 24},
-					   {"ra-dim", required_argument, NULL, 25},
-					   {"ra-top", required_argument, NULL, 26},
-					   {"pred-recall", required_argument, NULL, 27},
-					   {"card-down", required_argument, NULL, 28},
-					   {"reps", required_argument, NULL, 29},
-					   {"adapt-every", required_argument, NULL, 30},
-					   {"adapt-decay", required_argument, NULL, 31},
-					   {"adapt-swaps", required_argument, NULL, 32},
-					   {"lru-inserts", required_argument, NULL, 33},
-					   {"bound-mplw", required_argument, NULL, 34},
-					   {"help", no_argument, NULL, 'h'},
-					   {NULL, 0, NULL, 0}};
+	static const char *const devices[] = {"host", "cuda", NULL};
+	static const char *const costs[] = {"free", "charged", NULL};
+	static const char *const placements[] = {"split", "dp", NULL};
+	static const char *const peers[] = {"on", "off", NULL};
+	static const char *const predictors[] = {"oracle", "kernel", NULL};
 	eb_route_defaults(&d->ro);
 	d->cards = d->engines = 1;
 	d->layers = 16;
@@ -242,202 +258,117 @@ static int parse(struct drv *d, int argc, char **argv)
 	d->kept_fd = d->notify_fd = -1;
 	for (int i = 0; i < EB_NMODES; i++)
 		d->modes[i] = default_mode(i);
-	int ch, v;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		int rr = eb_route_opt(&d->ro, ch, optarg);
-		if (rr < 0)
-			return -1;
-		if (rr)
-			continue;
-		switch (ch) {
-		case 'D':
-			d->daemon = optarg;
-			break;
-		case 'd':
-			if ((v = eb_opt_pick("device", optarg, "host", "cuda")) < 0)
-				return -1;
-			d->device = v ? EB_DEV_CUDA : EB_DEV_HOST;
-			break;
-		case 'c':
-			d->cards = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 'n':
-			d->engines = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 'b': {
-			char buf[128], *save = NULL;
-			snprintf(buf, sizeof(buf), "%s", optarg);
-			d->nbudgets = 0;
-			for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-				double b = strtod(t, NULL);
-				if (d->nbudgets == 8 || !(b > 0 && b <= 1)) {
-					fprintf(stderr,
-						"fs-engine-bench run: --budget F[,F...]: 0 < F <= 1, at most 8\n");
-					return -1;
-				}
-				d->budgets[d->nbudgets++] = b;
-			}
-			break;
-		}
-		case 'S':
-			d->scale = strtod(optarg, NULL);
-			break;
-		case 'L':
-			d->layers = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 'E':
-			d->experts = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 'K':
-			d->topk = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 'B':
-			d->expert_bytes = strtoull(optarg, NULL, 0);
-			break;
-		case 'g':
-			d->bus_gbps = strtod(optarg, NULL);
-			break;
-		case 'G':
-			d->cpu_gbps = strtod(optarg, NULL);
-			break;
-		case 'M':
-			d->model = optarg;
-			break;
-		case 7:
-			d->warm = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 8:
-			d->dense_us = strtod(optarg, NULL);
-			break;
-		case 9:
-			d->dense_iters = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 10:
-			d->cpu_threads = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 11:
-			d->pred_max = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 12:
-			d->late_wait_us = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 13: {
-			memset(d->modes, 0, sizeof(d->modes));
-			char buf[128];
-			snprintf(buf, sizeof(buf), "%s", optarg);
-			char *save = NULL;
-			for (char *s = strtok_r(buf, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
-				int m = eb_mode_by_name(s);
-				if (m < 0) {
-					fprintf(stderr, "fs-engine-bench run: unknown mode '%s'\n", s);
-					return -1;
-				}
-				d->modes[m] = 1;
-			}
-			break;
-		}
-		case 14:
-			d->csv = optarg;
-			break;
-		case 15:
-			d->label = optarg;
-			break;
-		case 16:
-			if (d->ndargs == EB_MAX_DARGS)
-				return -1;
-			d->dargs[d->ndargs++] = optarg;
-			break;
-		case 17:
-			d->workdir_opt = optarg;
-			break;
-		case 18:
-			d->keep = 1;
-			break;
-		case 19:
-			d->timeout_s = (unsigned)strtoul(optarg, NULL, 0);
-			break;
-		case 20:
-			d->fault_mode = eb_mode_by_name(optarg);
-			break;
-		case 21:
-			if ((v = eb_opt_pick("pred-cost", optarg, "free", "charged")) < 0)
-				return -1;
-			d->pred_charged = v;
-			break;
-		case 22:
-			if ((v = eb_opt_pick("placement", optarg, "split", "dp")) < 0)
-				return -1;
-			d->dp = v;
-			break;
-		case 23:
-			if ((v = eb_opt_pick("peer", optarg, "on", "off")) < 0)
-				return -1;
-			d->peer_off = v;
-			break;
-		case 24:
-			if ((v = eb_opt_pick("predictor", optarg, "oracle", "kernel")) < 0)
-				return -1;
-			d->predictor_kernel = v;
-			break;
-		case 25:
-			d->ra_dim = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 26:
-			d->ra_top = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 27: {
-			struct replay_recall rc;
-			if (d->nrecall == 3 || replay_recall_parse(optarg, &rc) != 0) {
-				fprintf(stderr,
-					"fs-engine-bench: --pred-recall H:A,B,C (at most 3, 1 <= H <= 3)\n");
-				return -1;
-			}
-			d->recall[d->nrecall++] = optarg;
-			break;
-		}
-		case 28:
-			d->card_down = optarg;
-			break;
-		case 29:
-			d->reps = atoi(optarg);
-			break;
-		case 30:
-			d->adapt_every = optarg;
-			break;
-		case 31:
-			d->adapt_decay = optarg;
-			break;
-		case 32:
-			d->adapt_swaps = optarg;
-			break;
-		case 33:
-			d->lru_inserts = optarg;
-			break;
-		case 34: {
-			char buf[128], *save = NULL;
-			snprintf(buf, sizeof(buf), "%s", optarg);
-			d->nbound = 0;
-			for (char *t = strtok_r(buf, ",", &save); t && d->nbound < 8;
-			     t = strtok_r(NULL, ",", &save))
-				d->bound[d->nbound++] = strtod(t, NULL);
-			break;
-		}
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			usage(stderr);
-			return -1;
-		}
-	}
+	int device = 0;
+	const struct fs_opt opts[] = {
+		FS_OPT_STR("daemon", "PATH", &d->daemon, "foresightd to start per mode (required)"),
+		FS_OPT_CHOICE("device", "host|cuda", &device, devices,
+			      "where resident experts and the dense part run"),
+		FS_OPT_U32("cards", "N", &d->cards, 1, 16, "cards the layers are split over"),
+		FS_OPT_U32("engines", "N", &d->engines, 1, EB_MAX_ENGINES,
+			   "engine processes on the one tier"),
+		FS_OPT_FN("budget", "F[,F...]", d, opt_budget,
+			  "slots as a share of layers x experts, all cards (default 0.26); a list runs one "
+			  "config per share on the same arena (label LABEL-PCT)"),
+		FS_OPT_INT("reps", "N", &d->reps, 1, EB_MAX_REPS,
+			   "repetitions, modes interleaved within each"),
+		FS_OPT_FN("adapt-every", "N", &d->adapt_every, opt_count_text,
+			  "strata-adapt: windows between adaptations (default the engine's, 4)"),
+		FS_OPT_FN("adapt-decay", "D", &d->adapt_decay, opt_decay_text,
+			  "strata-adapt: the counts' decay per adaptation (default the engine's, 0.7)"),
+		FS_OPT_FN("adapt-swaps", "N", &d->adapt_swaps, opt_count_text,
+			  "strata-adapt: swaps per adaptation at most (default the engine's, 96)"),
+		FS_OPT_FN("lru-inserts", "N", &d->lru_inserts, opt_count_text,
+			  "lru: uploads per layer per window (default the engine's, 2)"),
+		FS_OPT_FN("bound-mplw", "M[,M...]", d, opt_bound,
+			  "the clairvoyant bound's misses per layer-window per budget (fs-replay); the "
+			  "tables then report each mode's share of it (default: computed here)"),
+		FS_OPT_DBL("scale", "S", &d->scale, 1e-9, 1e9,
+			   "experts 1.8 MiB / S, bus 13.5 / S GB/s, CPU 32.6 / S GB/s"),
+		FS_OPT_U32("layers", "N", &d->layers, 1, UINT32_MAX, "synthetic model: layers"),
+		FS_OPT_U32("experts", "N", &d->experts, 1, UINT32_MAX, "synthetic model: experts per layer"),
+		FS_OPT_U32("topk", "N", &d->topk, 1, UINT32_MAX, "synthetic model: experts per token"),
+		FS_OPT_U64("expert-bytes", "B", &d->expert_bytes, 0, UINT64_MAX,
+			   "override what --scale sets (default: from --scale)"),
+		FS_OPT_DBL("bus-gbps", "G", &d->bus_gbps, 0, 1e9,
+			   "override what --scale sets (default: from --scale)"),
+		FS_OPT_DBL("cpu-gbps", "G", &d->cpu_gbps, 0, 1e9,
+			   "override what --scale sets, 0: unpaced (default: from --scale)"),
+		FS_OPT_STR("model", "FILE.gguf", &d->model,
+			   "serve a GGUF model instead (shape from foresightd --describe)"),
+		EB_ROUTE_OPTS(&d->ro),
+		FS_OPT_U32("warm", "N", &d->warm, 0, UINT32_MAX, "windows before the measured ones"),
+		FS_OPT_DBL("dense-us", "US", &d->dense_us, 0.001, 1e9,
+			   "dense part per layer, calibrated once"),
+		FS_OPT_U32("dense-iters", "N", &d->dense_iters, 0, UINT32_MAX,
+			   "skip the calibration (default 0: calibrate)"),
+		FS_OPT_U32("cpu-threads", "N", &d->cpu_threads, 1, 1024, "CPU threads per engine for misses"),
+		FS_OPT_U32("pred-max", "N", &d->pred_max, 1, FS_RA_MAX_OUT,
+			   "predictions per target layer and horizon"),
+		FS_OPT_CHOICE(
+			"pred-cost", "free|charged", &d->pred_charged, costs,
+			"the oracle predictor's own work: computed before the run (free: a router-ahead "
+			"kernel runs on the GPU, off the engine thread) or on the engine thread, per layer"),
+		FS_OPT_U32("late-wait-us", "N", &d->late_wait_us, 0, UINT32_MAX,
+			   "wait this long for a copy in flight, then CPU"),
+		FS_OPT_CHOICE(
+			"predictor", "oracle|kernel", &d->predictor_kernel, predictors,
+			"oracle: the trace-oracle at the discussion's recall table; kernel: the "
+			"router-ahead kernel (kernels/) on synthetic routers and hidden rows that carry "
+			"the trace's routing (bench/engine/eb_ra.c), posting through the device ring"),
+		FS_OPT_U32("ra-dim", "D", &d->ra_dim, 1, UINT32_MAX, "kernel: hidden size (default 2048)"),
+		FS_OPT_U32("ra-top", "M", &d->ra_top, 1, FS_RA_MAX_TOP,
+			   "kernel: top-M per token (default 24)"),
+		FS_OPT_FN("card-down", "C@W", &d->card_down, eb_opt_card_down,
+			  "engine 0 of each daemon mode takes card C down before its window W (the control "
+			  "verb `card`: a lost card); fails the run if an expert is read from it afterwards "
+			  "or an engine never sees it down"),
+		FS_OPT_FN("pred-recall", "H:A,B,C", d, opt_recall,
+			  "oracle: recall % within ranks 10/24/48 (scaled to top-k), H layers ahead "
+			  "(repeatable; default 1:61,82,90 2:52,72,83 3:46,66,78)"),
+		FS_OPT_CHOICE("placement", "split|dp", &d->dp, placements,
+			      "layers split over the cards, or data parallel: engine i runs every layer on "
+			      "card i % cards (the baseline's own pool there)"),
+		FS_OPT_CHOICE("peer", "on|off", &d->peer_off, peers,
+			      "on: one tier across cards that read each other, engines read experts in place "
+			      "on the other card; off: foresightd --peer off, each card its own tier"),
+		FS_OPT_FN("modes", "a,b,...", d, opt_modes,
+			  "a subset (default all but perfect; a peer and zero are needed for the shares); "
+			  "every one is promised: missing or failed fails the run"),
+		FS_OPT_STR("csv", "FILE", &d->csv,
+			   "append one row per (repetition, mode) (`fs-engine-bench report` reads it)"),
+		FS_OPT_STR("label", "TEXT", &d->label, "first CSV column"),
+		FS_OPT_FN("daemon-arg", "ARG", d, opt_daemon_arg, "extra foresightd argument (repeatable)"),
+		FS_OPT_STR("workdir", "DIR", &d->workdir_opt,
+			   "logs and checksum files (default: a temporary "
+			   "folder, removed unless --keep)"),
+		FS_OPT_FLAG("keep", 0, &d->keep, "keep the work folder"),
+		FS_OPT_U32("timeout", "S", &d->timeout_s, 0, UINT32_MAX, "whole run, seconds"),
+		FS_OPT_FN("fault", "MODE", &d->fault_mode, eb_opt_mode,
+			  "tests: that mode's engine 0 corrupts one window's checksum"),
+	};
+	const struct fs_opt_cmd cmd = {
+		"fs-engine-bench run",
+		"usage: fs-engine-bench run --daemon PATH [options]\n\n"
+		"Runs every mode side by side, --reps times interleaved, and prints the tables: the peers\n"
+		"(static, strata-adapt, lru: no daemon), the daemon's modes (recency, predict, both;\n"
+		"perfect on request: both tiers, an oracle never wrong) and zero (every expert resident).\n\n",
+		NULL, opts, FS_OPT_N(opts)};
+	int rc = fs_opt_parse(&cmd, argc, argv);
+	if (rc == FS_OPT_HELP)
+		exit(0);
+	if (rc < 0)
+		return -1;
+	d->device = device ? EB_DEV_CUDA : EB_DEV_HOST;
 	if (d->nbudgets == 0)
 		d->budgets[d->nbudgets++] = 0.26;
 	d->budget = d->budgets[0];
-	if (!d->daemon || d->cards < 1 || d->cards > 16 || d->engines < 1 || d->engines > EB_MAX_ENGINES ||
-	    d->reps < 1 || d->reps > EB_MAX_REPS || (d->nbound && d->nbound != d->nbudgets) ||
-	    !(d->scale > 0)) {
-		usage(stderr);
+	if (!d->daemon) {
+		fprintf(stderr, "fs-engine-bench run: --daemon PATH is required (try --help)\n");
+		return -1;
+	}
+	if (d->nbound && d->nbound != d->nbudgets) {
+		fprintf(stderr, "fs-engine-bench run: --bound-mplw: one per --budget (%d, not %d)\n",
+			d->nbudgets, d->nbound);
 		return -1;
 	}
 	if (!d->expert_bytes)

@@ -32,7 +32,6 @@
  * epoch) is read by the driver.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +42,7 @@
 #include <foresight/router_ahead.h>
 
 #include "eb.h"
+#include "fs_opt.h"
 #include "fs_regions.h"
 #include "replay_predict.h"
 
@@ -643,64 +643,45 @@ static int wait_settled(const char *socket)
 	return 0;
 }
 
-static void usage(FILE *f)
+static int opt_recall(void *dst, const char *val, char *err, size_t errlen)
 {
-	fprintf(f,
-		"usage: fs-engine-bench engine --socket PATH --mode MODE [options]\n"
-		"  (normally started by `fs-engine-bench run`; see bench/engine/README.md)\n"
-		"  --mode baseline|recency|predict|both|zero   --device host|cuda   --cards N\n"
-		"  --engine I --engines N   --budget SLOTS (own-pool baseline: all cards and engines)\n"
-		"  --trace FILE | --routing model|zipf --session-tokens N --skew S --locality P --gen-seed N\n"
-		"  --tpw T   --profile-windows N\n"
-		"  --windows N --warm N   --dense-iters N   --cpu-threads N --cpu-gbps G\n"
-		"  --pred-max N --pred-seed N --predictor oracle|kernel   --late-wait-us N\n"
-		"  --ra-dim D --ra-top M   kernel predictor: hidden size (2048), top-M per token (24)\n"
-		"  --pred-charged       compute the oracle's candidates per layer on this thread\n"
-		"  --placement split|dp layers split over the cards (default), or all on card engine %% cards\n"
-		"  --peer               read experts held by other cards in place (fs_peer_open)\n"
-		"  --load-profile   --sync (print READY, wait for a line on stdin)   --checksums FILE\n"
-		"  --fault-window W (tests: corrupt window W's checksum)\n"
-		"  --bus-gbps G         the peers' copies (strata-adapt, lru): per card, as foresightd's\n"
-		"  --adapt-every N --adapt-decay D --adapt-swaps N   strata-adapt (4, 0.7, 96)\n"
-		"  --lru-inserts N      lru: uploads per layer per window (2)\n");
+	if (replay_recall_parse(val, dst) != 0) {
+		snprintf(err, errlen, "give H:A,B,C (1 <= H <= 3)");
+		return -1;
+	}
+	return 0;
+}
+
+static int opt_card_down(void *dst, const char *val, char *err, size_t errlen)
+{
+	struct eng_opts *o = dst;
+	uint32_t c, w;
+	if (eb_card_down_parse(val, &c, &w) < 0) {
+		snprintf(err, errlen, "give CARD@WINDOW (CARD below %u)", FS_MAX_CARDS);
+		return -1;
+	}
+	o->down_card = c, o->down_window = w;
+	return 0;
+}
+
+static int opt_window(void *dst, const char *val, char *err, size_t errlen)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = val[0] >= '0' && val[0] <= '9' ? strtoull(val, &end, 10) : 0;
+	if (!(val[0] >= '0' && val[0] <= '9') || errno || *end || v > INT64_MAX) {
+		snprintf(err, errlen, "give a window number");
+		return -1;
+	}
+	*(int64_t *)dst = (int64_t)v;
+	return 0;
 }
 
 static int parse(struct eng_opts *o, int argc, char **argv)
 {
-	static const struct option lo[] = {{"socket", required_argument, NULL, 's'},
-					   {"mode", required_argument, NULL, 'm'},
-					   {"device", required_argument, NULL, 'd'},
-					   {"cards", required_argument, NULL, 'c'},
-					   {"engine", required_argument, NULL, 'i'},
-					   {"engines", required_argument, NULL, 'n'},
-					   {"budget", required_argument, NULL, 'b'},
-					   EB_ROUTE_LONGOPTS,
-					   {"warm", required_argument, NULL, 7},
-					   {"dense-iters", required_argument, NULL, 8},
-					   {"cpu-threads", required_argument, NULL, 9},
-					   {"cpu-gbps", required_argument, NULL, 10},
-					   {"pred-max", required_argument, NULL, 11},
-					   {"pred-seed", required_argument, NULL, 12},
-					   {"predictor", required_argument, NULL, 13},
-					   {"late-wait-us", required_argument, NULL, 14},
-					   {"load-profile", no_argument, NULL, 15},
-					   {"sync", no_argument, NULL, 16},
-					   {"checksums", required_argument, NULL, 17},
-					   {"fault-window", required_argument, NULL, 18},
-					   {"pred-charged", no_argument, NULL, 19},
-					   {"placement", required_argument, NULL, 20},
-					   {"peer", no_argument, NULL, 21},
-					   {"ra-dim", required_argument, NULL, 22},
-					   {"ra-top", required_argument, NULL, 23},
-					   {"pred-recall", required_argument, NULL, 24},
-					   {"card-down", required_argument, NULL, 25},
-					   {"bus-gbps", required_argument, NULL, 26},
-					   {"adapt-every", required_argument, NULL, 27},
-					   {"adapt-decay", required_argument, NULL, 28},
-					   {"adapt-swaps", required_argument, NULL, 29},
-					   {"lru-inserts", required_argument, NULL, 30},
-					   {"help", no_argument, NULL, 'h'},
-					   {NULL, 0, NULL, 0}};
+	static const char *const devices[] = {"host", "cuda", NULL};
+	static const char *const placements[] = {"split", "dp", NULL};
+	static const char *const predictors[] = {"oracle", "kernel", NULL};
 	memset(o, 0, sizeof(*o));
 	eb_route_defaults(&o->ro);
 	o->mode = -1;
@@ -717,140 +698,80 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 	o->fault_window = -1;
 	o->down_window = -1;
 	o->adapt_every = 4;
-	o->decay = 0.7f;
 	o->max_swaps = 96;
 	o->lru_inserts = 2;
-	int ch, v;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		int rr = eb_route_opt(&o->ro, ch, optarg);
-		if (rr < 0)
-			return -1;
-		if (rr)
-			continue;
-		switch (ch) {
-		case 's':
-			o->socket = optarg;
-			break;
-		case 'm':
-			o->mode = eb_mode_by_name(optarg);
-			break;
-		case 'd':
-			if ((v = eb_opt_pick("device", optarg, "host", "cuda")) < 0)
-				return -1;
-			o->device = v ? EB_DEV_CUDA : EB_DEV_HOST;
-			break;
-		case 'c':
-			o->cards = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 'i':
-			o->engine = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 'n':
-			o->engines = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 'b':
-			o->budget = strtoull(optarg, NULL, 0);
-			break;
-		case 7:
-			o->warm = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 8:
-			o->dense_iters = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 9:
-			o->cpu_threads = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 10:
-			o->cpu_gbps = strtod(optarg, NULL);
-			break;
-		case 11:
-			o->pred_max = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 12:
-			o->pred_seed = strtoull(optarg, NULL, 0);
-			break;
-		case 13:
-			if ((v = eb_opt_pick("predictor", optarg, "oracle", "kernel")) < 0)
-				return -1;
-			o->predictor_kernel = v;
-			break;
-		case 14:
-			o->late_wait_us = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 15:
-			o->load_profile = 1;
-			break;
-		case 16:
-			o->sync = 1;
-			break;
-		case 17:
-			o->checksums = optarg;
-			break;
-		case 18:
-			o->fault_window = strtoll(optarg, NULL, 0);
-			break;
-		case 19:
-			o->pred_charged = 1;
-			break;
-		case 20:
-			if ((v = eb_opt_pick("placement", optarg, "split", "dp")) < 0)
-				return -1;
-			o->dp = v;
-			break;
-		case 21:
-			o->peer = 1;
-			break;
-		case 22:
-			o->ra_dim = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 23:
-			o->ra_top = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 24:
-			if (replay_recall_parse(optarg, &o->recall) != 0) {
-				fprintf(stderr, "fs-engine-bench: --pred-recall H:A,B,C (1 <= H <= 3)\n");
-				return -1;
-			}
-			break;
-		case 25: {
-			unsigned c, w;
-			char tail;
-			if (sscanf(optarg, "%u@%u%c", &c, &w, &tail) != 2 || c >= FS_MAX_CARDS) {
-				fprintf(stderr, "fs-engine-bench: --card-down CARD@WINDOW\n");
-				return -1;
-			}
-			o->down_card = c, o->down_window = w;
-			break;
-		}
-		case 26:
-			o->bus_gbps = strtod(optarg, NULL);
-			break;
-		case 27:
-			o->adapt_every = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 28:
-			o->decay = strtof(optarg, NULL);
-			break;
-		case 29:
-			o->max_swaps = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 30:
-			o->lru_inserts = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			usage(stderr);
-			return -1;
-		}
+	int device = 0;
+	double decay = 0.7;
+	const struct fs_opt opts[] = {
+		FS_OPT_STR("socket", "PATH", &o->socket, "foresightd's control socket (required)"),
+		FS_OPT_FN("mode", "MODE", &o->mode, eb_opt_mode, "the mode this engine runs (required)"),
+		FS_OPT_CHOICE("device", "host|cuda", &device, devices,
+			      "where resident experts and the dense part run"),
+		FS_OPT_U32("cards", "N", &o->cards, 1, FS_MAX_CARDS, "cards the layers are split over"),
+		FS_OPT_U32("engine", "I", &o->engine, 0, UINT32_MAX, "this engine's index, below --engines"),
+		FS_OPT_U32("engines", "N", &o->engines, 1, UINT32_MAX, "engine processes"),
+		FS_OPT_U64("budget", "SLOTS", &o->budget, 0, UINT64_MAX,
+			   "own-pool peers: slots, all cards and engines"),
+		EB_ROUTE_OPTS(&o->ro),
+		FS_OPT_U32("warm", "N", &o->warm, 0, UINT32_MAX, "windows before the measured ones"),
+		FS_OPT_U32("dense-iters", "N", &o->dense_iters, 0, UINT32_MAX, "the dense loop's iterations"),
+		FS_OPT_U32("cpu-threads", "N", &o->cpu_threads, 1, 1024, "CPU threads for misses"),
+		FS_OPT_DBL("cpu-gbps", "G", &o->cpu_gbps, 0, 1e9, "the CPU's pace for misses (0: unpaced)"),
+		FS_OPT_U32("pred-max", "N", &o->pred_max, 1, FS_RA_MAX_OUT,
+			   "predictions per target layer and horizon"),
+		FS_OPT_U64("pred-seed", "N", &o->pred_seed, 0, UINT64_MAX, "the oracle predictor's seed"),
+		FS_OPT_CHOICE("predictor", "oracle|kernel", &o->predictor_kernel, predictors,
+			      "the trace-oracle, or the router-ahead kernel (bench/engine/eb_ra.c)"),
+		FS_OPT_U32("late-wait-us", "N", &o->late_wait_us, 0, UINT32_MAX,
+			   "wait this long for a copy in flight, then CPU"),
+		FS_OPT_FLAG("load-profile", 0, &o->load_profile, "send the routing's profile to foresightd"),
+		FS_OPT_FLAG("sync", 0, &o->sync, "print READY, wait for a line on stdin"),
+		FS_OPT_STR("checksums", "FILE", &o->checksums, "write each window's checksum there"),
+		FS_OPT_FN("fault-window", "W", &o->fault_window, opt_window,
+			  "tests: corrupt window W's checksum"),
+		FS_OPT_FLAG("pred-charged", 0, &o->pred_charged,
+			    "compute the oracle's candidates per layer on this thread"),
+		FS_OPT_CHOICE("placement", "split|dp", &o->dp, placements,
+			      "layers split over the cards, or all on card engine % cards"),
+		FS_OPT_FLAG("peer", 0, &o->peer, "read experts held by other cards in place (fs_peer_open)"),
+		FS_OPT_U32("ra-dim", "D", &o->ra_dim, 1, UINT32_MAX, "kernel predictor: hidden size"),
+		FS_OPT_U32("ra-top", "M", &o->ra_top, 1, FS_RA_MAX_TOP, "kernel predictor: top-M per token"),
+		FS_OPT_FN("pred-recall", "H:A,B,C", &o->recall, opt_recall,
+			  "oracle: recall % within ranks 10/24/48, H layers ahead (default 1:61,82,90 "
+			  "2:52,72,83 3:46,66,78)"),
+		FS_OPT_FN("card-down", "C@W", o, opt_card_down, "take card C down before window W"),
+		FS_OPT_DBL("bus-gbps", "G", &o->bus_gbps, 0, 1e9,
+			   "the peers' copies (strata-adapt, lru): per card, as foresightd's"),
+		FS_OPT_U32("adapt-every", "N", &o->adapt_every, 1, UINT32_MAX,
+			   "strata-adapt: windows between adaptations"),
+		FS_OPT_DBL("adapt-decay", "D", &decay, 0, 1,
+			   "strata-adapt: the counts' decay per adaptation"),
+		FS_OPT_U32("adapt-swaps", "N", &o->max_swaps, 0, UINT32_MAX,
+			   "strata-adapt: swaps per adaptation at most"),
+		FS_OPT_U32("lru-inserts", "N", &o->lru_inserts, 0, UINT32_MAX,
+			   "lru: uploads per layer per window"),
+	};
+	const struct fs_opt_cmd cmd = {"fs-engine-bench engine",
+				       "usage: fs-engine-bench engine --socket PATH --mode MODE [options]\n\n"
+				       "One engine process, normally started by `fs-engine-bench run`\n"
+				       "(bench/engine/README.md).\n\n",
+				       NULL, opts, FS_OPT_N(opts)};
+	int rc = fs_opt_parse(&cmd, argc, argv);
+	if (rc == FS_OPT_HELP)
+		exit(0);
+	if (rc < 0)
+		return -1;
+	o->device = device ? EB_DEV_CUDA : EB_DEV_HOST;
+	o->decay = (float)decay;
+	if (!o->socket || o->mode < 0) {
+		fprintf(stderr, "fs-engine-bench engine: --socket and --mode are required (try --help)\n");
+		return -1;
 	}
-	if (!o->socket || o->mode < 0 || o->cards < 1 || o->cards > FS_MAX_CARDS || o->engines < 1 ||
-	    o->engine >= o->engines || o->ra_dim < 1 || o->ra_top < 1 || o->ra_top > FS_RA_MAX_TOP ||
-	    o->pred_max < 1 || o->pred_max > FS_RA_MAX_OUT || o->adapt_every < 1 ||
-	    !(o->decay > 0 && o->decay < 1)) {
-		usage(stderr);
+	if (o->engine >= o->engines || !(o->decay > 0 && o->decay < 1)) {
+		fprintf(stderr,
+			"fs-engine-bench engine: --engine %u below --engines %u, --adapt-decay %g "
+			"above 0 and below 1\n",
+			o->engine, o->engines, decay);
 		return -1;
 	}
 	return 0;

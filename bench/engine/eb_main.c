@@ -49,15 +49,54 @@ int eb_mode_predicts(int m)
 	return m >= 0 && m < EB_NMODES && mode_tab[m].predicts;
 }
 
-/* A two-way option (--OPT A|B). */
-int eb_opt_pick(const char *opt, const char *arg, const char *a, const char *b)
+int eb_opt_mode(void *dst, const char *val, char *err, size_t errlen)
 {
-	if (strcmp(arg, a) == 0)
-		return 0;
-	if (strcmp(arg, b) == 0)
-		return 1;
-	fprintf(stderr, "fs-engine-bench: --%s %s|%s (not '%s')\n", opt, a, b, arg);
-	return -1;
+	int m = eb_mode_by_name(val);
+	if (m < 0) {
+		size_t n = (size_t)snprintf(err, errlen, "give one of");
+		for (int i = 0; i < EB_NMODES && n < errlen; i++)
+			n += (size_t)snprintf(err + n, errlen - n, "%s%s", i ? ", " : " ", mode_tab[i].name);
+		return -1;
+	}
+	*(int *)dst = m;
+	return 0;
+}
+
+/* A decimal number below `max`, the whole of s[0, len). */
+static int dec(const char *s, size_t len, uint32_t max, uint32_t *out)
+{
+	uint64_t v = 0;
+	if (len == 0 || len > 10)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (v >= max)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int eb_card_down_parse(const char *val, uint32_t *card, uint32_t *window)
+{
+	const char *at = strchr(val, '@');
+	if (!at || dec(val, (size_t)(at - val), EB_MAX_CARDS, card) < 0 ||
+	    dec(at + 1, strlen(at + 1), UINT32_MAX, window) < 0)
+		return -1;
+	return 0;
+}
+
+int eb_opt_card_down(void *dst, const char *val, char *err, size_t errlen)
+{
+	uint32_t c, w;
+	if (eb_card_down_parse(val, &c, &w) < 0) {
+		snprintf(err, errlen, "give CARD@WINDOW (CARD below %u)", EB_MAX_CARDS);
+		return -1;
+	}
+	*(const char **)dst = val;
+	return 0;
 }
 
 /* Iterations of the dense loop that take `us` per layer on this device

@@ -39,44 +39,7 @@ void eb_route_defaults(struct eb_route_opts *o)
 	o->windows = 400;
 }
 
-int eb_route_opt(struct eb_route_opts *o, int code, const char *arg)
-{
-	switch (code) {
-	case 't':
-		o->trace = arg;
-		return 1;
-	case 1:
-		o->skew = strtod(arg, NULL);
-		return 1;
-	case 2:
-		o->locality = strtod(arg, NULL);
-		return 1;
-	case 3:
-		o->gen_seed = strtoull(arg, NULL, 0);
-		return 1;
-	case 4:
-		o->tpw = strtod(arg, NULL);
-		return 1;
-	case 5:
-		o->profile_windows = (uint32_t)strtoul(arg, NULL, 0);
-		return 1;
-	case 6:
-		o->windows = (uint32_t)strtoul(arg, NULL, 0);
-		return 1;
-	case 60: {
-		int v = eb_opt_pick("routing", arg, "model", "zipf");
-		if (v < 0)
-			return -1;
-		o->zipf = v;
-		return 1;
-	}
-	case 61:
-		o->session_tokens = (uint32_t)strtoul(arg, NULL, 0);
-		return 1;
-	default:
-		return 0;
-	}
-}
+const char *const eb_route_choices[] = {"model", "zipf", NULL};
 
 static uint32_t win_tokens(double tpw, uint32_t w)
 {

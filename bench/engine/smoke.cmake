@@ -13,6 +13,32 @@ set(SHAPE --daemon ${DAEMON} --layers 6 --experts 32 --topk 4 --expert-bytes 327
     --cpu-threads 1 --timeout 120)
 set(CSV ${CMAKE_CURRENT_BINARY_DIR}/engine_bench_smoke.csv)
 file(REMOVE ${CSV})
+# 0. the options (common/fs_opt): a value with trailing junk, out of
+#    range or not in the list is refused by name, before anything runs;
+#    --help lists every option.
+foreach(bad "run;--cards;12x" "run;--budget;0.26,x" "run;--modes;static,nope" "run;--reps;33"
+    "run;--card-down;1@2x" "run;--adapt-every;4x" "engine;--windows;12x" "engine;--mode;nope")
+  list(GET bad 0 sub)
+  list(GET bad 1 opt)
+  list(GET bad 2 val)
+  if(sub STREQUAL "run")
+    set(base ${SHAPE})
+  else()
+    set(base --socket ${CMAKE_CURRENT_BINARY_DIR}/none.sock --mode static)
+  endif()
+  execute_process(COMMAND ${BENCH} ${sub} ${base} ${opt} ${val} RESULT_VARIABLE rb ERROR_VARIABLE eb OUTPUT_QUIET)
+  if(rb EQUAL 0 OR NOT eb MATCHES "${opt} '${val}'")
+    message(FATAL_ERROR "fs-engine-bench ${sub} ${opt} ${val}: not refused by name (exit ${rb}):\n${eb}")
+  endif()
+endforeach()
+foreach(sub run engine)
+  execute_process(COMMAND ${BENCH} ${sub} --help RESULT_VARIABLE rh OUTPUT_VARIABLE oh)
+  if(NOT rh EQUAL 0 OR NOT oh MATCHES "--tpw T" OR NOT oh MATCHES "--lru-inserts N")
+    message(FATAL_ERROR "fs-engine-bench ${sub} --help (exit ${rh}):\n${oh}")
+  endif()
+endforeach()
+message("bad option values are refused by name; --help lists the options")
+
 execute_process(COMMAND ${BENCH} run ${SHAPE} --reps 2 --csv ${CSV} --label smoke
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("${out}")
