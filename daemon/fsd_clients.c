@@ -78,20 +78,8 @@ static void row_free(struct fsd *d, struct fsd_client *c)
 	c->phase = FSD_CL_FREE;
 }
 
-/*
- * A client's pidfd watch lives outside its row: a row is free for the next
- * attach the moment it is released, while libuv closes the old watch
- * (uv_close finishes on a later loop turn).  Twice the rows: a watch being
- * closed for each row in use at most.  (Static: one daemon a process; at
- * exit close_walk in main.c closes those still open.)
- */
-struct fsd_pidwatch {
-	uv_poll_t poll;
-	int fd;
-	int state; /* 0 free, 1 watching, 2 closing */
-	struct fsd_client *c;
-};
-static struct fsd_pidwatch watches[2 * FSD_MAX_CLIENTS];
+/* A client's pidfd watch: struct fsd_loop's pidwatch (fsd_loop.h says why
+ * apart from its row). */
 
 static void watch_closed(uv_handle_t *h)
 {
@@ -126,8 +114,8 @@ static void watch_start(struct fsd *d, struct fsd_client *c)
 			(int)c->pid, strerror(errno));
 		return;
 	}
-	for (size_t i = 0; i < sizeof(watches) / sizeof(watches[0]); i++) {
-		struct fsd_pidwatch *w = &watches[i];
+	for (size_t i = 0; i < sizeof(d->lp->pidwatch) / sizeof(d->lp->pidwatch[0]); i++) {
+		struct fsd_pidwatch *w = &d->lp->pidwatch[i];
 		if (w->state != 0)
 			continue;
 		w->fd = fd;

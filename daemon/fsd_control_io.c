@@ -61,9 +61,12 @@
 
 enum { CTX_RECV = 1, CTX_LOOP, CTX_SEND };
 
+struct fsd_ctl;
+
 struct ctl_ctx {
 	nng_ctx ctx;
 	nng_aio *aio;
+	struct fsd_ctl *ctl;  /* its owner */
 	int state;            /* CTX_*: whose turn it is */
 	nng_msg *msg;         /* the request, on its way to the loop */
 	uint32_t pipe_id;     /* under lock: the connection it serves, while busy */
@@ -80,17 +83,26 @@ struct conn {
 	uint64_t last_ns; /* its last request (or its start) */
 };
 
-static struct fsd *ctl_d;
-static struct ctl_ctx ctxs[CTL_CTXS];
-static unsigned n_ctxs;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ctl_ctx *q_head, *q_tail; /* under lock */
-static int closing;                     /* under lock: no more uv_async_send */
-static uv_async_t ctl_async;
-static uv_timer_t reap_timer;
-static int handles_on;
-static struct conn conns[CONNS_TABLE]; /* under lock, [0, n_conns) */
-static unsigned n_conns, conn_cap;
+/*
+ * The transport's state shared with nng's threads, d->lp->ctl.  On the
+ * heap, not in struct fsd_loop (main's stack): when nng_close does not
+ * return (fsd_control_stop), nng's threads may still run on_pipe and
+ * on_ctx, which read it, after main has returned; it is then left
+ * allocated on purpose.  The loop's own handles (the async, the reap
+ * timer) are struct fsd_loop's: libuv closes them on a later loop turn.
+ */
+struct fsd_ctl {
+	struct fsd *d;
+	struct ctl_ctx ctxs[CTL_CTXS];
+	unsigned n_ctxs;
+	pthread_mutex_t lock;
+	struct ctl_ctx *q_head, *q_tail; /* under lock */
+	int closing;                     /* under lock: no more uv_async_send */
+	struct conn conns[CONNS_TABLE];  /* under lock, [0, n_conns) */
+	unsigned n_conns, conn_cap;      /* conn_cap: set before the first connection */
+	uint64_t refused_logged_ns;      /* nng's threads, atomic: a refusal last logged */
+	uint64_t dropped_logged_ns;      /* loop thread: a dropped request last logged */
+};
 
 static int is_admin(uint64_t uid)
 {
@@ -99,24 +111,24 @@ static int is_admin(uint64_t uid)
 
 /* ---- connections (nng's threads) ----------------------------------------- */
 
-static struct conn *conn_find(uint32_t id)
+static struct conn *conn_find(struct fsd_ctl *t, uint32_t id)
 {
-	for (unsigned i = 0; i < n_conns; i++)
-		if (conns[i].id == id)
-			return &conns[i];
+	for (unsigned i = 0; i < t->n_conns; i++)
+		if (t->conns[i].id == id)
+			return &t->conns[i];
 	return NULL;
 }
 
 static void on_pipe(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
-	struct fsd *d = arg;
+	struct fsd_ctl *t = arg;
 	uint32_t id = (uint32_t)nng_pipe_id(p);
 	if (ev == NNG_PIPE_EV_REM_POST) {
-		pthread_mutex_lock(&lock);
-		struct conn *c = conn_find(id);
+		pthread_mutex_lock(&t->lock);
+		struct conn *c = conn_find(t, id);
 		if (c)
-			*c = conns[--n_conns];
-		pthread_mutex_unlock(&lock);
+			*c = t->conns[--t->n_conns];
+		pthread_mutex_unlock(&t->lock);
 		return;
 	}
 	if (ev != NNG_PIPE_EV_ADD_PRE)
@@ -125,64 +137,65 @@ static void on_pipe(nng_pipe p, nng_pipe_ev ev, void *arg)
 	nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &uid);
 	nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid);
 	unsigned of_pid = 0, of_uid = 0, all;
-	pthread_mutex_lock(&lock);
-	for (unsigned i = 0; i < n_conns; i++) {
-		of_pid += conns[i].pid == pid;
-		of_uid += conns[i].uid == (uint32_t)uid;
+	pthread_mutex_lock(&t->lock);
+	for (unsigned i = 0; i < t->n_conns; i++) {
+		of_pid += t->conns[i].pid == pid;
+		of_uid += t->conns[i].uid == (uint32_t)uid;
 	}
-	int stop = closing; /* then the daemon region may be gone */
-	int ok = !stop && n_conns < conn_cap && of_pid < CONNS_PER_PID &&
+	int stop = t->closing; /* then the daemon region may be gone */
+	int ok = !stop && t->n_conns < t->conn_cap && of_pid < CONNS_PER_PID &&
 		 (is_admin(uid) || of_uid < CONNS_PER_UID);
 	if (ok)
-		conns[n_conns++] = (struct conn){
+		t->conns[t->n_conns++] = (struct conn){
 			.id = id, .uid = (uint32_t)uid, .pid = pid, .last_ns = fs_now_ns()};
-	all = n_conns;
-	pthread_mutex_unlock(&lock);
+	all = t->n_conns;
+	unsigned cap = t->conn_cap;
+	pthread_mutex_unlock(&t->lock);
 	if (!ok && stop) {
 		nng_pipe_close(p);
 		return;
 	}
 	if (!ok) {
-		static uint64_t logged_ns;
 		uint64_t now = fs_now_ns();
-		fsd_count(&d->counters_daemon[FS_C_conns_refused], 1);
-		if (now - __atomic_load_n(&logged_ns, __ATOMIC_RELAXED) > 1000000000ull) {
-			__atomic_store_n(&logged_ns, now, __ATOMIC_RELAXED);
+		fsd_count(&t->d->counters_daemon[FS_C_conns_refused], 1);
+		if (now - __atomic_load_n(&t->refused_logged_ns, __ATOMIC_RELAXED) > 1000000000ull) {
+			__atomic_store_n(&t->refused_logged_ns, now, __ATOMIC_RELAXED);
 			fsd_log(FSD_WARN,
 				"control: closed a connection of pid %llu uid %llu: %u of its process, %u of its "
 				"user, %u in all (limits %u, %u, %u)",
 				(unsigned long long)pid, (unsigned long long)uid, of_pid, of_uid, all,
-				CONNS_PER_PID, CONNS_PER_UID, conn_cap);
+				CONNS_PER_PID, CONNS_PER_UID, cap);
 		}
 		nng_pipe_close(p);
 	}
 }
 
 /* Loop thread, every second: past half the budget, idle connections go. */
-static void on_reap(uv_timer_t *t)
+static void on_reap(uv_timer_t *h)
 {
-	struct fsd *d = t->loop->data;
+	struct fsd *d = h->loop->data;
+	struct fsd_ctl *t = d->lp->ctl;
 	uint32_t ids[64];
 	unsigned n = 0;
 	uint64_t now = fs_now_ns();
-	pthread_mutex_lock(&lock);
-	while (n_conns > conn_cap / 2 && n < 64) {
+	pthread_mutex_lock(&t->lock);
+	while (t->n_conns > t->conn_cap / 2 && n < 64) {
 		struct conn *old = NULL;
-		for (unsigned i = 0; i < n_conns; i++) {
+		for (unsigned i = 0; i < t->n_conns; i++) {
 			int picked = 0;
 			for (unsigned k = 0; k < n; k++)
-				picked |= ids[k] == conns[i].id;
-			if (!picked && now - conns[i].last_ns > CONN_IDLE_NS &&
-			    (!old || conns[i].last_ns < old->last_ns))
-				old = &conns[i];
+				picked |= ids[k] == t->conns[i].id;
+			if (!picked && now - t->conns[i].last_ns > CONN_IDLE_NS &&
+			    (!old || t->conns[i].last_ns < old->last_ns))
+				old = &t->conns[i];
 		}
 		if (!old)
 			break;
 		ids[n++] = old->id;
-		if (n_conns - n <= conn_cap / 2)
+		if (t->n_conns - n <= t->conn_cap / 2)
 			break;
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&t->lock);
 	for (unsigned i = 0; i < n; i++) {
 		nng_pipe p = NNG_PIPE_INITIALIZER;
 		p.id = ids[i];
@@ -202,10 +215,10 @@ static void ctx_recv(struct ctl_ctx *c)
 
 static void ctx_done(struct ctl_ctx *c)
 {
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&c->ctl->lock);
 	c->busy = 0;
-	int stop = closing;
-	pthread_mutex_unlock(&lock);
+	int stop = c->ctl->closing;
+	pthread_mutex_unlock(&c->ctl->lock);
 	if (!stop)
 		ctx_recv(c);
 }
@@ -214,6 +227,7 @@ static void ctx_done(struct ctl_ctx *c)
 static void on_ctx(void *arg)
 {
 	struct ctl_ctx *c = arg;
+	struct fsd_ctl *t = c->ctl;
 	int r = nng_aio_result(c->aio);
 	if (c->state == CTX_SEND) {
 		if (r != 0) {
@@ -221,13 +235,13 @@ static void on_ctx(void *arg)
 			if (m)
 				nng_msg_free(m);
 			nng_pipe p = NNG_PIPE_INITIALIZER;
-			pthread_mutex_lock(&lock);
+			pthread_mutex_lock(&t->lock);
 			p.id = c->pipe_id;
-			int stop = closing; /* then the daemon region may be gone */
-			pthread_mutex_unlock(&lock);
+			int stop = t->closing; /* then the daemon region may be gone */
+			pthread_mutex_unlock(&t->lock);
 			if (!stop && r != NNG_ECLOSED && p.id > 0) {
 				/* Its peer does not read: the reply goes. */
-				fsd_count(&ctl_d->counters_daemon[FS_C_replies_dropped], 1);
+				fsd_count(&t->d->counters_daemon[FS_C_replies_dropped], 1);
 			}
 		}
 		ctx_done(c);
@@ -246,23 +260,23 @@ static void on_ctx(void *arg)
 	nng_pipe_get_uint64(nng_msg_get_pipe(m), NNG_OPT_IPC_PEER_UID, &peer_uid);
 	c->msg = m;
 	c->state = CTX_LOOP;
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&t->lock);
 	c->busy = 1;
 	c->pipe_id = pid_;
 	c->pid = peer;
 	c->uid = peer_uid;
-	struct conn *cn = conn_find(pid_);
+	struct conn *cn = conn_find(t, pid_);
 	if (cn)
 		cn->last_ns = fs_now_ns();
 	c->next = NULL;
-	if (q_tail)
-		q_tail->next = c;
+	if (t->q_tail)
+		t->q_tail->next = c;
 	else
-		q_head = c;
-	q_tail = c;
-	if (!closing)
-		uv_async_send(&ctl_async);
-	pthread_mutex_unlock(&lock);
+		t->q_head = c;
+	t->q_tail = c;
+	if (!t->closing)
+		uv_async_send(&t->d->lp->ctl_async);
+	pthread_mutex_unlock(&t->lock);
 }
 
 static void handle_one(struct fsd *d, struct ctl_ctx *c)
@@ -271,22 +285,23 @@ static void handle_one(struct fsd *d, struct ctl_ctx *c)
 	c->msg = NULL;
 	nng_pipe p = nng_msg_get_pipe(m);
 	unsigned of_pipe = 0, of_pid = 0, of_uid = 0;
-	pthread_mutex_lock(&lock);
-	for (unsigned i = 0; i < n_ctxs; i++) {
-		if (!ctxs[i].busy || &ctxs[i] == c)
+	struct fsd_ctl *t = c->ctl;
+	pthread_mutex_lock(&t->lock);
+	for (unsigned i = 0; i < t->n_ctxs; i++) {
+		const struct ctl_ctx *o = &t->ctxs[i];
+		if (!o->busy || o == c)
 			continue;
-		of_pipe += ctxs[i].pipe_id == c->pipe_id;
-		of_pid += ctxs[i].pid == c->pid;
-		of_uid += ctxs[i].uid == c->uid;
+		of_pipe += o->pipe_id == c->pipe_id;
+		of_pid += o->pid == c->pid;
+		of_uid += o->uid == c->uid;
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&t->lock);
 	if (of_pipe >= CTL_PER_PIPE || of_pid >= CTL_PER_PID ||
 	    (!is_admin(c->uid) && of_uid >= CTL_PER_UID)) {
 		/* Requests piled up behind replies it does not read. */
-		static uint64_t logged_ns;
 		uint64_t now = fs_now_ns();
-		if (now - logged_ns > 1000000000ull) {
-			logged_ns = now;
+		if (now - t->dropped_logged_ns > 1000000000ull) {
+			t->dropped_logged_ns = now;
 			fsd_log(FSD_WARN,
 				"control: dropped a request of pid %llu: %u requests of its connection (%u of its "
 				"process, %u of its user) wait for replies not read",
@@ -319,15 +334,16 @@ static void handle_one(struct fsd *d, struct ctl_ctx *c)
 static void on_async(uv_async_t *h)
 {
 	struct fsd *d = h->loop->data;
+	struct fsd_ctl *t = d->lp->ctl;
 	for (;;) {
-		pthread_mutex_lock(&lock);
-		struct ctl_ctx *c = q_head;
+		pthread_mutex_lock(&t->lock);
+		struct ctl_ctx *c = t->q_head;
 		if (c) {
-			q_head = c->next;
-			if (!q_head)
-				q_tail = NULL;
+			t->q_head = c->next;
+			if (!t->q_head)
+				t->q_tail = NULL;
 		}
-		pthread_mutex_unlock(&lock);
+		pthread_mutex_unlock(&t->lock);
 		if (!c)
 			return;
 		handle_one(d, c);
@@ -352,13 +368,14 @@ static unsigned fd_budget(const struct fsd *d, rlim_t soft)
 	return (unsigned)left;
 }
 
-static void fd_limit_check(struct fsd *d)
+static void fd_limit_check(struct fsd *d, unsigned *cap)
 {
+	unsigned conn_cap;
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
-		conn_cap = 256;
+		*cap = 256;
 		fsd_log(FSD_WARN, "control: getrlimit(RLIMIT_NOFILE): %s; serving up to %u connections",
-			strerror(errno), conn_cap);
+			strerror(errno), *cap);
 		return;
 	}
 	rlim_t soft0 = rl.rlim_cur;
@@ -375,8 +392,7 @@ static void fd_limit_check(struct fsd *d)
 		(unsigned long long)rl.rlim_cur, (unsigned long long)soft0, (unsigned long long)rl.rlim_max,
 		d->cfg.max_clients, conn_cap, CONNS_PER_PID, CONNS_PER_UID,
 		conn_cap < want ? ": too few for the clients; raise LimitNOFILE (ulimit -n)" : "");
-	if (conn_cap < 16)
-		conn_cap = 16;
+	*cap = conn_cap < 16 ? 16 : conn_cap;
 }
 
 /* ---- start and stop ------------------------------------------------------- */
@@ -386,8 +402,13 @@ int fsd_control_start(struct fsd *d)
 	char url[160];
 	nng_listener l;
 	int r;
-	ctl_d = d;
-	fd_limit_check(d);
+	struct fsd_ctl *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->d = d;
+	pthread_mutex_init(&t->lock, NULL);
+	d->lp->ctl = t;
+	fd_limit_check(d, &t->conn_cap);
 	snprintf(url, sizeof(url), "ipc://%s", d->cfg.socket_path);
 	if ((r = nng_rep0_open(&d->lp->rep)) != 0) {
 		fsd_log(FSD_ERR, "control: nng_rep0_open: %s", nng_strerror(r));
@@ -408,14 +429,15 @@ int fsd_control_start(struct fsd *d)
 		}
 		nng_close(probe);
 	}
-	nng_pipe_notify(d->lp->rep, NNG_PIPE_EV_ADD_PRE, on_pipe, d);
-	nng_pipe_notify(d->lp->rep, NNG_PIPE_EV_REM_POST, on_pipe, d);
-	uv_async_init(d->lp->loop, &ctl_async, on_async);
-	uv_timer_init(d->lp->loop, &reap_timer);
-	uv_timer_start(&reap_timer, on_reap, 1000, 1000);
-	handles_on = 1;
-	for (n_ctxs = 0; n_ctxs < CTL_CTXS; n_ctxs++) {
-		struct ctl_ctx *c = &ctxs[n_ctxs];
+	nng_pipe_notify(d->lp->rep, NNG_PIPE_EV_ADD_PRE, on_pipe, t);
+	nng_pipe_notify(d->lp->rep, NNG_PIPE_EV_REM_POST, on_pipe, t);
+	uv_async_init(d->lp->loop, &d->lp->ctl_async, on_async);
+	uv_timer_init(d->lp->loop, &d->lp->ctl_reap);
+	uv_timer_start(&d->lp->ctl_reap, on_reap, 1000, 1000);
+	d->lp->ctl_handles_on = 1;
+	for (t->n_ctxs = 0; t->n_ctxs < CTL_CTXS; t->n_ctxs++) {
+		struct ctl_ctx *c = &t->ctxs[t->n_ctxs];
+		c->ctl = t;
 		if (nng_ctx_open(&c->ctx, d->lp->rep) != 0)
 			break;
 		if (nng_aio_alloc(&c->aio, on_ctx, c) != 0) {
@@ -423,12 +445,12 @@ int fsd_control_start(struct fsd *d)
 			break;
 		}
 	}
-	if (n_ctxs == 0) {
+	if (t->n_ctxs == 0) {
 		fsd_log(FSD_ERR, "control: no nng context");
 		return -EIO;
 	}
-	for (unsigned i = 0; i < n_ctxs; i++)
-		ctx_recv(&ctxs[i]);
+	for (unsigned i = 0; i < t->n_ctxs; i++)
+		ctx_recv(&t->ctxs[i]);
 	/* fsd_sock_claim (main.c) holds the lock and cleared a stale socket. */
 	if ((r = nng_listener_create(&l, d->lp->rep, url)) != 0 ||
 	    (r = nng_listener_set_int(l, NNG_OPT_IPC_PERMISSIONS, (int)d->cfg.socket_mode)) != 0 ||
@@ -462,54 +484,62 @@ static void *close_rep(void *arg)
 
 void fsd_control_stop(struct fsd *d)
 {
-	if (!d->lp->rep_open)
+	struct fsd_ctl *t = d->lp->ctl;
+	if (!d->lp->rep_open) { /* nng never had it (a start that failed early) */
+		if (t) {
+			pthread_mutex_destroy(&t->lock);
+			free(t);
+			d->lp->ctl = NULL;
+		}
 		return;
-	pthread_mutex_lock(&lock);
-	closing = 1;
-	pthread_mutex_unlock(&lock);
-	if (handles_on) {
-		uv_close((uv_handle_t *)&ctl_async, NULL);
-		uv_timer_stop(&reap_timer);
-		uv_close((uv_handle_t *)&reap_timer, NULL);
-		handles_on = 0;
+	}
+	pthread_mutex_lock(&t->lock);
+	t->closing = 1;
+	pthread_mutex_unlock(&t->lock);
+	if (d->lp->ctl_handles_on) {
+		uv_close((uv_handle_t *)&d->lp->ctl_async, NULL);
+		uv_timer_stop(&d->lp->ctl_reap);
+		uv_close((uv_handle_t *)&d->lp->ctl_reap, NULL);
+		d->lp->ctl_handles_on = 0;
 	}
 	/* No new engine finds a socket that will not answer. */
 	fsd_sock_unlink(&d->cfg, FSD_SOCK_CONTROL);
 	/* The contexts' operations end here (their callbacks see `closing`
 	 * and arm nothing more), before nng_close waits for them. */
-	for (unsigned i = 0; i < n_ctxs; i++)
-		nng_aio_stop(ctxs[i].aio);
+	for (unsigned i = 0; i < t->n_ctxs; i++)
+		nng_aio_stop(t->ctxs[i].aio);
 	/* nng_close() waits for every pipe; a daemon (nng 1.5.2) was seen
 	 * waiting there forever after SIGTERM, with one connection left over
 	 * from killed clients.  Close on a helper thread and give it 2 s: a
 	 * daemon that is stopping must stop (the clients see it go either
 	 * way, and exit closes the socket). */
-	pthread_t t;
+	pthread_t closer;
 	struct timespec dl;
 	clock_gettime(CLOCK_REALTIME, &dl);
 	dl.tv_sec += 2;
 	int closed = 0;
-	if (pthread_create(&t, NULL, close_rep, &d->lp->rep) != 0) {
+	if (pthread_create(&closer, NULL, close_rep, &d->lp->rep) != 0) {
 		nng_close(d->lp->rep);
 		closed = 1;
-	} else if (pthread_timedjoin_np(t, NULL, &dl) != 0) {
+	} else if (pthread_timedjoin_np(closer, NULL, &dl) != 0) {
 		fsd_log(FSD_WARN, "control: nng_close did not return within 2 s; stopping without it");
-		pthread_detach(t);
+		pthread_detach(closer);
 	} else {
 		closed = 1;
 	}
 	d->lp->rep_open = 0;
+	d->lp->ctl = NULL;
 	if (!closed)
-		return; /* the contexts may still be nng's: leave them */
+		return; /* the contexts may still be nng's: leave them, and t with them */
 	/* Every aio has completed (ECLOSED); requests the loop never took. */
-	for (unsigned i = 0; i < n_ctxs; i++) {
-		nng_aio_stop(ctxs[i].aio);
-		if (ctxs[i].state == CTX_LOOP && ctxs[i].msg)
-			nng_msg_free(ctxs[i].msg);
-		ctxs[i].msg = NULL;
-		nng_aio_free(ctxs[i].aio);
-		ctxs[i].aio = NULL;
+	for (unsigned i = 0; i < t->n_ctxs; i++) {
+		nng_aio_stop(t->ctxs[i].aio);
+		if (t->ctxs[i].state == CTX_LOOP && t->ctxs[i].msg)
+			nng_msg_free(t->ctxs[i].msg);
+		t->ctxs[i].msg = NULL;
+		nng_aio_free(t->ctxs[i].aio);
+		t->ctxs[i].aio = NULL;
 	}
-	n_ctxs = 0;
-	q_head = q_tail = NULL;
+	pthread_mutex_destroy(&t->lock);
+	free(t);
 }

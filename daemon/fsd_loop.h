@@ -29,6 +29,22 @@ struct fsd_fdconn {
 	struct fsd *d;
 };
 
+/*
+ * A client's pidfd watch (fsd_clients.c).  It lives outside the client's
+ * row: a row is free for the next attach the moment it is released, while
+ * libuv closes the old watch (uv_close finishes on a later loop turn).
+ * Twice the rows: a watch being closed for each row in use at most.  At
+ * exit close_walk in main.c closes those still open.
+ */
+struct fsd_pidwatch {
+	uv_poll_t poll;
+	int fd;
+	int state; /* 0 free, 1 watching, 2 closing */
+	struct fsd_client *c;
+};
+
+struct fsd_ctl; /* fsd_control_io.c: the transport's state shared with nng's threads */
+
 /* Owned by main.c (its stack), reached as d->lp; the loop's data is d. */
 struct fsd_loop {
 	uv_loop_t *loop;
@@ -39,8 +55,13 @@ struct fsd_loop {
 	struct fsd_fdconn fdconns[FSD_FDSOCK_CONNS]; /* its connections, */
 	uv_timer_t fdsock_idle;                      /* the timer that closes idle ones */
 	int fdsock_idle_on;
-	nng_socket rep; /* fsd_control_io.c */
+	nng_socket rep; /* fsd_control_io.c: the control socket, */
 	int rep_open;
+	struct fsd_ctl *ctl;  /* its contexts and connections (on the heap: fsd_control_io.c says why), */
+	uv_async_t ctl_async; /* the nng threads' requests, for the loop, */
+	uv_timer_t ctl_reap;  /* the timer that closes idle connections */
+	int ctl_handles_on;
+	struct fsd_pidwatch pidwatch[2 * FSD_MAX_CLIENTS]; /* fsd_clients.c */
 };
 
 /* fsd_clients.c */
