@@ -18,6 +18,11 @@ void fsd_idle_work(struct fsd_idle *s, const struct fsd_idle_cfg *c, uint64_t no
 	 * (early), asleep after the window (late), or awake in the window. */
 	int early = s->plan_wake && s->woken && s->woke_at < s->plan_wake;
 	int late = s->plan_wake && s->woken && s->woke_at >= s->plan_wake && s->woke_at >= s->plan_until;
+	/* Not late but back from a pause (a period or more past the window,
+	 * e.g. an engine between requests): a new rhythm starts from now, and
+	 * the window after the post must not widen for it. */
+	if (late && now - s->plan_until >= s->r_mean)
+		late = 0;
 	uint64_t cap = s->r_mean / FSD_IDLE_GUARD_DIV;
 	if (early) {
 		/* Wake earlier from now on. */
@@ -37,12 +42,9 @@ void fsd_idle_work(struct fsd_idle *s, const struct fsd_idle_cfg *c, uint64_t no
 		if (s->r_mean && s->lag > cap)
 			s->lag = cap;
 		/* It came after the window, most likely soon after (now holds the
-		 * wake-up); an engine that paused for longer than a period starts
-		 * a new rhythm from now. */
-		if (now - s->plan_until < s->r_mean) {
-			at = s->plan_until;
-			period = at - s->last_post;
-		}
+		 * wake-up). */
+		at = s->plan_until;
+		period = at - s->last_post;
 	} else if (s->plan_wake && !s->woken && now >= s->plan_wake) {
 		/* Found awake: the deviations and the timer's lateness have their
 		 * own terms, so the misses' extra fades (slowly: a miss costs a

@@ -22,7 +22,9 @@
  *    no system call in the engine's post), while the core spins only
  *    around the moment the post is due.  A post that finds the thread
  *    asleep in that planned sleep (a miss) doubles `lead` (plus 10 us); one
- *    that finds it asleep after the window (a late one) doubles `lag`; a
+ *    that finds it asleep after the window (a late one; but one a period
+ *    or more past it is an engine back from a pause: a new rhythm from
+ *    there, not counted) doubles `lag`; a
  *    hit takes 1/64 off both, so misses stay rare.  Each side is at most a
  *    quarter of the mean period.  A short timed sleep also keeps the CPU
  *    out of its deep idle states (the kernel's idle governor sees the
@@ -76,7 +78,7 @@ struct fsd_idle {
 	int woken;             /* the last sleep ended before its timeout (something woke the
 				     * thread) and no pass has found nothing since */
 	uint64_t hits, misses; /* rhythm: posts found awake / asleep in a planned sleep */
-	uint64_t lates;        /* rhythm: posts found asleep after the window */
+	uint64_t lates;        /* rhythm: posts found asleep after the window (less than a period after it) */
 };
 
 /* A pass did work at `now`; `posts`: it drained that many records (the

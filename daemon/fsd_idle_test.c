@@ -323,3 +323,26 @@ Test(idle, a_timer_late_by_varying_amounts)
 	cr_assert_lt(per_gap_us, 275.0 * 0.6, "spun %.1f us per period", per_gap_us);
 	free(a);
 }
+
+Test(idle, an_engine_that_pauses_is_not_late)
+{
+	/* Bursts of 12 posts 250 us apart, 20 ms between bursts (an engine
+	 * between requests).  The first post of a burst finds the thread
+	 * asleep long after the window: a new rhythm, not a late post, so it
+	 * must neither count as one nor widen the window after the post. */
+	const unsigned bursts = 200, per = 12, n = bursts * per, warm = 2 * per;
+	uint64_t *a = calloc(n, sizeof(*a)), t = 1000 * US;
+	cr_assert_not_null(a);
+	for (unsigned i = 0; i < n; i++) {
+		a[i] = t;
+		t += (i + 1) % per ? 250 * US : 20000 * US;
+	}
+	struct sim m = {.wake_ns = 100 * US, .late_ns = 5 * US};
+	simulate(&m, &dflt, a, n, warm);
+	cr_log_info("bursts: misses %llu, late %llu, hits %llu, lag %.1f us, spun %.1f us per post",
+		    (unsigned long long)m.s.misses, (unsigned long long)m.s.lates,
+		    (unsigned long long)m.s.hits, (double)m.s.lag / US, (double)m.spun_ns / (n - warm) / US);
+	cr_expect_eq(m.s.lates, 0, "%llu posts after a pause counted late", (unsigned long long)m.s.lates);
+	cr_expect_eq(m.s.lag, 0, "the pauses widened the window by %.1f us", (double)m.s.lag / US);
+	free(a);
+}
