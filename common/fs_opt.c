@@ -73,6 +73,16 @@ static int parse_int(const char *s, int neg_ok, int *neg, uint64_t *mag)
 	return 0;
 }
 
+int fs_opt_uint(const char *val, uint64_t hi, uint64_t *out)
+{
+	int neg;
+	uint64_t mag;
+	if (parse_int(val, 0, &neg, &mag) < 0 || mag > hi)
+		return -1;
+	*out = mag;
+	return 0;
+}
+
 static void int_range(const struct fs_opt *o, char *out, size_t len)
 {
 	snprintf(out, len, "an integer from %" PRId64 " to %" PRIu64, o->ilo, o->ihi);

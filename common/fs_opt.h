@@ -142,5 +142,9 @@ struct fs_opt_cmd {
 int fs_opt_parse(const struct fs_opt_cmd *cmd, int argc, char *const *argv);
 /* The --help text (the defaults as the destinations hold them now). */
 void fs_opt_help(const struct fs_opt_cmd *cmd, FILE *out);
+/* An unsigned integer as the rows take it (decimal or 0x hex, no sign),
+ * at most hi: 0, or -1.  For FS_OPT_FN callbacks that check a value
+ * before they keep it in another form. */
+int fs_opt_uint(const char *val, uint64_t hi, uint64_t *out);
 
 #endif /* FS_OPT_H */

@@ -334,3 +334,22 @@ Test(opt, typed_positionals)
 	cr_expect(strstr(buf, "  SOCKET") < strstr(buf, "  --quiet"), "%s", buf);
 	free(buf);
 }
+
+/* fs_opt_uint: what the rows take, for callbacks that keep the text. */
+Test(fs_opt, uint_helper_takes_what_the_rows_take)
+{
+	uint64_t got = 7;
+	cr_expect_eq(fs_opt_uint("42", 100, &got), 0);
+	cr_expect_eq(got, 42);
+	cr_expect_eq(fs_opt_uint("0x10", 100, &got), 0);
+	cr_expect_eq(got, 16);
+	cr_expect_eq(fs_opt_uint("4294967295", UINT32_MAX, &got), 0);
+	cr_expect_eq(got, UINT32_MAX);
+	got = 7;
+	cr_expect_eq(fs_opt_uint("4294967296", UINT32_MAX, &got), -1, "past hi");
+	cr_expect_eq(fs_opt_uint("12x", 100, &got), -1);
+	cr_expect_eq(fs_opt_uint("-1", 100, &got), -1, "no sign");
+	cr_expect_eq(fs_opt_uint("", 100, &got), -1);
+	cr_expect_eq(fs_opt_uint("99999999999999999999", UINT64_MAX, &got), -1, "overflow");
+	cr_expect_eq(got, 7, "nothing stored on a refusal");
+}

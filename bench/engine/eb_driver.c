@@ -208,10 +208,8 @@ static int opt_recall(void *dst, const char *val, char *err, size_t errlen)
  * bad one fails the run at once, not in every engine. */
 static int opt_count_text(void *dst, const char *val, char *err, size_t errlen)
 {
-	char *end;
-	errno = 0;
-	unsigned long long v = val[0] >= '0' && val[0] <= '9' ? strtoull(val, &end, 10) : 0;
-	if (!(val[0] >= '0' && val[0] <= '9') || errno || *end || v > UINT32_MAX) {
+	uint64_t v;
+	if (fs_opt_uint(val, UINT32_MAX, &v) < 0) {
 		snprintf(err, errlen, "give an integer from 0 to %u", UINT32_MAX);
 		return -1;
 	}

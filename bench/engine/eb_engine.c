@@ -666,10 +666,8 @@ static int opt_card_down(void *dst, const char *val, char *err, size_t errlen)
 
 static int opt_window(void *dst, const char *val, char *err, size_t errlen)
 {
-	char *end;
-	errno = 0;
-	unsigned long long v = val[0] >= '0' && val[0] <= '9' ? strtoull(val, &end, 10) : 0;
-	if (!(val[0] >= '0' && val[0] <= '9') || errno || *end || v > INT64_MAX) {
+	uint64_t v;
+	if (fs_opt_uint(val, INT64_MAX, &v) < 0) {
 		snprintf(err, errlen, "give a window number");
 		return -1;
 	}
