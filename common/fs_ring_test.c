@@ -37,6 +37,11 @@
 #include <unistd.h>
 
 #include "fs_futex.h"
+
+/* Which lines the producer prefetches for write: fs_ring.h calls this
+ * hook (defined below, by basic/prefetch_only_free_lines) for each. */
+static void prefetch_seen(const void *a);
+#define FS_RING_PREFETCH_HOOK prefetch_seen
 #include "fs_ring.h"
 
 #if defined(__SANITIZE_THREAD__)
@@ -691,6 +696,100 @@ Test(basic, prefetch_distances_change_nothing)
 	cr_assert_eq(c.bad_record, 0);
 	cr_assert_eq(c.bad_index, 0);
 	free(mem);
+}
+
+/* The producer's prefetch hook: while `pf.p` is set (one thread, no other
+ * test running), check that each line asked for lies wholly in that
+ * producer's free space as its cached view has it: slots whose next
+ * position from tail comes before head_cache + entries. */
+static struct pf_watch {
+	const struct fs_ring_prod *p; /* the producer watched (NULL: none) */
+	uint64_t seen, bad;
+	uint32_t bad_tail, bad_head, bad_slot; /* the first bad one */
+} pf;
+
+static void prefetch_seen(const void *a)
+{
+	const struct fs_ring_prod *p = pf.p;
+	if (!p)
+		return;
+	uint32_t entries = p->mask + 1, free_n = p->head_cache + entries - p->tail;
+	uintptr_t off = (uintptr_t)a - (uintptr_t)p->recs;
+	pf.seen++;
+	int bad = off % sizeof(struct fs_rec) != 0 || off / sizeof(struct fs_rec) >= entries ||
+		  free_n > entries;
+	uint32_t first = (uint32_t)(off / sizeof(struct fs_rec)) & ~(FS_RING_RECS_PER_LINE - 1);
+	for (uint32_t k = 0; !bad && k < FS_RING_RECS_PER_LINE; k++)
+		bad = ((first + k - p->tail) & p->mask) >= free_n;
+	if (bad && !pf.bad++) {
+		pf.bad_tail = p->tail;
+		pf.bad_head = p->head_cache;
+		pf.bad_slot = (uint32_t)(off / sizeof(struct fs_rec));
+	}
+}
+
+/* The write prefetch asks only for lines the consumer is done with: all
+ * FS_RING_RECS_PER_LINE records of the line free, not only the one
+ * `ahead` records on (a line holding a record yet to be read would be
+ * taken from the consumer's cache while it reads it). */
+Test(basic, prefetch_only_free_lines)
+{
+	/* The condition itself, at its edges (a line is 4 records). */
+	cr_assert_eq(FS_RING_RECS_PER_LINE, 4u);
+	cr_assert(fs_ring_line_free(0, 68, 64), "line 64..67 in [0, 68)");
+	cr_assert(!fs_ring_line_free(0, 67, 64), "record 67 is not free");
+	cr_assert(!fs_ring_line_free(0, 65, 64), "record 64 free, 65..67 not");
+	cr_assert(fs_ring_line_free(0, 4, 1), "line 0..3 in [0, 4)");
+	cr_assert(!fs_ring_line_free(0, 3, 1));
+	cr_assert(!fs_ring_line_free(5, 16, 6), "line 4..7 starts before tail 5");
+	cr_assert(fs_ring_line_free(5, 16, 8));
+	cr_assert(fs_ring_line_free(0xfffffffcu, 8, 0), "across 2^32");
+	cr_assert(!fs_ring_line_free(0xfffffffcu, 7, 0));
+	cr_assert(!fs_ring_line_free(0, 0, 0));
+
+	/* A producer and a consumer at random paces, small rings so that
+	 * the free space often ends inside the line `ahead` on; the hook
+	 * checks every line asked for.  Single posts at distances that are
+	 * and are not whole lines (16 entries), then batches (their distance
+	 * is FS_RING_AHEAD: a ring with room past it). */
+	const uint32_t aheads[] = {1, 2, 3, 4, 5, 8, 12};
+	for (int batch = 0; batch < 2; batch++) {
+		const uint32_t E = batch ? 2 * FS_RING_AHEAD : 16;
+		void *mem = ring_alloc(E);
+		size_t sz = fs_ring_bytes(E);
+		struct fs_ring_cons c;
+		struct fs_ring_prod p;
+		struct fs_rec b[2 * FS_RING_AHEAD];
+		cr_assert_eq(fs_ring_format(&c, mem, sz, E), 0);
+		cr_assert_eq(fs_ring_prod_init(&p, mem, sz), 0);
+		uint64_t in = 0, out = 0, seed = 11 + (uint64_t)batch;
+		pf = (struct pf_watch){.p = &p};
+		while (in < 100000) {
+			uint32_t n = 1 + (uint32_t)(rnd(&seed) % (batch ? 24 : 8));
+			for (uint32_t i = 0; i < n; i++)
+				b[i] = seq_rec(in + i);
+			if (batch) {
+				if (fs_ring_post_batch(&p, b, n) == 0)
+					in += n;
+			} else {
+				for (uint32_t i = 0;
+				     i < n && fs_ring_post_ahead(&p, &b[i], aheads[rnd(&seed) % 7]) == 0; i++)
+					in++;
+			}
+			drain_expect(&c, &out, (uint32_t)(rnd(&seed) % (in - out + 1)));
+		}
+		pf.p = NULL;
+		cr_log_info("prefetch (%s): %llu lines asked for, %llu not free", batch ? "batch" : "single",
+			    (unsigned long long)pf.seen, (unsigned long long)pf.bad);
+		cr_assert(pf.seen > 1000, "only %llu prefetches: the test sees nothing",
+			  (unsigned long long)pf.seen);
+		cr_assert_eq(
+			pf.bad, 0,
+			"%llu prefetches (%s) of lines not free; first: slot %u with tail %u, head (cached) %u",
+			(unsigned long long)pf.bad, batch ? "batch" : "single", pf.bad_slot, pf.bad_tail,
+			pf.bad_head);
+		free(mem);
+	}
 }
 
 /* Counters start just below 2^32: records must survive the wrap of the

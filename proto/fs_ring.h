@@ -169,9 +169,14 @@ static inline uint32_t fs_ring_space(struct fs_ring_prod *p, uint32_t want)
 }
 
 /* Ask for a cache line with the intent to write it (x86 PREFETCHW: a NOP
- * on the few CPUs without it). */
+ * on the few CPUs without it).  FS_RING_PREFETCH_HOOK: a function a test
+ * defines before it includes this header, to see which lines are asked for
+ * (fs_ring_test); nothing elsewhere. */
 static inline void fs_ring_prefetch_w(const void *a)
 {
+#ifdef FS_RING_PREFETCH_HOOK
+	FS_RING_PREFETCH_HOOK(a);
+#endif
 #if defined(__x86_64__) || defined(__i386__)
 	__asm__ __volatile__("prefetchw %0" ::"m"(*(const char *)a));
 #else
@@ -181,6 +186,22 @@ static inline void fs_ring_prefetch_w(const void *a)
 
 #define FS_RING_RECS_PER_LINE (FS_CACHELINE / (uint32_t)sizeof(struct fs_rec))
 #define FS_RING_AHEAD 64u /* records: how far ahead both sides prefetch */
+
+/*
+ * 1 when the whole cache line holding record `pos` (a free-running index)
+ * lies in the producer's free space [tail, tail + space): all of its
+ * FS_RING_RECS_PER_LINE records, not only `pos`.  A line that starts
+ * before tail may hold records the consumer has yet to read, and one that
+ * ends at or past tail + space does.  (Records sit on line boundaries:
+ * rec_offset is four lines and fs_ring_format() takes line-aligned memory
+ * only; a prefetch is a hint, so a misaligned mapping would cost time,
+ * never a record.)
+ */
+static inline int fs_ring_line_free(uint32_t tail, uint32_t space, uint32_t pos)
+{
+	uint32_t first = (pos & ~(FS_RING_RECS_PER_LINE - 1)) - tail; /* huge when before tail */
+	return first < space && space - first >= FS_RING_RECS_PER_LINE;
+}
 
 /*
  * fs_ring_post() with the producer's prefetch `ahead` records ahead (0:
@@ -196,7 +217,8 @@ static inline int fs_ring_post_ahead(struct fs_ring_prod *p, const struct fs_rec
 	uint32_t space = fs_ring_space(p, 1);
 	if (fs_unlikely(space == 0))
 		return -ENOBUFS;
-	if (ahead && (p->tail & (FS_RING_RECS_PER_LINE - 1)) == 0 && space > ahead)
+	if (ahead && (p->tail & (FS_RING_RECS_PER_LINE - 1)) == 0 &&
+	    fs_ring_line_free(p->tail, space, p->tail + ahead))
 		fs_ring_prefetch_w(&p->recs[(p->tail + ahead) & p->mask]);
 	p->recs[p->tail & p->mask] = *r;
 	p->tail++;
@@ -222,8 +244,10 @@ static inline int fs_ring_post_batch(struct fs_ring_prod *p, const struct fs_rec
 	uint32_t first = p->mask + 1 - idx;
 	if (first > n)
 		first = n;
-	/* The lines after this batch, as fs_ring_post_ahead() does for one. */
-	for (uint32_t i = 0; i < n && space - n > FS_RING_AHEAD + i; i += FS_RING_RECS_PER_LINE)
+	/* The lines after this batch, as fs_ring_post_ahead() does for one
+	 * (further lines are further from tail: the first one not free ends it). */
+	for (uint32_t i = 0; i < n && fs_ring_line_free(p->tail, space, p->tail + n + FS_RING_AHEAD + i);
+	     i += FS_RING_RECS_PER_LINE)
 		fs_ring_prefetch_w(&p->recs[(p->tail + n + FS_RING_AHEAD + i) & p->mask]);
 	memcpy(&p->recs[idx], r, (size_t)first * sizeof(*r));
 	memcpy(&p->recs[0], r + first, (size_t)(n - first) * sizeof(*r));
