@@ -355,9 +355,11 @@ static inline uint32_t fs_ring_pending(const struct fs_ring_cons *c)
  * trip); a consumer that looks once per group lets a streaming producer
  * post from its own cache.  The protocol is unchanged: every post is
  * visible at once, a record waits at most one more call when the producer
- * pauses, and a sleeping consumer is woken as before.  The daemon's hot
- * pass looks once per pass (its other work spaces the looks); this is for
- * a consumer that does nothing but poll (bench/ring measures both).
+ * pauses, and a sleeping consumer is woken as before.  The daemon does
+ * not use it: its hot pass drains each ring until a look finds it empty
+ * (fse_pass.c, drain_ring), and the rest of the pass spaces those looks
+ * from the next pass's; this is for a consumer that does nothing but poll
+ * (bench/ring measures both).
  */
 static inline uint32_t fs_ring_consume_group(struct fs_ring_cons *c, struct fs_rec *out, uint32_t max,
 					     uint32_t group, uint32_t *last)
