@@ -509,6 +509,71 @@ Test(basic, consume_group_waits_while_the_tail_moves)
 	free(mem);
 }
 
+/* The wait for a group is bounded whatever the producer does between two
+ * calls: one record per call (the pending count reaches the group), a
+ * pause (the next call), or a tail that moves back and forth under the
+ * group (a hostile producer: the count must grow for the consumer to wait). */
+Test(basic, consume_group_waits_a_bounded_number_of_calls)
+{
+	const uint32_t E = 64, G = 8;
+	void *mem = ring_alloc(E);
+	struct fs_ring_cons c;
+	struct fs_ring_prod p;
+	struct fs_ring_hdr *h = mem;
+	struct fs_rec out[64];
+	uint32_t last = 0, calls, got;
+	uint64_t next_in = 0, next_out = 0;
+	cr_assert_eq(fs_ring_format(&c, mem, fs_ring_bytes(E), E), 0);
+	cr_assert_eq(fs_ring_prod_init(&p, mem, fs_ring_bytes(E)), 0);
+
+	/* One record before each call: the first comes out on call G (the
+	 * count reached the group), all G of them. */
+	for (calls = 1, got = 0; calls <= 4 * G && !got; calls++) {
+		struct fs_rec r = seq_rec(next_in++);
+		cr_assert_eq(fs_ring_post(&p, &r), 0);
+		got = fs_ring_consume_group(&c, out, 64, G, &last);
+	}
+	cr_assert_eq(got, G, "took %u after %u calls", got, calls - 1);
+	cr_assert_eq(calls - 1, G, "the first record waited %u calls", calls - 1);
+	for (uint32_t i = 0; i < got; i++)
+		cr_assert_eq(rec_seq(&out[i]), next_out++);
+	/* Three before each call, max 5 (below the group): out once 5 are there. */
+	for (calls = 1, got = 0; calls <= 4 * G && !got; calls++) {
+		for (int k = 0; k < 3; k++) {
+			struct fs_rec r = seq_rec(next_in++);
+			cr_assert_eq(fs_ring_post(&p, &r), 0);
+		}
+		got = fs_ring_consume_group(&c, out, 5, G, &last);
+	}
+	cr_assert_eq(got, 5u);
+	cr_assert_eq(calls - 1, 2u, "waited %u calls", calls - 1);
+	for (uint32_t i = 0; i < got; i++)
+		cr_assert_eq(rec_seq(&out[i]), next_out++);
+	while ((got = fs_ring_consume_group(&c, out, 64, G, &last)) == 0)
+		;
+	next_out += got;
+	cr_assert_eq(next_out, next_in);
+
+	/* A producer that moves its tail back and forth between head + 1 and
+	 * head + 2 (records written, tail rewound): the count changes on every
+	 * call but never grows past 2; the old rule (wait while it changed)
+	 * waited forever. */
+	for (int k = 0; k < 2; k++) {
+		struct fs_rec r = seq_rec(next_in++);
+		cr_assert_eq(fs_ring_post(&p, &r), 0);
+	}
+	uint32_t head = c.head;
+	last = 0;
+	for (calls = 1, got = 0; calls <= 1000 && !got; calls++) {
+		h->tail = head + 1 + (calls & 1);
+		got = fs_ring_consume_group(&c, out, 64, G, &last);
+	}
+	cr_assert(got > 0, "a tail moving back and forth under the group: nothing after %u calls", calls - 1);
+	cr_assert(calls - 1 <= G, "waited %u calls", calls - 1);
+	cr_assert_eq(rec_seq(&out[0]), next_out);
+	free(mem);
+}
+
 Test(basic, records_come_out_in_order)
 {
 	const uint32_t E = 64;

@@ -346,20 +346,23 @@ static inline uint32_t fs_ring_pending(const struct fs_ring_cons *c)
 /*
  * A polling consumer's pace (issue 20): take records in groups of at least
  * `group` while the producer is still posting, and whatever is there once
- * the tail has not moved since the previous call (*last: the pending count
- * that call saw; 0 to start).  Returns what fs_ring_consume() returns, or
- * 0 while it waits for the group to fill.
+ * the tail has not moved on since the previous call (*last: the pending
+ * count that call saw; 0 to start).  Returns what fs_ring_consume()
+ * returns, or 0 while it waits for the group to fill.
  *
  * Why: each look at the tail takes its line out of the producer's cache,
  * and the producer's next post then waits for it back (a cross-core round
  * trip); a consumer that looks once per group lets a streaming producer
  * post from its own cache.  The protocol is unchanged: every post is
- * visible at once, a record waits at most one more call when the producer
- * pauses, and a sleeping consumer is woken as before.  The daemon does
- * not use it: its hot pass drains each ring until a look finds it empty
- * (fse_pass.c, drain_ring), and the rest of the pass spaces those looks
- * from the next pass's; this is for a consumer that does nothing but poll
- * (bench/ring measures both).
+ * visible at once, and a sleeping consumer is woken as before.  A record
+ * waits at most one more call when the producer pauses, and at most
+ * min(group, max) - 1 more calls while it keeps posting, however little
+ * per call: it waits only while the pending count grows (a tail moved
+ * back, a hostile producer's, ends the wait too), and the count stays
+ * under the group.  The daemon does not use it: its hot pass drains each
+ * ring until a look finds it empty (fse_pass.c, drain_ring), and the rest
+ * of the pass spaces those looks from the next pass's; this is for a
+ * consumer that does nothing but poll (bench/ring measures both).
  */
 static inline uint32_t fs_ring_consume_group(struct fs_ring_cons *c, struct fs_rec *out, uint32_t max,
 					     uint32_t group, uint32_t *last)
@@ -367,7 +370,7 @@ static inline uint32_t fs_ring_consume_group(struct fs_ring_cons *c, struct fs_r
 	uint32_t pend = fs_ring_pending(c);
 	if (pend == 0)
 		return 0;
-	if (pend < group && pend < max && pend != *last) { /* the tail moved: more is coming */
+	if (pend < group && pend < max && pend > *last) { /* the tail moved on: more is coming */
 		*last = pend;
 		return 0;
 	}
