@@ -42,16 +42,26 @@ void fse_stop_clients(struct fse *e, uint32_t reason)
 
 /* Drain one ring of client `row` (at most 64 batches: let the other
  * clients and the copies in).  Each record is checked against the model
- * (proto/fs_rec.h, the client library's check too).  Returns the records
- * consumed. */
+ * (proto/fs_rec.h, the client library's check too).  Returns the valid
+ * records consumed.  The loop ends on a look that took nothing (or met
+ * an impossible tail), not on a batch that returned none:
+ * fs_ring_consume() returns only the records that pass its structural
+ * check, so a batch of bad ones returns 0 with good ones behind it; and
+ * the bound counts every record taken, bad ones too, so a client posting
+ * only bad records cannot hold the pass. */
 static uint32_t drain_ring(struct fse *e, uint32_t row, struct fs_ring_cons *ring, uint64_t now)
 {
 	struct fs_rec buf[FSE_BATCH];
 	const struct fs_rec_model m = {e->cfg.layers, e->cfg.experts, e->cfg.cards};
 	uint64_t *cc = fse_client_ctr(e, row), *cd = e->cfg.ctr.daemon;
 	uint64_t bad_before = ring->bad_record, idx_before = ring->bad_index;
-	uint32_t n, total = 0;
-	while ((n = fs_ring_consume(ring, buf, FSE_BATCH)) > 0) {
+	uint64_t taken = ring->consumed;
+	uint32_t total = 0;
+	for (;;) {
+		uint64_t before = ring->consumed;
+		uint32_t n = fs_ring_consume(ring, buf, FSE_BATCH);
+		if (ring->consumed == before)
+			break; /* empty, or an impossible tail resynchronised */
 		uint32_t bad = 0;
 		for (uint32_t i = 0; i < n; i++) {
 			if (!fs_rec_fits(&buf[i], &m)) {
@@ -69,7 +79,7 @@ static uint32_t drain_ring(struct fse *e, uint32_t row, struct fs_ring_cons *rin
 			fse_count(&cd[FS_C_bad_records], bad);
 		}
 		total += n;
-		if (total > 64u * FSE_BATCH)
+		if (ring->consumed - taken > 64u * FSE_BATCH)
 			break;
 	}
 	/* Structurally bad records and impossible indices the ring counted. */

@@ -19,7 +19,7 @@
 #define LAYERS 2u
 #define EXPERTS 4u
 #define SLOTS 4u
-#define RING 64u
+#define RING 512u /* more than a drain batch (FSE_BATCH, 256) */
 #define SLOT_BYTES 4096u
 #define BLOB 6000u /* larger than a slot: the slot bounds the copy */
 
@@ -70,7 +70,7 @@ static struct fs_daemon_hdr *dh;
 static uint64_t c_daemon[FS_N_DAEMON], c_card[CARDS * FS_N_CARD], c_layer[LAYERS * FS_N_LAYER],
 	c_client[2 * FS_N_CLIENT];
 static struct fs_arena_entry idx[LAYERS * EXPERTS];
-static _Alignas(4096) unsigned char region[4096 * 4];
+static _Alignas(4096) unsigned char region[4096 * 8];
 static struct fs_ring_prod prod;
 static uint32_t publish_us = 0, liveness_ms = 5000, hold_ms = 10000, pressure_ms = 0, dev_poll_us = 50;
 
@@ -122,7 +122,7 @@ static void setup(void)
 
 	memset(region, 0, sizeof(region));
 	struct fs_client_hdr *hdr = (struct fs_client_hdr *)region;
-	size_t rb = fs_ring_bytes(RING), off = sizeof(struct fs_client_hdr), off_dev = 8192;
+	size_t rb = fs_ring_bytes(RING), off = sizeof(struct fs_client_hdr), off_dev = 16384;
 	hdr->heartbeat_ns = H.now;
 	struct fse_client_in in = {.hdr = hdr, .pid = 1};
 	cr_assert_eq(fs_ring_format(&in.ring, region + off, rb, RING), 0);
@@ -264,4 +264,24 @@ Test(fse, a_copy_that_waits_for_a_reclaimed_slot_goes_in_the_pass_that_reclaims_
 	cr_assert_eq(H.subs[before].card, 0u);
 	cr_assert_eq(H.subs[before].core.layer, 1u);
 	cr_assert_eq(H.subs[before].core.expert, 3u);
+}
+
+Test(fse, bad_records_do_not_hold_up_the_good_ones_behind_them)
+{
+	/* A whole drain batch (256) of records of no known type, then a
+	 * miss: fs_ring_consume() takes the batch and returns none of it,
+	 * which ended the ring's drain; the miss waited for the next pass. */
+	for (uint32_t i = 0; i < 256; i++) {
+		struct fs_rec r = {.type = 99, .window = 1};
+		cr_assert_eq(fs_ring_post(&prod, &r), 0);
+	}
+	miss(0, 1, 2);
+	H.now += 1000;
+	((struct fs_client_hdr *)region)->heartbeat_ns = H.now;
+	fse_pass(eng, H.now);
+	cr_assert_eq(c_daemon[FS_C_bad_records], 256u);
+	cr_assert_eq(c_daemon[FS_C_records], 1u, "the miss behind the bad records waited for another pass");
+	cr_assert_eq(H.nsub, 1u);
+	cr_assert_eq(H.subs[0].core.layer, 1u);
+	cr_assert_eq(H.subs[0].core.expert, 2u);
 }
