@@ -254,6 +254,19 @@ static int walk(const struct fs_opt_cmd *c, int argc, char *const *argv, int sto
 
 int fs_opt_parse(const struct fs_opt_cmd *cmd, int argc, char *const *argv)
 {
+	/* The tool's own definition, checked before any argument: more rows
+	 * required than defined, or rows counted but not given, would read
+	 * past args[] (the "is missing" message names args[npos]). */
+	if (!cmd->args && cmd->nargs) {
+		fprintf(stderr, "%s: bad option table: %u positional rows counted, none given\n", cmd->prog,
+			cmd->nargs);
+		return -1;
+	}
+	if (cmd->args && cmd->min_args > cmd->nargs) {
+		fprintf(stderr, "%s: bad option table: %u positional rows required, %u defined\n", cmd->prog,
+			cmd->min_args, cmd->nargs);
+		return -1;
+	}
 	if (cmd->npos)
 		*cmd->npos = 0;
 	if (walk(cmd, argc, argv, 0) == FS_OPT_HELP) {

@@ -128,7 +128,9 @@ struct fs_opt_cmd {
 	 * is checked and stored by args[i] as an option's value would be
 	 * (named by the row's name, "SOCKET", in messages and --help); fewer
 	 * than min_args, or more than nargs, is an error.  *npos (may be
-	 * NULL) says how many were given.  pos and max_pos are then unused. */
+	 * NULL) says how many were given.  pos and max_pos are then unused.
+	 * A table with min_args > nargs, or nargs rows and no args, is the
+	 * tool's bug: fs_opt_parse() says so and returns -1 at once. */
 	const struct fs_opt *args;
 	unsigned nargs, min_args;
 	/* After an error message: NULL, "(try --help)"; a tool whose --help

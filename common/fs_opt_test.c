@@ -335,6 +335,45 @@ Test(opt, typed_positionals)
 	free(buf);
 }
 
+/* A table that requires more positional rows than it defines is the
+ * tool's bug: refused before any argument is looked at (it read past
+ * args[] to name the row "missing"), --help included. */
+Test(opt, min_args_above_nargs_is_refused)
+{
+	const char *a = NULL, *b = NULL;
+	const struct fs_opt args[] = {
+		FS_OPT_STR("A", NULL, &a, "first"),
+		FS_OPT_STR("B", NULL, &b, "second"),
+	};
+	cmd.pos = NULL;
+	cmd.max_pos = 0;
+	cmd.args = args;
+	cmd.nargs = FS_OPT_N(args);
+	cmd.min_args = 3;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	cr_assert_not_null(f);
+	FILE *saved = stderr;
+	stderr = f;
+	int given_two = PARSE("x", "y", NULL), help = PARSE("--help", NULL);
+	cmd.args = NULL; /* nargs rows counted, none given */
+	cmd.min_args = 0;
+	int no_rows = PARSE(NULL);
+	stderr = saved;
+	fclose(f);
+	cr_expect_eq(given_two, -1);
+	cr_expect_eq(help, -1, "--help with a bad table");
+	cr_expect_eq(no_rows, -1);
+	cr_expect(strstr(buf, "fs-test: bad option table: 3 positional rows required, 2 defined\n") != NULL,
+		  "%s", buf);
+	cr_expect(strstr(buf, "fs-test: bad option table: 2 positional rows counted, none given\n") != NULL,
+		  "%s", buf);
+	cr_expect(strstr(buf, "is missing") == NULL, "%s", buf);
+	cr_expect_null(a, "a row was stored from a bad table");
+	free(buf);
+}
+
 /* fs_opt_uint: what the rows take, for callbacks that keep the text. */
 Test(fs_opt, uint_helper_takes_what_the_rows_take)
 {
