@@ -138,9 +138,10 @@
 	X(tiers, tiers, U32, 0, 1, 0, 1, 0, \
 	  "residency tiers and the copy scheduler: 1 on, 0 the untiered policy") \
 	X(recency_slots, recency_slots, INT, 0, -1, -1, 1 << 24, FSD_POLICY, \
-	  "recency tier slots per layer beside a card-wide static tier, -1 auto: a 16th of the share") \
+	  "recency tier slots per layer beside a card-wide static tier, -1 auto: a 16th of the share, " \
+	  "rounded down") \
 	X(predicted_slots, predicted_slots, INT, 0, -1, -1, 1 << 24, FSD_POLICY, \
-	  "predicted tier slots per layer, -1 auto: a 16th of the share, at least 1, at most the " \
+	  "predicted tier slots per layer, -1 auto: a 16th of the share, rounded down, at most the " \
 	  "copies the bus lands per layer time (1..4)") \
 	X(spare_slots, spare_slots, INT, 0, -1, -1, 1 << 24, FSD_POLICY, \
 	  "free slots per card outside the tiers, -1 auto: one per layer, at most 1 % of slots") \

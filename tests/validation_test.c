@@ -46,6 +46,12 @@ static const char *const daemon_args[] = {"--cards",
 					  "300",
 					  "--publish-us",
 					  "0",
+					  /* 8 slots per layer: the auto sizes give no
+					   * predicted tier under 16 (fsr_core.c) */
+					  "--recency-slots",
+					  "1",
+					  "--predicted-slots",
+					  "1",
 					  NULL};
 
 static void sleep_ms(unsigned ms)

@@ -34,9 +34,12 @@ static struct fsr_config kcfg(uint32_t cards, uint32_t slots, int tiers, uint16_
 	if (tiers) {
 		fsr_config_tiers(&c);
 		c.bus_gbps = 0; /* slots, not the bus */
-		/* A card-wide static tier beside a 16th of recency: these tests
-		 * pin where the static tier's slots stay when layers move. */
-		c.recency_slots = FSR_AUTO;
+		/* A card-wide static tier beside one recency and one predicted
+		 * slot per layer (what FSR_AUTO gave these small shares before
+		 * it rounded a 16th down): these tests pin where the static
+		 * tier's slots stay when layers move. */
+		c.recency_slots = 1;
+		c.predicted_slots = 1;
 	} else {
 		fsr_config_defaults(&c);
 	}

@@ -43,7 +43,7 @@ void fsr_config_defaults(struct fsr_config *cfg)
 /*
  * The tiers' sizes default to FSR_ALL (recency) and FSR_AUTO (the others),
  * worked out per layer from its share of the card's slots (fsr_tiers.c):
- *  - recency: FSR_AUTO, a 16th of the share (at least 1) beside a
+ *  - recency: FSR_AUTO, a 16th of the share (rounded down) beside a
  *    card-wide static tier (the discussion reserved 16 of a 266-slot
  *    share).  Session 5 made it FSR_AUTO_PRED (the layer's whole share as
  *    one LRU once an engine predicts) from a replay whose engine posted
@@ -61,11 +61,24 @@ void fsr_config_defaults(struct fsr_config *cfg)
  *    layer-window, static 2.918; 52 %: 0.432 against 0.571; qwen 25 %:
  *    0.904 against 0.970; docs/results/replay.md, "GPU and replay").
  *    FSR_AUTO_PRED and FSR_ALL stay options.
- *  - predicted: a 16th of the share, at least 1, at most what the
+ *  - predicted: a 16th of the share (rounded down), at most what the
  *    planned bus lands per layer time (1..4; pred_auto_max).  A x8 link
  *    moves one or two experts per layer time and predictions look 1-3
  *    layers ahead, so a layer seldom gets more than that many predicted
  *    copies per window.
+ *  - a share under 16 slots (a few experts per layer: the real traces at
+ *    10 % slots, 12-13 of 128 per layer) gets neither per-layer tier; the
+ *    card-wide static tier keeps those slots and, with adapt, copies in a
+ *    miss hotter than its coldest.  Rounding the 16th up to one slot made
+ *    tiers of one slot per layer: each copy into one (a miss, a
+ *    prediction, a used prediction moving to recency) replaces the last
+ *    within about a window, while demand alone asks for 2-3 times what the
+ *    bus lands (qwen 10 %: 2.8 distinct misses per layer-window against
+ *    ~1 copy per layer time).  fs-replay, distinct misses, 10 % slots:
+ *    qwen 17349 -> 16635 (lru 17151), gemma 10430 -> 10273 (lru 10799);
+ *    each one-slot tier alone also lost there (qwen: recency 16869,
+ *    predicted 17092 against neither 16635).  Larger shares are as
+ *    before (docs/results/replay.md, "Tiers at a few experts per layer").
  *  - spare: one slot per layer of the card, at most 1 % of its slots.  A
  *    slot evicted mid-window is free again only once the window's epoch
  *    is released (the grace period); spare slots let copies wanted

@@ -136,6 +136,23 @@ Test(tiers, reserved_sizes)
 	cr_assert_eq(info(r, 0, FSR_TIER_STATIC).quota, 996 - 4 * (15 + 4));
 	fsr_destroy(r);
 
+	/* FSR_AUTO under 16 slots per layer (a few experts per layer): the
+	 * 16th rounds down to no recency or predicted tier, and the static
+	 * tier, card-wide, keeps every slot (rounded up, each layer had a
+	 * recency and a predicted tier of one slot). */
+	r = mk(tcfg(TL * 15, FSR_AUTO, FSR_AUTO, 0));
+	for (uint32_t l = 0; l < TL; l++) {
+		cr_assert_eq(info(r, l, FSR_TIER_RECENCY).quota, 0, "layer %u", l);
+		cr_assert_eq(info(r, l, FSR_TIER_PREDICTED).quota, 0, "layer %u", l);
+	}
+	cr_assert_eq(info(r, 0, FSR_TIER_STATIC).quota, TL * 15);
+	fsr_destroy(r);
+	r = mk(tcfg(TL * 16, FSR_AUTO, FSR_AUTO, 0));
+	cr_assert_eq(info(r, 0, FSR_TIER_RECENCY).quota, 1, "a 16th of 16");
+	cr_assert_eq(info(r, 0, FSR_TIER_PREDICTED).quota, 1);
+	cr_assert_eq(info(r, 0, FSR_TIER_STATIC).quota, TL * 14);
+	fsr_destroy(r);
+
 	/* FSR_ALL: every slot of a layer's share is recency (the lru baseline). */
 	r = mk(tcfg(40, FSR_ALL, 0, 0));
 	cr_assert_eq(info(r, 2, FSR_TIER_RECENCY).quota, 10);

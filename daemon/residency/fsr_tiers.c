@@ -89,13 +89,17 @@ int fsr_tiers_init(struct fsr *r, uint32_t card)
 }
 
 /* A layer's recency and predicted sizes from its share (fsr_core.c says
- * why the FSR_AUTO values are what they are). */
+ * why the FSR_AUTO values are what they are).  The 16th is rounded down:
+ * below 16 slots a layer gets no recency or predicted tier of its own and
+ * its slots stay with the card-wide static tier (a per-layer tier of one
+ * slot is refilled by each copy headed for it, so it holds nothing long
+ * enough to be used again; fsr_core.c gives the figures). */
 static void split_share(const struct fsr *r, uint32_t share, uint32_t *rec, uint32_t *pred)
 {
 	uint32_t cfg_rec = r->cfg_recency;
 	if (cfg_rec == FSR_AUTO_PRED)
 		cfg_rec = r->pred_seen ? FSR_ALL : FSR_AUTO;
-	uint32_t sixteenth = share / 16 ? share / 16 : 1;
+	uint32_t sixteenth = share / 16;
 	uint32_t cap = r->pred_auto_max ? r->pred_auto_max : 4;
 	uint32_t p = r->cfg_predicted == FSR_AUTO ? (sixteenth < cap ? sixteenth : cap) : r->cfg_predicted;
 	uint32_t k = cfg_rec == FSR_AUTO ? sixteenth : cfg_rec;
