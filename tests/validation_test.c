@@ -30,6 +30,8 @@
 #define LAYERS 4
 #define EXPERTS 16
 
+/* 8 slots per layer: the auto sizes give no recency or predicted tier
+ * under 16 (fsr_core.c), so this test names one slot of each. */
 static const char *const daemon_args[] = {"--cards",
 					  "1",
 					  "--slots",
@@ -46,8 +48,6 @@ static const char *const daemon_args[] = {"--cards",
 					  "300",
 					  "--publish-us",
 					  "0",
-					  /* 8 slots per layer: the auto sizes give no
-					   * predicted tier under 16 (fsr_core.c) */
 					  "--recency-slots",
 					  "1",
 					  "--predicted-slots",
