@@ -33,6 +33,7 @@ void fsd_config_residency(const struct fsd_config *c, struct fsr_config *rc)
 		rc->admit_value = c->admit_value;
 		rc->tier_adapt = c->tier_adapt;
 		rc->cross_window = c->cross_window ? FSR_CROSS_DEFAULT : 0;
+		rc->demand_late = c->demand_late;
 		rc->bus_gbps =
 			c->bus_gbps; /* the host backend's emulated link; a card's x8 Gen4 by default */
 	}

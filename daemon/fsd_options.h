@@ -158,6 +158,9 @@
 	  "size each layer's recency tier against the static tier from ghost hits (ARC-like)") \
 	X(cross_window, cross_window, ONOFF, 0, 0, 0, 1, FSD_POLICY, \
 	  "predict layers 0-2 of an engine's next window from the experts its last window used there") \
+	X(demand_late, demand_late, ONOFF, 0, 0, 0, 1, FSD_POLICY, \
+	  "hand a copy for a missed expert to the bus only when its deadline (the layer's next run) " \
+	  "nears, leaving the bus to predictions until then") \
 	X(metrics_listen, metrics_listen, STR, 64, "", 0, 0, FSD_RELOAD, \
 	  "serve Prometheus metrics at http://ADDR:PORT/metrics; ADDR an IP literal, loopback " \
 	  "unless metrics_allow_remote (e.g. 127.0.0.1:9464 or [::1]:9464; port 0: any free one; " \

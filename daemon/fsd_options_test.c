@@ -198,6 +198,7 @@ Test(options, core_config_from_the_options)
 	cr_expect_eq(rc.admit_value, c.admit_value);
 	cr_expect_eq(rc.tier_adapt, c.tier_adapt);
 	cr_expect_eq(rc.cross_window, c.cross_window ? FSR_CROSS_DEFAULT : 0u);
+	cr_expect_eq(rc.demand_late, c.demand_late);
 	cr_expect_gt(rc.cand_per_layer, 0u); /* the core's own defaults filled in */
 	cr_expect_gt(rc.layer_ns, 0u);
 	struct fsr *core = fsr_create(&rc);

@@ -77,6 +77,7 @@ if [ "$MODE" = alone ]; then
 		"admit_value off|--admit-value off"
 		"tier_adapt on (ghost-list sizing)|--tier-adapt on"
 		"cross_window on|--cross-window on"
+		"demand_late on (a miss's copy on the bus only as its deadline nears)|--demand-late on"
 		"predicted tier of 4 slots per layer (its size before the bus cap where a 16th of the share is 4 or more)|--predicted-slots 4"
 		"whole share to recency once predictions arrive (session 5)|--recency pred"
 		"tier check: no recency tier (its slots to static)|--recency-slots 0"

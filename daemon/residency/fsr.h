@@ -96,6 +96,7 @@ struct fsr_config {
 	uint32_t tier_adapt;   /* 1: each layer's recency size moves with ghost hits (ARC-like) */
 	uint32_t admit_value;  /* 1: a copy must be worth more than the resident it displaces */
 	uint32_t cross_window; /* layers 0..N-1 of a client's next window predicted from its last */
+	uint32_t demand_late;  /* 1: a demand copy goes on the bus as late as its deadline allows */
 
 	/* The copy scheduler's model of the bus (fsr_sched.c).  Times come
 	 * from the caller: the core has no clock. */

@@ -99,6 +99,13 @@ void fsr_config_defaults(struct fsr_config *cfg)
  *  - tier_adapt: off.  Sizing recency against static per layer from ghost
  *    hits (fsr_tiers.c) measured no better than the fixed shares alone
  *    and worse with recency alone; it stays an option.
+ *  - demand_late: off.  A copy for a missed expert waits until its
+ *    deadline (the layer's next run) nears, so predictions that come
+ *    meanwhile find the bus free (fsr_sched.c).  Alone, 5 draws:
+ *    -1.4 .. -4.3 % misses on the calibrated model at 26 % and on the real
+ *    traces at 25 and 50 %, but +1.2 % (+0.8..+1.4, every draw) on the
+ *    model at 52 %; an option until that is understood
+ *    (docs/results/replay.md, "Session 8: demand_late").
  *  - cross_window: off.  Predicting a window's first layers from the last
  *    window's routing there changed nothing measurable: the recency tier
  *    already copies the last window's misses for the next window.
@@ -128,7 +135,8 @@ static int tiers_valid(const struct fsr_config *cfg)
 		return 0;
 	if (!(cfg->pred_min_score >= 0.0f && isfinite(cfg->pred_min_score)))
 		return 0;
-	if (cfg->cross_window > FSR_CROSS_MAX || cfg->tier_adapt > 1 || cfg->admit_value > 1)
+	if (cfg->cross_window > FSR_CROSS_MAX || cfg->tier_adapt > 1 || cfg->admit_value > 1 ||
+	    cfg->demand_late > 1)
 		return 0;
 	/* Candidates name their client in a byte. */
 	return cfg->max_clients < FSR_CAND_NOCLIENT && cfg->layer_ns > 0;
@@ -236,6 +244,7 @@ static int tiers_create(struct fsr *r, const struct fsr_config *cfg)
 			cfg->recency_slots != FSR_ALL && cfg->recency_slots != FSR_AUTO_PRED;
 	r->admit_value = cfg->admit_value && cfg->adapt; /* not the fixed baselines */
 	r->cross_window = cfg->predicted_slots == 0 ? 0 : cfg->cross_window;
+	r->demand_late = cfg->demand_late != 0; /* the baselines copy without a bus model */
 	for (uint32_t c = 0; c < FSR_MAX_CLIENTS; c++)
 		for (uint32_t l = 0; l < FSR_CROSS_MAX; l++)
 			r->client[c].xw_reuse[l] = FSR_XW_REUSE0;

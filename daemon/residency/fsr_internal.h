@@ -206,6 +206,7 @@ struct fsr {
 	int pred_seen;         /* a prediction arrived (FSR_AUTO_PRED: recency takes the share) */
 	int admit_value;       /* a copy that displaces a resident must be worth more (fsr_sched.c) */
 	uint32_t cross_window; /* layers 0..N-1 of the next window predicted from the last */
+	int demand_late;       /* demand copies handed out as late as their deadlines allow */
 	uint32_t cfg_recency, cfg_predicted, cfg_spare; /* as configured, FSR_AUTO/ALL kept */
 	uint32_t pred_auto_max; /* FSR_AUTO predicted size's cap: copies the bus lands per layer time */
 	uint32_t cand_per_layer;

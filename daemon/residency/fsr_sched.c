@@ -27,6 +27,12 @@
  *    (spare slots, or slots back from the grace period).  Victims are
  *    evicted ahead only for the wants that one window of bus time can
  *    carry, so a backlog the bus will never copy does not empty tiers.
+ *  - demand_late (an option, off): a recency or static want is handed
+ *    out only once it could not wait longer, i.e. when every pending
+ *    demand want, back to back after it, would land less than a layer
+ *    time before its deadline; until then the bus is left to predictions
+ *    that come in the meantime (a want handed out at its miss takes bus
+ *    time before the window's predictions for the next layers exist).
  *  - The profile's background fill goes only when the bus is idle.
  *  - A copy that lands after its deadline counts `landed_late`.  Copies
  *    already handed to the backend are not cancelled: the queue is short
@@ -324,6 +330,19 @@ unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsi
 			}
 			issue(r, card, &p, &out[n++]);
 			continue;
+		}
+		if (r->demand_late && r->bus_bytes_per_ns > 0.0) {
+			/* demand_late: it waits while every pending demand
+			 * copy, back to back after it, would still land a layer
+			 * time before its deadline (the layer's next run). */
+			if (!have_cross) {
+				cross = cross_pending_ns(r, cd);
+				have_cross = 1;
+			}
+			if (p.deadline > p.land + cross + r->layer_ns) {
+				c->mark = r->take_serial;
+				continue;
+			}
 		}
 		if (op->admit) {
 			int st = op->admit(r, card, p.layer, c);

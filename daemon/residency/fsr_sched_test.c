@@ -155,6 +155,35 @@ Test(sched, a_miss_is_needed_when_its_layer_next_runs)
 	fsr_destroy(r);
 }
 
+/* demand_late: a miss's copy waits until its deadline (the layer's next
+ * run) nears, leaving the bus to predictions that come meanwhile. */
+Test(sched, demand_late_waits_for_its_deadline)
+{
+	struct fsr_config c = scfg();
+	c.demand_late = 1;
+	struct fsr *r = mk(c);
+	at_layer0(r);
+	rec(r, FS_REC_USAGE, FS_USE_MISS, 0, 8, 1, 0, 0);
+	struct fsr_copy cp[8];
+	/* Layer 0 runs next at 800 us, the copy takes 50 us: it waits (without
+	 * demand_late it goes at once: a_miss_is_needed_when_its_layer_next_runs). */
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 0), 0);
+	predict(r, 2, 3, 1.0f, 0);
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 0), 1, "the prediction waits behind nothing");
+	cr_assert_eq(cp[0].tier, FSR_TIER_PREDICTED);
+	fsr_copy_done(r, 0, cp[0].slot, cp[0].gen, COPY_NS);
+	/* At 500 us it still lands with a layer time to spare if it starts
+	 * later; at 700 us (lands 750, deadline 800) it goes. */
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 500 * US), 0);
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 700 * US), 1);
+	cr_assert_eq(cp[0].expert, 8);
+	cr_assert_eq(cp[0].tier, FSR_TIER_RECENCY);
+	cr_assert_eq(cp[0].deadline_ns, 8 * LAYER_NS);
+	cr_assert_eq(cc_[FS_CC_landed_late], 0);
+	ok(r);
+	fsr_destroy(r);
+}
+
 Test(sched, demand_copies_before_predictions)
 {
 	struct fsr *r = mk(scfg());

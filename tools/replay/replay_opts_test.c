@@ -267,6 +267,7 @@ Test(replay_opts, one_assembly_of_the_core_configuration)
 	cr_expect_eq(got.predicted_slots, want.predicted_slots);
 	cr_expect_eq(got.freq_decay, want.freq_decay);
 	cr_expect_eq(got.cross_window, want.cross_window);
+	cr_expect_eq(got.demand_late, want.demand_late);
 	cr_expect_eq(got.bus_gbps, want.bus_gbps);
 	cr_expect_eq(got.slots[0], want.slots[0]);
 
