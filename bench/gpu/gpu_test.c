@@ -20,8 +20,25 @@ static void need_gpu(void)
 	FS_GPU_NEED(1);
 }
 
-static const char *const small_pool[] = {"--backend", "cuda", "--slots",        "96",    "--layers",     "8",
-					 "--experts", "64",   "--expert-bytes", "65536", "--publish-us", "0",
+/* 12 slots per layer: the auto sizes give no recency or predicted tier
+ * under 16 (daemon/residency/fsr_core.c), and this test wants the churn of
+ * copies for misses, so it names one slot of each (as before session 8). */
+static const char *const small_pool[] = {"--backend",
+					 "cuda",
+					 "--slots",
+					 "96",
+					 "--layers",
+					 "8",
+					 "--experts",
+					 "64",
+					 "--expert-bytes",
+					 "65536",
+					 "--publish-us",
+					 "0",
+					 "--recency-slots",
+					 "1",
+					 "--predicted-slots",
+					 "1",
 					 NULL};
 
 static int landings(const char *path, unsigned long *n, unsigned long *bad)
