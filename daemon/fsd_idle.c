@@ -53,7 +53,9 @@ void fsd_idle_work(struct fsd_idle *s, const struct fsd_idle_cfg *c, uint64_t no
 		s->lead -= s->lead / 64;
 		s->lag -= s->lag / 64;
 	}
-	if (c->rhythm_ns && period > c->spin_ns && period <= c->rhythm_ns) {
+	/* A period that starts at a wake-up (the previous post's, below) is
+	 * short by that wake-up: not the engines' rhythm. */
+	if (c->rhythm_ns && !s->unsure && period > c->spin_ns && period <= c->rhythm_ns) {
 		if (!s->r_mean) {
 			s->r_mean = period;
 			s->r_lo = s->r_hi = 0;
@@ -68,6 +70,15 @@ void fsd_idle_work(struct fsd_idle *s, const struct fsd_idle_cfg *c, uint64_t no
 			s->r_mean = (7 * s->r_mean + period) / 8;
 		}
 	}
+	/* A post that found the thread asleep with no window's edge to take
+	 * (back from a pause, or a sleep with no plan) came an unknown time
+	 * before the wake-up `at` holds, and the next post is due that much
+	 * before last_post + r_mean: a sleep planned from it would end after
+	 * that post (the second post of every burst found the thread asleep).
+	 * So the next period is not planned from it: the thread stays awake
+	 * through it (fsd_idle_next), and that post, found awake, is the
+	 * anchor again. */
+	s->unsure = s->woken && !early && !late;
 	s->last_post = at;
 	s->plan_wake = s->plan_until = s->sleep_until = 0;
 	s->woken = 0;
@@ -106,7 +117,7 @@ enum fsd_idle_act fsd_idle_next(struct fsd_idle *s, const struct fsd_idle_cfg *c
 		uint64_t due = s->last_post + s->r_mean;
 		uint64_t wake = s->plan_wake ? s->plan_wake : due - lo;
 		uint64_t until = due + hi;
-		if (now + FSD_IDLE_MIN_SLEEP_NS <= wake) {
+		if (!s->unsure && now + FSD_IDLE_MIN_SLEEP_NS <= wake) {
 			/* Sleep until just before the next post is due (again, after
 			 * a wake-up that brought nothing). */
 			s->plan_wake = wake;

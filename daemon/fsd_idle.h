@@ -25,8 +25,12 @@
  *    that finds it asleep after the window (a late one; but one a period
  *    or more past it is an engine back from a pause: a new rhythm from
  *    there, not counted) doubles `lag`; a
- *    hit takes 1/64 off both, so misses stay rare.  Each side is at most a
- *    quarter of the mean period.  A short timed sleep also keeps the CPU
+ *    hit takes 1/64 off both, so misses stay rare.  A post found asleep
+ *    with no window's edge to stand for it (back from a pause, or after a
+ *    sleep with no plan) holds its wake-up in its time: the period after
+ *    it is spun, not planned (the next post is due that much earlier than
+ *    the plan would say), and is not a period of the rhythm.  Each side
+ *    is at most a quarter of the mean period.  A short timed sleep also keeps the CPU
  *    out of its deep idle states (the kernel's idle governor sees the
  *    timer), which is most of a sleeping thread's wake-up cost on a server.
  *    Why posts, not the end of the last work (session 6): the daemon's
@@ -75,6 +79,8 @@ struct fsd_idle {
 	uint64_t sleep_until;  /* the current sleep's end (its timeout) */
 	uint64_t woke_at;      /* when the last sleep ended */
 	int planned;           /* the current sleep ends at the rhythm's wake */
+	int unsure;            /* rhythm: last_post holds a wake-up (the post found the thread
+				     * asleep, no window's edge to take): spin the next period */
 	int woken;             /* the last sleep ended before its timeout (something woke the
 				     * thread) and no pass has found nothing since */
 	uint64_t hits, misses; /* rhythm: posts found awake / asleep in a planned sleep */
