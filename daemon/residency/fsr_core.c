@@ -99,13 +99,13 @@ void fsr_config_defaults(struct fsr_config *cfg)
  *  - tier_adapt: off.  Sizing recency against static per layer from ghost
  *    hits (fsr_tiers.c) measured no better than the fixed shares alone
  *    and worse with recency alone; it stays an option.
- *  - demand_late: off.  A copy for a missed expert waits until its
- *    deadline (the layer's next run) nears, so predictions that come
- *    meanwhile find the bus free (fsr_sched.c).  Alone, 5 draws:
- *    -1.4 .. -4.3 % misses on the calibrated model at 26 % and on the real
- *    traces at 25 and 50 %, but +1.2 % (+0.8..+1.4, every draw) on the
- *    model at 52 %; an option until that is understood
- *    (docs/results/replay.md, "Session 8: demand_late").
+ *  - demand_late: off.  A copy for a missed expert, its slot evicted
+ *    ahead, waits until its deadline (the layer's next run) nears, so
+ *    predictions that come meanwhile find the bus free (fsr_sched.c).
+ *    Alone, 5 draws: -1.5 .. -3.9 % misses on the calibrated model at
+ *    26 % and on the real traces at 25 and 50 %, +0.3 % (+0.0..+0.5) on
+ *    the model at 52 % (docs/results/replay.md, "Session 8:
+ *    demand_late"); the GPU has not measured it.
  *  - cross_window: off.  Predicting a window's first layers from the last
  *    window's routing there changed nothing measurable: the recency tier
  *    already copies the last window's misses for the next window.

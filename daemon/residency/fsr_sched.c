@@ -27,12 +27,14 @@
  *    (spare slots, or slots back from the grace period).  Victims are
  *    evicted ahead only for the wants that one window of bus time can
  *    carry, so a backlog the bus will never copy does not empty tiers.
- *  - demand_late (an option, off): a recency or static want is handed
- *    out only once it could not wait longer, i.e. when every pending
- *    demand want, back to back after it, would land less than a layer
- *    time before its deadline; until then the bus is left to predictions
- *    that come in the meantime (a want handed out at its miss takes bus
- *    time before the window's predictions for the next layers exist).
+ *  - demand_late (an option, off): a recency or static want that has
+ *    its slot is handed out only once it could not wait longer, i.e.
+ *    when every pending demand want, back to back after it, would land
+ *    less than a layer time before its deadline; until then the bus is
+ *    left to predictions that come in the meantime (a want handed out at
+ *    its miss takes bus time before the window's predictions for the
+ *    next layers exist).  Its slot is evicted ahead as before: held back
+ *    before that, the slot came free only after the grace period.
  *  - The profile's background fill goes only when the bus is idle.
  *  - A copy that lands after its deadline counts `landed_late`.  Copies
  *    already handed to the backend are not cancelled: the queue is short
@@ -331,19 +333,6 @@ unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsi
 			issue(r, card, &p, &out[n++]);
 			continue;
 		}
-		if (r->demand_late && r->bus_bytes_per_ns > 0.0) {
-			/* demand_late: it waits while every pending demand
-			 * copy, back to back after it, would still land a layer
-			 * time before its deadline (the layer's next run). */
-			if (!have_cross) {
-				cross = cross_pending_ns(r, cd);
-				have_cross = 1;
-			}
-			if (p.deadline > p.land + cross + r->layer_ns) {
-				c->mark = r->take_serial;
-				continue;
-			}
-		}
 		if (op->admit) {
 			int st = op->admit(r, card, p.layer, c);
 			if (st < 0) {
@@ -362,6 +351,21 @@ unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsi
 			if (reserved + p.dur <= per && fsr_tier_room(r, card, p.layer, c->tier, waiting + 1))
 				reserved += p.dur;
 			continue;
+		}
+		if (r->demand_late && r->bus_bytes_per_ns > 0.0) {
+			/* demand_late: with its slot ready (evicted ahead
+			 * above: held back before that, the grace period made
+			 * it late), it waits while every pending demand copy,
+			 * back to back after it, would still land a layer time
+			 * before its deadline (the layer's next run). */
+			if (!have_cross) {
+				cross = cross_pending_ns(r, cd);
+				have_cross = 1;
+			}
+			if (p.deadline > p.land + cross + r->layer_ns) {
+				c->mark = r->take_serial;
+				continue;
+			}
 		}
 		if (!fsr_tier_room(r, card, p.layer, c->tier, 1)) {
 			c->mark = r->take_serial;
