@@ -164,6 +164,25 @@ static void arena_switch(struct fs_client *c, struct fs_arena_map *na)
 	*pp = old;
 }
 
+/*
+ * The REQ socket's dialer redials on its own after a daemon goes, except
+ * that nng 1.5.2's stops for good once a connection attempt is reset in
+ * its handshake: a daemon killed -9 while the redial sat in its listener's
+ * backlog.  The engine then never attached again, every hello "Timed out"
+ * with no connect() at all, while the next daemon answered every other
+ * process (fs_reconnect_test).  A request that finds no connection (for
+ * REATTACH_TIMEOUT_MS, where a live dialer reconnects within 200 ms) or
+ * whose connection broke gets a new dialer: a few microseconds each try
+ * while no daemon listens.
+ */
+void fs_ctl_lost(struct fs_client *c, int r)
+{
+	if (r != -ENOTCONN || !c->req_open)
+		return;
+	(void)fs_ctl_redial(c->req, &c->dialer, c->socket);
+	__atomic_fetch_add(&c->redials, 1, __ATOMIC_RELAXED);
+}
+
 static void *bg_main(void *arg)
 {
 	struct fs_client *c = arg;
@@ -190,6 +209,7 @@ static void *bg_main(void *arg)
 				nng_socket_set_ms(c->req, NNG_OPT_SENDTIMEO, REATTACH_TIMEOUT_MS);
 			}
 			int r = c->req_open ? fs_att_create(c, &na) : -ENOTCONN;
+			fs_ctl_lost(c, r);
 			if (c->req_open) {
 				nng_socket_set_ms(c->req, NNG_OPT_RECVTIMEO, CTL_TIMEOUT_MS);
 				nng_socket_set_ms(c->req, NNG_OPT_SENDTIMEO, CTL_TIMEOUT_MS);
@@ -284,7 +304,7 @@ int fs_client_open(fs_client **out, const struct fs_client_opts *opts)
 	pthread_mutex_init(&c->err_lock, NULL);
 
 	char err[256];
-	int r = fs_ctl_open(&c->req, c->socket, CTL_TIMEOUT_MS, err, sizeof(err));
+	int r = fs_ctl_open_dialer(&c->req, &c->dialer, c->socket, CTL_TIMEOUT_MS, err, sizeof(err));
 	if (r < 0) {
 		fs_set_error(c, "%s", err);
 		goto fail;

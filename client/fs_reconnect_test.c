@@ -26,7 +26,8 @@
 #include "foresight/foresight.h"
 #include "fs_harness.h"
 
-#define SMALL "--layers", "2", "--experts", "8", "--experts-used", "2", "--expert-bytes", "4096", "--slots", "8"
+#define SMALL \
+	"--layers", "2", "--experts", "8", "--experts-used", "2", "--expert-bytes", "4096", "--slots", "8"
 
 static int wait_attached(fs_client *c, int want, int timeout_ms)
 {

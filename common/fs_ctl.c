@@ -27,6 +27,11 @@ static int code_errno(const char *code)
 
 int fs_ctl_open(nng_socket *s, const char *path, int recv_ms, char *err, size_t errlen)
 {
+	return fs_ctl_open_dialer(s, NULL, path, recv_ms, err, errlen);
+}
+
+int fs_ctl_open_dialer(nng_socket *s, nng_dialer *d, const char *path, int recv_ms, char *err, size_t errlen)
+{
 	char url[160];
 	int r;
 	snprintf(url, sizeof(url), "ipc://%s", path);
@@ -38,7 +43,7 @@ int fs_ctl_open(nng_socket *s, const char *path, int recv_ms, char *err, size_t 
 	nng_socket_set_ms(*s, NNG_OPT_SENDTIMEO, recv_ms);
 	nng_socket_set_ms(*s, NNG_OPT_RECONNMINT, 50);
 	nng_socket_set_ms(*s, NNG_OPT_RECONNMAXT, 200);
-	if ((r = nng_dial(*s, url, NULL, 0)) != 0) {
+	if ((r = nng_dial(*s, url, d, 0)) != 0) {
 		/* Say which way to look: no socket, a socket nobody serves, a
 		 * socket this user may not use, or something else at the path. */
 		struct stat st;
@@ -66,6 +71,26 @@ int fs_ctl_open(nng_socket *s, const char *path, int recv_ms, char *err, size_t 
 				 e ? strerror(e) : nng_strerror(r));
 		return -ENOTCONN;
 	}
+	return 0;
+}
+
+int fs_ctl_redial(nng_socket s, nng_dialer *d, const char *path)
+{
+	char url[160];
+	nng_dialer nd;
+	snprintf(url, sizeof(url), "ipc://%s", path);
+	if (nng_dialer_id(*d) > 0)
+		nng_dialer_close(*d); /* its connection too, if it had one that no request could use */
+	*d = (nng_dialer)NNG_DIALER_INITIALIZER;
+	if (nng_dialer_create(&nd, s, url) != 0)
+		return -EIO;
+	/* Not waiting: it connects on its own when a daemon listens, and
+	 * redials like the first one did. */
+	if (nng_dialer_start(nd, NNG_FLAG_NONBLOCK) != 0) {
+		nng_dialer_close(nd);
+		return -EIO;
+	}
+	*d = nd;
 	return 0;
 }
 

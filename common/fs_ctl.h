@@ -14,6 +14,18 @@
 /* Open a REQ socket dialed to ipc://path.  Fails at once (and says why in
  * err) when nobody listens there.  recv_ms bounds every round trip. */
 int fs_ctl_open(nng_socket *s, const char *path, int recv_ms, char *err, size_t errlen);
+/* The same, keeping its dialer in *d for fs_ctl_redial. */
+int fs_ctl_open_dialer(nng_socket *s, nng_dialer *d, const char *path, int recv_ms, char *err, size_t errlen);
+/*
+ * Replace the dialer *d of s (closed) with a new one to ipc://path, started
+ * without waiting: 0, or -EIO with *d left closed.  For a REQ socket kept
+ * across daemon restarts, when a request finds no connection: nng 1.5.2's
+ * dialer stops redialing for good once a connection attempt is reset in
+ * the SP handshake (a foresightd killed -9 with the redial in its
+ * listener's backlog does that; fs_reconnect_test), and the socket would
+ * then time out every send to the next daemon.
+ */
+int fs_ctl_redial(nng_socket s, nng_dialer *d, const char *path);
 /* Send req (not consumed), wait for the reply.  0 with *rep set (an object
  * whose "ok" is true); -errno with err filled otherwise ("code" of a refusal
  * mapped back to its errno: EACCES, EPROTO, ...). */

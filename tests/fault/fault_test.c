@@ -118,15 +118,21 @@ Test(fault, engine_kill9_at_random_points, .timeout = 300)
 		pid_t v;
 		if (strcmp(mode, "hold") == 0) {
 			v = fault_spawn(fsh_argv(FS_FAULT_ENGINE_BIN, "hold", d.h.sock, NULL), vout, -1, -1);
-			cr_assert_eq(fault_wait_text(vout, "holding epoch", 30000), 0,
-				     "round %u: never held: %s", i, vout_text(vout));
+			int held = fault_wait_text(vout, "holding epoch", 30000);
+			if (held != 0)
+				fault_print_tail("foresightd's log", d.h.log, 6000);
+			cr_assert_eq(held, 0, "round %u: never held (the daemon's log above): %s", i,
+				     vout_text(vout));
 			msleep(rnd(50));
 		} else if (strcmp(mode, "run") == 0) {
 			v = fault_spawn(
 				fsh_argv(FS_FAULT_ENGINE_BIN, "run", d.h.sock, "churn=1", "k=4", NULL), vout,
 				-1, -1);
-			cr_assert_eq(fault_wait_text(vout, "started", 30000), 0,
-				     "round %u: never attached: %s", i, vout_text(vout));
+			int started = fault_wait_text(vout, "started", 30000);
+			if (started != 0)
+				fault_print_tail("foresightd's log", d.h.log, 6000);
+			cr_assert_eq(started, 0, "round %u: never attached (the daemon's log above): %s", i,
+				     vout_text(vout));
 			msleep(rnd(100)); /* posting, acquiring, holding: wherever it is */
 		} else {
 			v = fault_spawn(fsh_argv(FS_FAULT_ENGINE_BIN, "run", d.h.sock, NULL), vout, -1, -1);

@@ -324,3 +324,25 @@ int fault_timing_claims(void)
 	const char *t = getenv("FS_TEST_TIMING");
 	return t && strcmp(t, "1") == 0;
 }
+
+void fault_print_tail(const char *what, const char *path, size_t max)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "---- %s (%s): cannot open: %s\n", what, path, strerror(errno));
+		return;
+	}
+	long skip = 0;
+	if (fseek(f, 0, SEEK_END) == 0) {
+		long size = ftell(f);
+		skip = size > (long)max ? size - (long)max : 0;
+	}
+	fseek(f, skip, SEEK_SET);
+	fprintf(stderr, "---- %s (%s)%s:\n", what, path, skip ? ", its end" : "");
+	char buf[4096];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		fwrite(buf, 1, n, stderr);
+	fprintf(stderr, "---- end of %s\n", what);
+	fclose(f);
+}

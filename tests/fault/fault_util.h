@@ -7,6 +7,7 @@
 #ifndef FAULT_UTIL_H
 #define FAULT_UTIL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -51,6 +52,11 @@ struct fault_engine {
 int fault_parse_engine(const char *path, struct fault_engine *r);
 /* Wait until the file at path contains needle (deadline ms).  0 or -1. */
 int fault_wait_text(const char *path, const char *needle, int timeout_ms);
+
+/* The last `max` bytes of the file at path on stderr, headed by `what`:
+ * a failing test shows the daemon's log and the engines' output (the test's
+ * directory is gone with the CI machine). */
+void fault_print_tail(const char *what, const char *path, size_t max);
 
 /* utime + stime of pid in seconds, RSS in KiB. */
 double fault_cpu_s(pid_t pid);

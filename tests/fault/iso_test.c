@@ -671,9 +671,20 @@ Test(iso, daemon_restarts_without_the_fd_store_cost_engines_no_memory, .timeout 
 		usleep(100000); /* the engines run on the CPU path meanwhile */
 		for (int i = 0; i < 2; i++)
 			cr_assert_eq(kill(e[i], 0), 0, "round %u: engine %d died with the daemon", r, i);
-		cr_assert_geq(fd_start(&d, extra, 0), 0, "round %u: foresightd did not start again", r);
+		long up = fd_start(&d, extra, 0);
+		if (up < 0)
+			fault_print_tail("foresightd's log", d.h.log, 6000);
+		cr_assert_geq(up, 0, "round %u: foresightd did not start again (its log above)", r);
 		long back = wait_attached(d.h.sock, 2, 30000);
-		cr_assert_geq(back, 0, "round %u: the engines did not re-attach: %s", r, text(out[0]));
+		if (back < 0) {
+			for (int i = 0; i < 2; i++)
+				fault_print_tail(i ? "engine 1 (pin=1)" : "engine 0 (lag=1)", out[i], 1500);
+			fault_print_tail("foresightd's log", d.h.log, 6000);
+		}
+		cr_assert_geq(back, 0,
+			      "round %u: the engines did not re-attach within 30 s (their output and the "
+			      "daemon's log above)",
+			      r);
 		worst_back = back > worst_back ? back : worst_back;
 		/* Engine 0 lets the old arena go within a window or two of the
 		 * re-attach; a loaded machine may take seconds: poll, 30 s. */
