@@ -25,6 +25,15 @@
  *    (conns_refused).  Past half of that, connections idle for
  *    CONN_IDLE_NS are closed, the longest idle first (conns_reaped): the
  *    library's dialer reconnects when it next needs one.
+ *  - The listener is checked every second (probe_tick): nng 1.5.2's stops
+ *    taking connections for good once a peer leaves in the SP handshake
+ *    (nng issue #1518, fixed after 1.5.2): one connect() and close() from
+ *    any local process, or an engine killed -9 while it connected, left
+ *    foresightd up, accepting connections and answering none, until it
+ *    was restarted.  The loop dials its own socket; when that connection
+ *    is not handed over within PROBE_DEADLINE_NS, the listener is closed
+ *    and another one listens on the path (control_relistens; connections
+ *    of the old one drop, and their dialers reconnect).
  */
 #include <errno.h>
 #include <grp.h>
@@ -58,6 +67,9 @@
 #define CONNS_PER_UID 64u
 #define CONNS_TABLE 4096u
 #define CONN_IDLE_NS (60ull * 1000000000ull)
+/* A handshake takes microseconds; a daemon under TSan on a loaded 2-core
+ * machine, milliseconds: 3 s is no listener, not a slow one. */
+#define PROBE_DEADLINE_NS (3ull * 1000000000ull)
 
 enum { CTX_RECV = 1, CTX_LOOP, CTX_SEND };
 
@@ -102,6 +114,17 @@ struct fsd_ctl {
 	unsigned n_conns, conn_cap;      /* conn_cap: set before the first connection */
 	uint64_t refused_logged_ns;      /* nng's threads, atomic: a refusal last logged */
 	uint64_t dropped_logged_ns;      /* loop thread: a dropped request last logged */
+	uint64_t self_pid;               /* getpid(): the probe's connections are this process's */
+	uint64_t self_pipes;             /* nng's threads, atomic: connections of this process handed over */
+	/* Loop thread: the listener and its probe (probe_tick). */
+	nng_listener listener;
+	int listening;
+	nng_socket probe;
+	int probe_open;
+	nng_dialer probe_dialer;
+	int probe_busy;
+	uint64_t probe_seen, probe_t0;
+	char url[160];
 };
 
 static int is_admin(uint64_t uid)
@@ -136,6 +159,8 @@ static void on_pipe(nng_pipe p, nng_pipe_ev ev, void *arg)
 	uint64_t uid = UINT64_MAX, pid = 0;
 	nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &uid);
 	nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid);
+	if (pid == t->self_pid) /* the listener's probe got through (probe_tick) */
+		__atomic_fetch_add(&t->self_pipes, 1, __ATOMIC_RELAXED);
 	unsigned of_pid = 0, of_uid = 0, all;
 	pthread_mutex_lock(&t->lock);
 	for (unsigned i = 0; i < t->n_conns; i++) {
@@ -170,7 +195,10 @@ static void on_pipe(nng_pipe p, nng_pipe_ev ev, void *arg)
 	}
 }
 
-/* Loop thread, every second: past half the budget, idle connections go. */
+static void probe_tick(struct fsd *d, struct fsd_ctl *t);
+
+/* Loop thread, every second: past half the budget, idle connections go;
+ * the listener's probe. */
 static void on_reap(uv_timer_t *h)
 {
 	struct fsd *d = h->loop->data;
@@ -202,6 +230,7 @@ static void on_reap(uv_timer_t *h)
 		nng_pipe_close(p);
 		fsd_count(&d->counters_daemon[FS_C_conns_reaped], 1);
 	}
+	probe_tick(d, t);
 }
 
 /* ---- requests and replies ------------------------------------------------ */
@@ -395,21 +424,104 @@ static void fd_limit_check(struct fsd *d, unsigned *cap)
 	*cap = conn_cap < 16 ? 16 : conn_cap;
 }
 
+/* ---- the listener and its probe ------------------------------------------ */
+
+/* Listen on the control path: the listener, its mode, its group. */
+static int listen_start(struct fsd *d, struct fsd_ctl *t)
+{
+	int r;
+	/* fsd_sock_claim (main.c) holds the lock and cleared a stale socket. */
+	if ((r = nng_listener_create(&t->listener, d->lp->rep, t->url)) != 0 ||
+	    (r = nng_listener_set_int(t->listener, NNG_OPT_IPC_PERMISSIONS, (int)d->cfg.socket_mode)) != 0 ||
+	    (r = nng_listener_start(t->listener, 0)) != 0) {
+		fsd_log(FSD_ERR, "control: cannot listen on %s: %s", t->url, nng_strerror(r));
+		return -EIO;
+	}
+	t->listening = 1;
+	fsd_sock_bound(&d->cfg, FSD_SOCK_CONTROL);
+	if (d->cfg.group[0]) {
+		/* Only the loop thread looks groups up: getgrnam's static buffer is safe. */
+		// cppcheck-suppress getgrnamCalled
+		struct group *g = getgrnam(d->cfg.group);
+		if (!g) {
+			fsd_log(FSD_ERR, "control: group '%s' does not exist", d->cfg.group);
+			return -ENOENT;
+		}
+		if (chown(d->cfg.socket_path, (uid_t)-1, g->gr_gid) < 0 ||
+		    chown(d->cfg.fd_socket_path, (uid_t)-1, g->gr_gid) < 0)
+			fsd_log(FSD_WARN, "control: chgrp of the sockets to '%s' failed: %s", d->cfg.group,
+				strerror(errno));
+	}
+	return 0;
+}
+
+/* The listener takes no connection any more: another one on the path.
+ * Closing the old one closes its connections (and nng removes the socket
+ * file, which the new one binds again). */
+static void relisten(struct fsd *d, struct fsd_ctl *t)
+{
+	fsd_count(&d->counters_daemon[FS_C_control_relistens], 1);
+	fsd_log(FSD_WARN,
+		"control: the listener on %s took no connection for %llu s (nng 1.5.2 stops after a peer "
+		"leaves in the handshake); listening anew",
+		t->url, (unsigned long long)(PROBE_DEADLINE_NS / 1000000000ull));
+	if (t->listening)
+		nng_listener_close(t->listener);
+	t->listening = 0;
+	fsd_sock_unlink(&d->cfg, FSD_SOCK_CONTROL); /* if nng left it */
+	if (listen_start(d, t) < 0)
+		fsd_log(FSD_ERR, "control: no listener on %s: engines cannot attach until a restart", t->url);
+}
+
+/*
+ * Loop thread, every second.  A connection of the daemon's own to its
+ * socket must be handed over (on_pipe counts it) within PROBE_DEADLINE_NS,
+ * or the listener is replaced.  The probe is closed only once handed over
+ * (or with the listener it never reached): closing it in the handshake
+ * would be the very thing that stops nng 1.5.2's listener.
+ */
+static void probe_tick(struct fsd *d, struct fsd_ctl *t)
+{
+	if (!t->probe_open || d->stopping)
+		return;
+	uint64_t now = fs_now_ns(), seen = __atomic_load_n(&t->self_pipes, __ATOMIC_RELAXED);
+	if (t->probe_busy) {
+		if (seen != t->probe_seen) {
+			nng_dialer_close(t->probe_dialer);
+			t->probe_busy = 0;
+		} else if (now - t->probe_t0 > PROBE_DEADLINE_NS) {
+			relisten(d, t);
+			nng_dialer_close(t->probe_dialer);
+			t->probe_busy = 0;
+		}
+		return;
+	}
+	t->probe_seen = seen;
+	if (nng_dialer_create(&t->probe_dialer, t->probe, t->url) != 0)
+		return;
+	if (nng_dialer_start(t->probe_dialer, NNG_FLAG_NONBLOCK) != 0) {
+		nng_dialer_close(t->probe_dialer);
+		return;
+	}
+	t->probe_busy = 1;
+	t->probe_t0 = now;
+}
+
 /* ---- start and stop ------------------------------------------------------- */
 
 int fsd_control_start(struct fsd *d)
 {
-	char url[160];
-	nng_listener l;
 	int r;
 	struct fsd_ctl *t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
 	t->d = d;
+	t->self_pid = (uint64_t)getpid();
 	pthread_mutex_init(&t->lock, NULL);
 	d->lp->ctl = t;
 	fd_limit_check(d, &t->conn_cap);
-	snprintf(url, sizeof(url), "ipc://%s", d->cfg.socket_path);
+	snprintf(t->url, sizeof(t->url), "ipc://%s", d->cfg.socket_path);
+	const char *url = t->url;
 	if ((r = nng_rep0_open(&d->lp->rep)) != 0) {
 		fsd_log(FSD_ERR, "control: nng_rep0_open: %s", nng_strerror(r));
 		return -EIO;
@@ -451,26 +563,16 @@ int fsd_control_start(struct fsd *d)
 	}
 	for (unsigned i = 0; i < t->n_ctxs; i++)
 		ctx_recv(&t->ctxs[i]);
-	/* fsd_sock_claim (main.c) holds the lock and cleared a stale socket. */
-	if ((r = nng_listener_create(&l, d->lp->rep, url)) != 0 ||
-	    (r = nng_listener_set_int(l, NNG_OPT_IPC_PERMISSIONS, (int)d->cfg.socket_mode)) != 0 ||
-	    (r = nng_listener_start(l, 0)) != 0) {
-		fsd_log(FSD_ERR, "control: cannot listen on %s: %s", url, nng_strerror(r));
-		return -EIO;
-	}
-	fsd_sock_bound(&d->cfg, FSD_SOCK_CONTROL);
-	if (d->cfg.group[0]) {
-		/* Only the loop thread looks groups up: getgrnam's static buffer is safe. */
-		// cppcheck-suppress getgrnamCalled
-		struct group *g = getgrnam(d->cfg.group);
-		if (!g) {
-			fsd_log(FSD_ERR, "control: group '%s' does not exist", d->cfg.group);
-			return -ENOENT;
-		}
-		if (chown(d->cfg.socket_path, (uid_t)-1, g->gr_gid) < 0 ||
-		    chown(d->cfg.fd_socket_path, (uid_t)-1, g->gr_gid) < 0)
-			fsd_log(FSD_WARN, "control: chgrp of the sockets to '%s' failed: %s", d->cfg.group,
-				strerror(errno));
+	if ((r = listen_start(d, t)) < 0)
+		return r;
+	/* The listener's probe (probe_tick); none, no check, and a warning. */
+	if (nng_req0_open(&t->probe) == 0) {
+		t->probe_open = 1;
+		nng_socket_set_ms(t->probe, NNG_OPT_RECONNMINT, 100);
+		nng_socket_set_ms(t->probe, NNG_OPT_RECONNMAXT, 1000);
+	} else {
+		fsd_log(FSD_WARN,
+			"control: no socket for the listener's probe: a stuck listener goes unnoticed");
 	}
 	fsd_log(FSD_INFO, "control: listening on %s (mode %04o)", url, d->cfg.socket_mode);
 	return 0;
@@ -502,6 +604,10 @@ void fsd_control_stop(struct fsd *d)
 		uv_close((uv_handle_t *)&d->lp->ctl_reap, NULL);
 		d->lp->ctl_handles_on = 0;
 	}
+	/* The probe first: its connection is the loop's own. */
+	if (t->probe_open)
+		nng_close(t->probe);
+	t->probe_open = t->probe_busy = 0;
 	/* No new engine finds a socket that will not answer. */
 	fsd_sock_unlink(&d->cfg, FSD_SOCK_CONTROL);
 	/* The contexts' operations end here (their callbacks see `closing`

@@ -48,7 +48,8 @@
 	X(pending_expired, "attaches dropped: no fd handshake within 2 s")                                   \
 	X(replies_dropped, "control replies dropped: not read within 1 s, or requests piled up behind them") \
 	X(conns_refused, "control connections closed at once: over a process's, user's or the fd budget")    \
-	X(conns_reaped, "idle control connections closed to keep half the connection budget free")
+	X(conns_reaped, "idle control connections closed to keep half the connection budget free")           \
+	X(control_relistens, "control socket listened on anew: its listener had stopped taking connections")
 
 /* Per card. */
 #define FS_COUNTERS_CARD(X)                                                                \

@@ -28,7 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -437,6 +439,58 @@ Test(fault, hostile_client_is_refused_and_counted, .timeout = 180)
 	cr_expect_eq(r.torn, 0);
 	cr_expect_gt(r.hits, 0);
 	cr_expect_eq(r.attaches, 1, "the normal engine was detached");
+	fd_stop(&d);
+}
+
+/*
+ * A peer that leaves in the SP handshake (connect(), close(), nothing
+ * sent: a crashed or killed engine, or anyone allowed on the socket) once
+ * stopped nng 1.5.2's listener for good: foresightd stayed up, accepted
+ * connections and answered none ("hello: no reply"), until a restart.  Now
+ * its probe finds the listener stuck and listens anew (control_relistens):
+ * an engine started after three such peers must attach (30 s: normally
+ * within 3-5 s, the probe's deadline).
+ */
+Test(fault, a_peer_that_leaves_in_the_handshake_stops_no_one, .timeout = 120)
+{
+	struct fdaemon d;
+	cr_assert_eq(fd_init(&d, 0), 0);
+	const char *extra[] = {SMALL, NULL};
+	cr_assert_geq(fd_start(&d, extra, 0), 0, "foresightd did not start");
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.107s", d.h.sock);
+	for (int i = 0; i < 3; i++) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		cr_assert_geq(fd, 0);
+		cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "connect %s", d.h.sock);
+		close(fd);
+		msleep(50);
+	}
+	char eout[256];
+	snprintf(eout, sizeof(eout), "%s/engine.out", d.h.dir);
+	uint64_t t0 = fsh_now_ms();
+	pid_t e = fault_spawn(fsh_argv(FS_FAULT_ENGINE_BIN, "run", d.h.sock, "rate=200", "k=4", NULL), eout,
+			      -1, -1);
+	int started = fault_wait_text(eout, "started", 30000);
+	long took = (long)(fsh_now_ms() - t0);
+	if (started != 0) {
+		fault_print_tail("the engine", eout, 1500);
+		fault_print_tail("foresightd's log", d.h.log, 6000);
+	}
+	cr_assert_eq(started, 0,
+		     "no engine attached within 30 s of peers leaving in the handshake (the "
+		     "daemon's log above)");
+	cJSON *s = fault_stats(d.h.sock);
+	double relistens = fault_num(s, "daemon", "control_relistens");
+	cJSON_Delete(s);
+	fprintf(stderr,
+		"fault: an engine attached %ld ms after 3 peers left in the handshake; "
+		"control_relistens %.0f\n",
+		took, relistens);
+	cr_expect_geq(relistens, 1.0, "the listener was not replaced (control_relistens %.0f)", relistens);
+	struct fault_engine r;
+	stop_engine(e, eout, &r);
+	cr_expect_eq(r.mismatches, 0);
 	fd_stop(&d);
 }
 
