@@ -99,7 +99,7 @@ struct fs_client {
 	int no_reattach;
 
 	nng_socket req;
-	nng_dialer dialer; /* req's, replaced when a request finds no connection (fs_ctl_lost) */
+	nng_dialer dialer; /* req's, replaced when a re-attach finds no connection (fs_client.c) */
 	int req_open;
 	pthread_mutex_t ctl_lock; /* the REQ socket: open/close vs. background */
 	uint64_t redials;         /* dialers replaced (atomic) */
@@ -149,9 +149,6 @@ struct fs_arena_map *fs_arena_get(const struct fs_client *c);
 void fs_arena_put(struct fs_arena_map *m);
 /* fs_attach.c */
 int fs_att_create(struct fs_client *c, struct fs_att **out);
-/* ctl_lock held: a control request failed with r; at -ENOTCONN (no
- * connection to send on, or it broke) the dialer is replaced (fs_client.c). */
-void fs_ctl_lost(struct fs_client *c, int r);
 void fs_att_destroy(struct fs_client *c, struct fs_att *a, int detach);
 /* fs_cuda.c: CUDA pools through a dlopen'ed runtime (attach/detach only) */
 int fs_cuda_open_pool(const char *ipc_hex, const char *pci, void **dev_ptr, int *dev, char *err, size_t len);

@@ -47,7 +47,6 @@ int fs_client_stats_json(fs_client *c, char *buf, size_t len)
 	/* The REQ socket is shared with the background thread's re-attach. */
 	pthread_mutex_lock(&c->ctl_lock);
 	int r = c->req_open ? fs_ctl_call(c->req, req, &rep, err, sizeof(err)) : -ENOTCONN;
-	fs_ctl_lost(c, r);
 	pthread_mutex_unlock(&c->ctl_lock);
 	cJSON_Delete(req);
 	if (r < 0) {

@@ -19,11 +19,13 @@ int fs_ctl_open_dialer(nng_socket *s, nng_dialer *d, const char *path, int recv_
 /*
  * Replace the dialer *d of s (closed) with a new one to ipc://path, started
  * without waiting: 0, or -EIO with *d left closed.  For a REQ socket kept
- * across daemon restarts, when a request finds no connection: nng 1.5.2's
- * dialer stops redialing for good once a connection attempt is reset in
- * the SP handshake (a foresightd killed -9 with the redial in its
+ * across daemon restarts that has had no connection for a while: nng
+ * 1.5.2's dialer stops redialing for good once a connection attempt is
+ * reset in the SP handshake (a foresightd killed -9 with the redial in its
  * listener's backlog does that; fs_reconnect_test), and the socket would
- * then time out every send to the next daemon.
+ * then time out every send to the next daemon.  Not while it may be in a
+ * handshake: a dialer closed there stops nng 1.5.2's listener on the
+ * daemon's side.
  */
 int fs_ctl_redial(nng_socket s, nng_dialer *d, const char *path);
 /* Send req (not consumed), wait for the reply.  0 with *rep set (an object
