@@ -256,7 +256,7 @@ int fs_att_create(struct fs_client *c, struct fs_att **out)
 		a->pool[i].fd = -1;
 
 	cJSON *req = fs_ctl_request("hello");
-	r = fs_ctl_call(c->req, req, &rep, err, sizeof(err));
+	r = fs_ctl_call_unsent(c->req, req, &rep, err, sizeof(err), &c->hello_unsent);
 	cJSON_Delete(req);
 	cJSON_Delete(rep);
 	rep = NULL;

@@ -170,35 +170,24 @@ static void arena_switch(struct fs_client *c, struct fs_arena_map *na)
  * its handshake: a daemon killed -9 while the redial sat in its listener's
  * backlog.  The engine then never attached again, every hello "Timed out"
  * with no connect() at all, while the next daemon answered every other
- * process (fs_reconnect_test).  So a re-attach try first waits up to
- * REATTACH_TIMEOUT_MS for a connection to send on (nng raises the socket's
- * send fd while one is ready); with none, where a live dialer reconnects
- * within 200 ms of a daemon listening, the dialer is replaced.  Only then:
- * closing a dialer in its handshake is what stops nng 1.5.2's listener on
- * the daemon's side (fsd_control_io.c's probe recovers it, seconds later),
- * and a broken connection is redialed by the dialer itself.
+ * process (fs_reconnect_test).  So when a re-attach try's hello found no
+ * connection to send on for all of REATTACH_TIMEOUT_MS, where a live
+ * dialer reconnects within 200 ms of a daemon listening, the dialer is
+ * replaced.  Only then: closing a dialer in its handshake is what stops
+ * nng 1.5.2's listener on the daemon's side (fsd_control_io.c's probe
+ * recovers it, seconds later), and a broken connection is redialed by the
+ * dialer itself.
  */
-static int ctl_connected(struct fs_client *c, int ms)
-{
-	int fd;
-	if (nng_socket_get_int(c->req, NNG_OPT_SENDFD, &fd) != 0)
-		return 1; /* cannot tell: try the request */
-	struct pollfd p = {.fd = fd, .events = POLLIN};
-	return poll(&p, 1, ms) > 0;
-}
-
 static int reattach_try(struct fs_client *c, struct fs_att **na)
 {
 	if (!c->req_open)
 		return -ENOTCONN;
-	if (!ctl_connected(c, REATTACH_TIMEOUT_MS)) {
-		fs_set_error(c, "hello: no connection to foresightd within %d ms; dialing anew",
-			     REATTACH_TIMEOUT_MS);
+	int r = fs_att_create(c, na);
+	if (r < 0 && c->hello_unsent) {
 		(void)fs_ctl_redial(c->req, &c->dialer, c->socket);
 		__atomic_fetch_add(&c->redials, 1, __ATOMIC_RELAXED);
-		return -ENOTCONN;
 	}
-	return fs_att_create(c, na);
+	return r;
 }
 
 static void *bg_main(void *arg)

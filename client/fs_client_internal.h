@@ -103,6 +103,7 @@ struct fs_client {
 	int req_open;
 	pthread_mutex_t ctl_lock; /* the REQ socket: open/close vs. background */
 	uint64_t redials;         /* dialers replaced (atomic) */
+	int hello_unsent;         /* ctl_lock: the last hello found no connection to send on */
 
 	struct fs_att *att;               /* current attachment or NULL (atomic pointer) */
 	struct fs_att *retired;           /* background thread only */

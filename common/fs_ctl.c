@@ -104,7 +104,14 @@ cJSON *fs_ctl_request(const char *verb)
 
 int fs_ctl_call(nng_socket s, const cJSON *req, cJSON **rep, char *err, size_t errlen)
 {
+	return fs_ctl_call_unsent(s, req, rep, err, errlen, NULL);
+}
+
+int fs_ctl_call_unsent(nng_socket s, const cJSON *req, cJSON **rep, char *err, size_t errlen, int *unsent)
+{
 	*rep = NULL;
+	if (unsent)
+		*unsent = 0;
 	char *txt = cJSON_PrintUnformatted(req);
 	if (!txt) {
 		snprintf(err, errlen, "out of memory");
@@ -114,6 +121,8 @@ int fs_ctl_call(nng_socket s, const cJSON *req, cJSON **rep, char *err, size_t e
 	free(txt);
 	if (r != 0) {
 		snprintf(err, errlen, "control request failed: %s", nng_strerror(r));
+		if (unsent)
+			*unsent = r == NNG_ETIMEDOUT; /* no connection to send on, the whole send timeout */
 		return -ENOTCONN;
 	}
 	char *buf;

@@ -34,5 +34,8 @@ int fs_ctl_redial(nng_socket s, nng_dialer *d, const char *path);
 int fs_ctl_call(nng_socket s, const cJSON *req, cJSON **rep, char *err, size_t errlen);
 /* A request object {"verb": verb, "proto": FS_PROTO_VERSION}. */
 cJSON *fs_ctl_request(const char *verb);
+/* fs_ctl_call; *unsent set to 1 when the request never left: no
+ * connection to send on for the socket's whole send timeout. */
+int fs_ctl_call_unsent(nng_socket s, const cJSON *req, cJSON **rep, char *err, size_t errlen, int *unsent);
 
 #endif /* FS_CTL_H */

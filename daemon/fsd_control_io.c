@@ -159,8 +159,13 @@ static void on_pipe(nng_pipe p, nng_pipe_ev ev, void *arg)
 	uint64_t uid = UINT64_MAX, pid = 0;
 	nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &uid);
 	nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid);
-	if (pid == t->self_pid) /* the listener's probe got through (probe_tick) */
+	if (pid == t->self_pid) {
+		/* The listener's probe got through (probe_tick).  Kept out of
+		 * the caps: closed here, its dialer would redial, and the loop
+		 * might close that one in its handshake. */
 		__atomic_fetch_add(&t->self_pipes, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	unsigned of_pid = 0, of_uid = 0, all;
 	pthread_mutex_lock(&t->lock);
 	for (unsigned i = 0; i < t->n_conns; i++) {
@@ -490,9 +495,11 @@ static void probe_tick(struct fsd *d, struct fsd_ctl *t)
 			nng_dialer_close(t->probe_dialer);
 			t->probe_busy = 0;
 		} else if (now - t->probe_t0 > PROBE_DEADLINE_NS) {
-			relisten(d, t);
+			/* The probe first: closed after, it might redial the new
+			 * listener and be closed in that handshake. */
 			nng_dialer_close(t->probe_dialer);
 			t->probe_busy = 0;
+			relisten(d, t);
 		}
 		return;
 	}
