@@ -124,6 +124,16 @@ int fsr_clock_passed(const struct fsr *r, uint32_t client, uint32_t layer, uint3
 	return cl->pos_window == window && cl->pos_layer != FSR_NONE && layer <= cl->pos_layer;
 }
 
+/* Is the engine within its usual pace: its current window started less
+ * than a period ago?  Past that (a pause, an idle engine) its deadlines
+ * are extrapolated from `now` and move with it (fsr_clock_deadline). */
+int fsr_clock_on_pace(const struct fsr *r, uint32_t client, uint64_t now)
+{
+	if (client >= r->max_clients || !r->client[client].pos_valid)
+		return 0;
+	return now < r->client[client].win_t + period(r);
+}
+
 uint64_t fsr_clock_period(const struct fsr *r)
 {
 	return period(r);

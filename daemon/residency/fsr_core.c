@@ -100,12 +100,13 @@ void fsr_config_defaults(struct fsr_config *cfg)
  *    hits (fsr_tiers.c) measured no better than the fixed shares alone
  *    and worse with recency alone; it stays an option.
  *  - demand_late: off.  A copy for a missed expert, its slot evicted
- *    ahead, waits until its deadline (the layer's next run) nears, so
- *    predictions that come meanwhile find the bus free (fsr_sched.c).
- *    Alone, 5 draws: -1.5 .. -3.9 % misses on the calibrated model at
- *    26 % and on the real traces at 25 and 50 %, +0.3 % (+0.0..+0.5) on
- *    the model at 52 % (docs/results/replay.md, "Session 8:
- *    demand_late"); the GPU has not measured it.
+ *    ahead, waits until its deadline (the layer's next run) nears while
+ *    its engine keeps its pace, so predictions that come meanwhile find
+ *    the bus free (fsr_sched.c).  Alone, 5 draws: -1.6 .. -3.1 % misses
+ *    on the calibrated model at 26 % and on the real traces at 25 and
+ *    50 %, +0.4 % (+0.0..+1.0) on the model at 52 %
+ *    (docs/results/replay.md, "Session 8: demand_late"); the live-daemon
+ *    tests and the GPU have not run with it on.
  *  - cross_window: off.  Predicting a window's first layers from the last
  *    window's routing there changed nothing measurable: the recency tier
  *    already copies the last window's misses for the next window.

@@ -381,6 +381,7 @@ FSR_INTERNAL void fsr_clock_record(struct fsr *r, uint32_t client, const struct 
 FSR_INTERNAL uint64_t fsr_clock_deadline(const struct fsr *r, uint32_t client, uint32_t layer, uint64_t now);
 FSR_INTERNAL int fsr_clock_passed(const struct fsr *r, uint32_t client, uint32_t layer, uint32_t window);
 FSR_INTERNAL uint64_t fsr_clock_period(const struct fsr *r);
+FSR_INTERNAL int fsr_clock_on_pace(const struct fsr *r, uint32_t client, uint64_t now);
 
 /* fsr_sched.c: the copy scheduler (tiers). */
 FSR_INTERNAL unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsigned max,

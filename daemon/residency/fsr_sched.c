@@ -357,12 +357,16 @@ unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsi
 			 * above: held back before that, the grace period made
 			 * it late), it waits while every pending demand copy,
 			 * back to back after it, would still land a layer time
-			 * before its deadline (the layer's next run). */
+			 * before its deadline (the layer's next run).  Only while
+			 * its engine keeps its pace: a paused engine's deadlines
+			 * move with the clock, and a copy held for one would
+			 * never go. */
 			if (!have_cross) {
 				cross = cross_pending_ns(r, cd);
 				have_cross = 1;
 			}
-			if (p.deadline > p.land + cross + r->layer_ns) {
+			if (p.deadline > p.land + cross + r->layer_ns &&
+			    fsr_clock_on_pace(r, cand_client(c), now)) {
 				c->mark = r->take_serial;
 				continue;
 			}

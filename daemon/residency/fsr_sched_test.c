@@ -180,6 +180,12 @@ Test(sched, demand_late_waits_for_its_deadline)
 	cr_assert_eq(cp[0].tier, FSR_TIER_RECENCY);
 	cr_assert_eq(cp[0].deadline_ns, 8 * LAYER_NS);
 	cr_assert_eq(cc_[FS_CC_landed_late], 0);
+	fsr_copy_done(r, 0, cp[0].slot, cp[0].gen, 750 * US);
+	/* The engine pauses: past its usual window (800 us) its deadlines move
+	 * with the clock, so a miss's copy must not wait for one. */
+	rec(r, FS_REC_USAGE, FS_USE_MISS, 0, 9, 1, 0, 900 * US);
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 900 * US), 1, "held for an engine that paused");
+	cr_assert_eq(cp[0].expert, 9);
 	ok(r);
 	fsr_destroy(r);
 }
