@@ -44,9 +44,19 @@ int fs_client_stats_json(fs_client *c, char *buf, size_t len)
 	cJSON *req = fs_ctl_request("stats");
 	if (!req)
 		return -ENOMEM;
-	/* The REQ socket is shared with the background thread's re-attach. */
+	/* The REQ socket is shared with the background thread's re-attach.  A
+	 * request that found no connection for its whole send timeout (2 s)
+	 * replaces the dialer, as a re-attach does (fs_client.c, reattach_try):
+	 * an attached engine's dialer that nng 1.5.2 stopped (a relisten on
+	 * the daemon's side resets its redial) would otherwise fail every
+	 * request until the engine detaches. */
 	pthread_mutex_lock(&c->ctl_lock);
-	int r = c->req_open ? fs_ctl_call(c->req, req, &rep, err, sizeof(err)) : -ENOTCONN;
+	int unsent = 0;
+	int r = c->req_open ? fs_ctl_call_unsent(c->req, req, &rep, err, sizeof(err), &unsent) : -ENOTCONN;
+	if (r < 0 && unsent) {
+		(void)fs_ctl_redial(c->req, &c->dialer, c->socket);
+		__atomic_fetch_add(&c->redials, 1, __ATOMIC_RELAXED);
+	}
 	pthread_mutex_unlock(&c->ctl_lock);
 	cJSON_Delete(req);
 	if (r < 0) {

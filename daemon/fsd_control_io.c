@@ -436,11 +436,14 @@ static int listen_start(struct fsd *d, struct fsd_ctl *t)
 {
 	int r;
 	/* fsd_sock_claim (main.c) holds the lock and cleared a stale socket. */
-	if ((r = nng_listener_create(&t->listener, d->lp->rep, t->url)) != 0 ||
-	    (r = nng_listener_set_int(t->listener, NNG_OPT_IPC_PERMISSIONS, (int)d->cfg.socket_mode)) != 0 ||
+	if ((r = nng_listener_create(&t->listener, d->lp->rep, t->url)) != 0)
+		goto fail;
+	if ((r = nng_listener_set_int(t->listener, NNG_OPT_IPC_PERMISSIONS, (int)d->cfg.socket_mode)) != 0 ||
 	    (r = nng_listener_start(t->listener, 0)) != 0) {
-		fsd_log(FSD_ERR, "control: cannot listen on %s: %s", t->url, nng_strerror(r));
-		return -EIO;
+		/* Created, not listening: closed here, or each retry of
+		 * relisten() would leak one. */
+		nng_listener_close(t->listener);
+		goto fail;
 	}
 	t->listening = 1;
 	fsd_sock_bound(&d->cfg, FSD_SOCK_CONTROL);
@@ -458,6 +461,9 @@ static int listen_start(struct fsd *d, struct fsd_ctl *t)
 				strerror(errno));
 	}
 	return 0;
+fail:
+	fsd_log(FSD_ERR, "control: cannot listen on %s: %s", t->url, nng_strerror(r));
+	return -EIO;
 }
 
 /* The listener takes no connection any more: another one on the path.
@@ -465,17 +471,23 @@ static int listen_start(struct fsd *d, struct fsd_ctl *t)
  * file, which the new one binds again). */
 static void relisten(struct fsd *d, struct fsd_ctl *t)
 {
-	fsd_count(&d->counters_daemon[FS_C_control_relistens], 1);
-	fsd_log(FSD_WARN,
-		"control: the listener on %s took no connection for %llu s (nng 1.5.2 stops after a peer "
-		"leaves in the handshake); listening anew",
-		t->url, (unsigned long long)(PROBE_DEADLINE_NS / 1000000000ull));
+	if (t->listening)
+		fsd_log(FSD_WARN,
+			"control: the listener on %s took no connection for %llu s (nng 1.5.2 stops after a "
+			"peer leaves in the handshake); listening anew",
+			t->url, (unsigned long long)(PROBE_DEADLINE_NS / 1000000000ull));
 	if (t->listening)
 		nng_listener_close(t->listener);
 	t->listening = 0;
 	fsd_sock_unlink(&d->cfg, FSD_SOCK_CONTROL); /* if nng left it */
-	if (listen_start(d, t) < 0)
-		fsd_log(FSD_ERR, "control: no listener on %s: engines cannot attach until a restart", t->url);
+	if (listen_start(d, t) == 0) {
+		/* Counts listeners that started: a failed try is retried at
+		 * the next probe and logged by listen_start(). */
+		fsd_count(&d->counters_daemon[FS_C_control_relistens], 1);
+		return;
+	}
+	fsd_log(FSD_ERR, "control: no listener on %s: engines cannot attach; trying again in %llu s", t->url,
+		(unsigned long long)(PROBE_DEADLINE_NS / 1000000000ull));
 }
 
 /*
