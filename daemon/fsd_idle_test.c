@@ -324,27 +324,38 @@ Test(idle, a_timer_late_by_varying_amounts)
 	free(a);
 }
 
+/* An engine between requests: 200 bursts of BURST_PER posts 250 us apart,
+ * 20 ms between bursts; the thread's wake-up 100 us, its timer 5 us late.
+ * Fills *m; returns the posts. */
+#define BURST_PER 12u
+static unsigned simulate_bursts(struct sim *m)
+{
+	const unsigned n = 200 * BURST_PER;
+	uint64_t *a = calloc(n, sizeof(*a)), t = 1000 * US;
+	cr_assert_not_null(a);
+	for (unsigned i = 0; i < n; i++) {
+		a[i] = t;
+		t += (i + 1) % BURST_PER ? 250 * US : 20000 * US;
+	}
+	*m = (struct sim){.wake_ns = 100 * US, .late_ns = 5 * US};
+	simulate(m, &dflt, a, n, 2 * BURST_PER);
+	free(a);
+	return n;
+}
+
 Test(idle, an_engine_that_pauses_is_not_late)
 {
 	/* Bursts of 12 posts 250 us apart, 20 ms between bursts (an engine
 	 * between requests).  The first post of a burst finds the thread
 	 * asleep long after the window: a new rhythm, not a late post, so it
 	 * must neither count as one nor widen the window after the post. */
-	const unsigned bursts = 200, per = 12, n = bursts * per, warm = 2 * per;
-	uint64_t *a = calloc(n, sizeof(*a)), t = 1000 * US;
-	cr_assert_not_null(a);
-	for (unsigned i = 0; i < n; i++) {
-		a[i] = t;
-		t += (i + 1) % per ? 250 * US : 20000 * US;
-	}
-	struct sim m = {.wake_ns = 100 * US, .late_ns = 5 * US};
-	simulate(&m, &dflt, a, n, warm);
+	struct sim m;
+	const unsigned n = simulate_bursts(&m), warm = 2 * BURST_PER;
 	cr_log_info("bursts: misses %llu, late %llu, hits %llu, lag %.1f us, spun %.1f us per post",
 		    (unsigned long long)m.s.misses, (unsigned long long)m.s.lates,
 		    (unsigned long long)m.s.hits, (double)m.s.lag / US, (double)m.spun_ns / (n - warm) / US);
 	cr_expect_eq(m.s.lates, 0, "%llu posts after a pause counted late", (unsigned long long)m.s.lates);
 	cr_expect_eq(m.s.lag, 0, "the pauses widened the window by %.1f us", (double)m.s.lag / US);
-	free(a);
 }
 
 Test(idle, the_post_after_the_first_of_a_burst_finds_the_thread_awake)
@@ -354,20 +365,13 @@ Test(idle, the_post_after_the_first_of_a_burst_finds_the_thread_awake)
 	 * time the thread has for it, so a sleep planned from it ended after
 	 * the burst's second post, which waited too (198 of 198 bursts, 39 us
 	 * on average).  Only the first post of each burst may wait. */
-	const unsigned bursts = 200, per = 12, n = bursts * per, warm = 2 * per;
-	uint64_t *a = calloc(n, sizeof(*a)), t = 1000 * US;
-	cr_assert_not_null(a);
-	for (unsigned i = 0; i < n; i++) {
-		a[i] = t;
-		t += (i + 1) % per ? 250 * US : 20000 * US;
-	}
-	struct sim m = {.wake_ns = 100 * US, .late_ns = 5 * US};
-	simulate(&m, &dflt, a, n, warm);
+	struct sim m;
+	const unsigned n = simulate_bursts(&m), warm = 2 * BURST_PER;
+	const unsigned bursts = n / BURST_PER;
 	cr_log_info(
 		"bursts: %u of %u posts found the thread asleep (%u bursts), worst %.1f us, spun %.1f us per post",
 		m.slow, n - warm, bursts - 2, (double)m.worst_ns / US, (double)m.spun_ns / (n - warm) / US);
 	cr_expect_leq(m.slow, bursts - 2,
 		      "%u of %u posts found the thread asleep: more than the %u that end a pause", m.slow,
 		      n - warm, bursts - 2);
-	free(a);
 }
