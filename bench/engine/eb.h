@@ -34,6 +34,7 @@
 	X(EB_PREDICT, "predict", 0, 1, 1)     \
 	X(EB_BOTH, "both", 0, 1, 1)           \
 	X(EB_PERFECT, "perfect", 0, 1, 1)     \
+	X(EB_ALT, "alt", 0, 1, 1)             \
 	X(EB_ZERO, "zero", 0, 0, 0)
 #define EB_MODE_ENUM(id, name, peer, daemon, predicts) id,
 enum eb_mode { EB_MODES(EB_MODE_ENUM) EB_NMODES };

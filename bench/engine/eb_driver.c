@@ -10,6 +10,7 @@
  *   daemon B (--recency-slots 0)     predict
  *   daemon C (defaults: both tiers)  both
  *   daemon D (defaults)              perfect
+ *   daemon E (defaults + --alt-arg)  alt: `both` with other daemon options
  *
  * Every daemon serves the same arena (same shape and seed) with the same
  * slots per card and bus budget (--bus-gbps: the host backend's copy
@@ -57,6 +58,8 @@ struct drv {
 	const char *self, *daemon, *model, *csv, *label, *workdir_opt;
 	const char *dargs[EB_MAX_DARGS];
 	int ndargs;
+	const char *altargs[EB_MAX_DARGS]; /* --alt-arg: mode alt's daemon only */
+	int naltargs;
 	int pred_charged; /* --pred-cost charged */
 	int dp;           /* --placement dp */
 	int peer_off;     /* --peer off: foresightd --peer off, engines read their own card only */
@@ -100,10 +103,11 @@ struct row {
 
 static pid_t g_pids[EB_MAX_ENGINES + 1];
 
-/* Modes run unless --modes says otherwise: all but perfect (a bound). */
+/* Modes run unless --modes says otherwise: all but perfect (a bound) and
+ * alt (an A/B of daemon options, on request with --alt-arg). */
 static int default_mode(int m)
 {
-	return m != EB_PERFECT;
+	return m != EB_PERFECT && m != EB_ALT;
 }
 
 static void on_alarm(int sig)
@@ -189,6 +193,20 @@ static int opt_daemon_arg(void *dst, const char *val, char *err, size_t errlen)
 		return -1;
 	}
 	d->dargs[d->ndargs++] = val;
+	return 0;
+}
+
+/* --alt-arg: one more foresightd argument for mode alt's daemon only, so a
+ * daemon option runs side by side with the defaults (`both`) in one run:
+ * the same routing, interleaved repetitions, one interval each. */
+static int opt_alt_arg(void *dst, const char *val, char *err, size_t errlen)
+{
+	struct drv *d = dst;
+	if (d->naltargs == EB_MAX_DARGS) {
+		snprintf(err, errlen, "at most %d", EB_MAX_DARGS);
+		return -1;
+	}
+	d->altargs[d->naltargs++] = val;
 	return 0;
 }
 
@@ -336,6 +354,10 @@ static int parse(struct drv *d, int argc, char **argv)
 			   "append one row per (repetition, mode) (`fs-engine-bench report` reads it)"),
 		FS_OPT_STR("label", "TEXT", &d->label, "first CSV column"),
 		FS_OPT_FN("daemon-arg", "ARG", d, opt_daemon_arg, "extra foresightd argument (repeatable)"),
+		FS_OPT_FN(
+			"alt-arg", "ARG", d, opt_alt_arg,
+			"a foresightd argument for mode alt's daemon only (repeatable, after --daemon-arg): "
+			"alt is `both` with these, an A/B of daemon options in one run"),
 		FS_OPT_STR("workdir", "DIR", &d->workdir_opt,
 			   "logs and checksum files (default: a temporary "
 			   "folder, removed unless --keep)"),
@@ -349,7 +371,8 @@ static int parse(struct drv *d, int argc, char **argv)
 		"usage: fs-engine-bench run --daemon PATH [options]\n\n"
 		"Runs every mode side by side, --reps times interleaved, and prints the tables: the peers\n"
 		"(static, strata-adapt, lru: no daemon), the daemon's modes (recency, predict, both;\n"
-		"perfect on request: both tiers, an oracle never wrong) and zero (every expert resident).\n\n",
+		"perfect on request: both tiers, an oracle never wrong; alt on request: both with --alt-arg)\n"
+		"and zero (every expert resident).\n\n",
 		NULL, opts, FS_OPT_N(opts)};
 	int rc = fs_opt_parse(&cmd, argc, argv);
 	if (rc == FS_OPT_HELP)
@@ -362,6 +385,12 @@ static int parse(struct drv *d, int argc, char **argv)
 	d->budget = d->budgets[0];
 	if (!d->daemon) {
 		fprintf(stderr, "fs-engine-bench run: --daemon PATH is required (try --help)\n");
+		return -1;
+	}
+	if (d->modes[EB_ALT] != (d->naltargs > 0)) {
+		fprintf(stderr, "fs-engine-bench run: %s\n",
+			d->naltargs ? "--alt-arg without mode alt in --modes" :
+				      "mode alt needs --alt-arg (without it, it is `both`)");
 		return -1;
 	}
 	if (d->nbound && d->nbound != d->nbudgets) {
@@ -501,6 +530,9 @@ static pid_t daemon_start(struct drv *d, int policy, char *err, size_t errlen)
 	}
 	for (int i = 0; i < d->ndargs; i++)
 		av[n++] = d->dargs[i];
+	if (policy == EB_ALT)
+		for (int i = 0; i < d->naltargs; i++)
+			av[n++] = d->altargs[i];
 	av[n] = NULL;
 	unlink(d->sock);
 	pid_t p = fork();
@@ -1117,6 +1149,12 @@ int eb_driver_main(int argc, char **argv, const char *self)
 		if (d.modes[m])
 			printf(" %s", eb_mode_name(m));
 	printf("\n");
+	if (d.naltargs) {
+		printf("alt: both, its daemon started with");
+		for (int i = 0; i < d.naltargs; i++)
+			printf(" %s", d.altargs[i]);
+		printf("\n");
+	}
 	fflush(stdout);
 	d.ro.windows = nwin;
 
@@ -1144,12 +1182,15 @@ int eb_driver_main(int argc, char **argv, const char *self)
 	uint64_t bad = 0, compared = 0;
 	int modes_checked = 0;
 	/* daemon A: the peers and zero (arena only), recency; B: predict; C:
-	 * both; D: perfect.  Each daemon mode on a fresh daemon (fresh tiers). */
-	static const int groups[4][5] = {{EB_STATIC, EB_STRATA, EB_LRU, EB_ZERO, EB_RECENCY},
-					 {EB_PREDICT, -1, -1, -1, -1},
-					 {EB_BOTH, -1, -1, -1, -1},
-					 {EB_PERFECT, -1, -1, -1, -1}};
-	static const int policy[4] = {EB_RECENCY, EB_PREDICT, EB_BOTH, EB_PERFECT};
+	 * both; D: perfect; E: alt.  Each daemon mode on a fresh daemon (fresh
+	 * tiers). */
+	enum { NGROUPS = 5 };
+	static const int groups[NGROUPS][5] = {{EB_STATIC, EB_STRATA, EB_LRU, EB_ZERO, EB_RECENCY},
+					       {EB_PREDICT, -1, -1, -1, -1},
+					       {EB_BOTH, -1, -1, -1, -1},
+					       {EB_PERFECT, -1, -1, -1, -1},
+					       {EB_ALT, -1, -1, -1, -1}};
+	static const int policy[NGROUPS] = {EB_RECENCY, EB_PREDICT, EB_BOTH, EB_PERFECT, EB_ALT};
 	for (int bi = 0; bi < d.nbudgets; bi++) {
 		d.budget = d.budgets[bi];
 		d.slots_card = (uint64_t)llround(d.budget * d.layers * d.experts / d.cards);
@@ -1170,7 +1211,7 @@ int eb_driver_main(int argc, char **argv, const char *self)
 		for (d.rep = 1; d.rep <= d.reps; d.rep++) {
 			struct row rows[EB_NMODES];
 			memset(rows, 0, sizeof(rows));
-			for (int g = 0; g < 4; g++) {
+			for (int g = 0; g < NGROUPS; g++) {
 				int any = 0;
 				for (int k = 0; k < 5; k++)
 					any |= groups[g][k] >= 0 && d.modes[groups[g][k]];

@@ -62,7 +62,9 @@
 #     be read from card 1 once an engine has seen it down.
 # Bus budget: PCIe Gen4 x8 per card, scaled with the experts (--scale 4:
 # 0.45 MiB experts over 3.375 GB/s = one 1.8 MiB expert over 13.5 GB/s).
-# Extra arguments for every config: EB_ARGS (e.g. EB_ARGS="--trace FILE");
+# Extra arguments for every config: EB_ARGS (e.g. EB_ARGS="--trace FILE"; an
+# A/B of a daemon option in one run: EB_ARGS="--modes static,both,alt
+# --alt-arg --demand-late --alt-arg on", mode alt = both with that option);
 # legacy, only some configs: EB_CONFIGS (labels, e.g. EB_CONFIGS="2c1e-52 2c2e-52"; it
 # implies EB_SET=legacy).  FS_BENCH_PREBUILT=1 (bench/device.sh): FS_BENCH_BUILD
 # is built, skip the build.

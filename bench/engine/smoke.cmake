@@ -77,6 +77,32 @@ if(NOT out MATCHES "arena: built 1 time\\(s\\), reused by [1-9][0-9]* daemon sta
   message(FATAL_ERROR "the arena was not kept across the daemon starts (fd store)")
 endif()
 
+# 1a. mode alt (`both` with --alt-arg, an A/B of daemon options in one run):
+#     its arguments reach its daemon and no other (a value foresightd
+#     refuses fails alt's start and alt's row, while both's daemon starts);
+#     with a valid option alt gets its row and its checksums agree; alt
+#     without --alt-arg, or --alt-arg without alt, is refused.
+execute_process(COMMAND ${BENCH} run ${SHAPE} --modes static,both,alt --alt-arg --demand-late --alt-arg on
+  RESULT_VARIABLE ra OUTPUT_VARIABLE oa ERROR_VARIABLE ea)
+if(NOT ra EQUAL 0 OR NOT oa MATCHES "\n\\| alt \\| [0-9.]+ \\| [0-9.]+ % \\|" OR
+   NOT oa MATCHES "alt: both, its daemon started with --demand-late on" OR
+   NOT oa MATCHES "checksums: [1-9][0-9]* window results compared over 3 modes x 1 engine\\(s\\): all equal")
+  message(FATAL_ERROR "mode alt with --alt-arg --demand-late on (exit ${ra}):\n${oa}\n${ea}")
+endif()
+execute_process(COMMAND ${BENCH} run ${SHAPE} --modes static,both,alt --alt-arg --demand-late --alt-arg bogus
+  RESULT_VARIABLE rb OUTPUT_VARIABLE ob ERROR_VARIABLE eb)
+if(rb EQUAL 0 OR NOT ob MATCHES "daemon for both: answering" OR NOT ob MATCHES "daemon for alt: failed" OR
+   NOT ob MATCHES "\\| alt \\| FAILED")
+  message(FATAL_ERROR "alt's refused option did not fail alt alone (exit ${rb}):\n${ob}\n${eb}")
+endif()
+foreach(bad "--modes;static,alt" "--alt-arg;--demand-late")
+  execute_process(COMMAND ${BENCH} run ${SHAPE} ${bad} RESULT_VARIABLE rc2 OUTPUT_QUIET ERROR_VARIABLE e2)
+  if(rc2 EQUAL 0 OR NOT e2 MATCHES "alt")
+    message(FATAL_ERROR "fs-engine-bench run ${bad}: not refused (exit ${rc2}):\n${e2}")
+  endif()
+endforeach()
+message("mode alt: its daemon alone gets --alt-arg")
+
 # 1b. the report from the CSV: the same tables; a promised row missing fails it
 execute_process(COMMAND ${BENCH} report ${CSV} RESULT_VARIABLE rr OUTPUT_VARIABLE rout ERROR_VARIABLE rerr)
 if(NOT rr EQUAL 0 OR NOT rout MATCHES "best peer: \\*\\*")
