@@ -185,7 +185,11 @@ static inline void fs_ring_prefetch_w(const void *a)
 }
 
 #define FS_RING_RECS_PER_LINE (FS_CACHELINE / (uint32_t)sizeof(struct fs_rec))
-#define FS_RING_AHEAD 64u /* records: how far ahead both sides prefetch */
+/* Records: how far past its tail the producer asks for lines to write
+ * (fs_ring_post_ahead, fs_ring_post_batch).  The producer only: the
+ * consumer prefetches nothing, its one bulk copy in fs_ring_consume()
+ * overlaps the lines' transfers by itself. */
+#define FS_RING_AHEAD 64u
 
 /*
  * 1 when the whole cache line holding record `pos` (a free-running index)
