@@ -252,21 +252,67 @@ static int walk(const struct fs_opt_cmd *c, int argc, char *const *argv, int sto
 	return 0;
 }
 
-int fs_opt_parse(const struct fs_opt_cmd *cmd, int argc, char *const *argv)
+/* One row of the tool's table, before anything reads it: what set(),
+ * the lookups and the help dereference.  NULL, or what is wrong. */
+static const char *row_bad(const struct fs_opt *o)
 {
-	/* The tool's own definition, checked before any argument: more rows
-	 * required than defined, or rows counted but not given, would read
-	 * past args[] (the "is missing" message names args[npos]). */
+	if (!o->name)
+		return "a row without a name";
+	if (!o->help)
+		return "a row without help";
+	if (!o->dst && o->type != FS_OPT_T_FN) /* a callback may keep its value elsewhere */
+		return "a row without a destination";
+	if ((unsigned)o->type > FS_OPT_T_FN)
+		return "a row of no known type";
+	if (o->type == FS_OPT_T_CHOICE && !o->choices)
+		return "a choice row without its choices";
+	if (o->type == FS_OPT_T_FN && !o->fn)
+		return "a callback row without its function";
+	return NULL;
+}
+
+/*
+ * The tool's own definition, checked before any argument and before the
+ * help reads it: rows counted but not given, more positional rows
+ * required than defined (the "is missing" message names args[npos]), or
+ * a row that lacks what the parser and the help dereference would read
+ * past the table or through NULL.  0, or -1 with the message on stderr.
+ * (A choices list must still end with NULL: its length is not known.)
+ */
+static int table_ok(const struct fs_opt_cmd *cmd)
+{
+	const char *prog = cmd->prog ? cmd->prog : "fs_opt";
+	if (!cmd->opts && cmd->n) {
+		fprintf(stderr, "%s: bad option table: %u option rows counted, none given\n", prog, cmd->n);
+		return -1;
+	}
 	if (!cmd->args && cmd->nargs) {
-		fprintf(stderr, "%s: bad option table: %u positional rows counted, none given\n", cmd->prog,
+		fprintf(stderr, "%s: bad option table: %u positional rows counted, none given\n", prog,
 			cmd->nargs);
 		return -1;
 	}
 	if (cmd->args && cmd->min_args > cmd->nargs) {
-		fprintf(stderr, "%s: bad option table: %u positional rows required, %u defined\n", cmd->prog,
+		fprintf(stderr, "%s: bad option table: %u positional rows required, %u defined\n", prog,
 			cmd->min_args, cmd->nargs);
 		return -1;
 	}
+	for (unsigned i = 0; i < cmd->nargs + cmd->n; i++) {
+		const struct fs_opt *o = i < cmd->nargs ? &cmd->args[i] : &cmd->opts[i - cmd->nargs];
+		const char *why = row_bad(o);
+		if (why) {
+			fprintf(stderr, "%s: bad option table: %s (%s row %u%s%s)\n", prog, why,
+				i < cmd->nargs ? "positional" : "option", i < cmd->nargs ? i : i - cmd->nargs,
+				o->name ? ", " : "", o->name ? o->name : "");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int fs_opt_parse(const struct fs_opt_cmd *cmd, int argc, char *const *argv)
+{
+	if (table_ok(cmd) < 0)
+		return -1;
 	if (cmd->npos)
 		*cmd->npos = 0;
 	if (walk(cmd, argc, argv, 0) == FS_OPT_HELP) {
@@ -347,8 +393,12 @@ static void wrap(FILE *out, const char *text, int col, int indent)
 	fputc('\n', out);
 }
 
-void fs_opt_help(const struct fs_opt_cmd *cmd, FILE *out)
+int fs_opt_help(const struct fs_opt_cmd *cmd, FILE *out)
 {
+	/* Called directly too (a tool's own usage error): the same check as
+	 * the parse, so a bad table is refused here rather than read past. */
+	if (table_ok(cmd) < 0)
+		return -1;
 	if (cmd->usage)
 		fputs(cmd->usage, out);
 	int width = 6; /* "--help" */
@@ -399,4 +449,5 @@ void fs_opt_help(const struct fs_opt_cmd *cmd, FILE *out)
 	}
 	if (cmd->tail)
 		fputs(cmd->tail, out);
+	return 0;
 }

@@ -130,7 +130,9 @@ struct fs_opt_cmd {
 	 * than min_args, or more than nargs, is an error.  *npos (may be
 	 * NULL) says how many were given.  pos and max_pos are then unused.
 	 * A table with min_args > nargs, or nargs rows and no args, is the
-	 * tool's bug: fs_opt_parse() says so and returns -1 at once. */
+	 * tool's bug: fs_opt_parse() and fs_opt_help() say so and return -1
+	 * at once (as for n rows and no opts, or a row without its name,
+	 * help, destination, choices or callback). */
 	const struct fs_opt *args;
 	unsigned nargs, min_args;
 	/* After an error message: NULL, "(try --help)"; a tool whose --help
@@ -142,8 +144,9 @@ struct fs_opt_cmd {
 /* Parse argv[1..argc) against cmd: 0, FS_OPT_HELP (--help printed on
  * stdout) or -1 (the error printed on stderr). */
 int fs_opt_parse(const struct fs_opt_cmd *cmd, int argc, char *const *argv);
-/* The --help text (the defaults as the destinations hold them now). */
-void fs_opt_help(const struct fs_opt_cmd *cmd, FILE *out);
+/* The --help text (the defaults as the destinations hold them now): 0,
+ * or -1 for a bad table (the message on stderr, nothing on out). */
+int fs_opt_help(const struct fs_opt_cmd *cmd, FILE *out);
 /* An unsigned integer as the rows take it (decimal or 0x hex, no sign),
  * at most hi: 0, or -1.  For FS_OPT_FN callbacks that check a value
  * before they keep it in another form. */

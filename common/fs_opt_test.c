@@ -374,6 +374,67 @@ Test(opt, min_args_above_nargs_is_refused)
 	free(buf);
 }
 
+/* fs_opt_help() called directly (a tool's own usage error: "too few
+ * files", fs-trace-convert, fs-engine-bench report) checks the table as
+ * the parse does: a bad one is refused, -1, the message on stderr and
+ * nothing on the help's stream.  Before, only the parse checked: rows
+ * counted and not given, or a choice row without its list, were read
+ * through NULL (a crash), and min_args > nargs printed a help that
+ * called option rows required. */
+Test(opt, help_refuses_a_bad_table)
+{
+	const char *a = NULL;
+	const struct fs_opt args[] = {FS_OPT_STR("A", NULL, &a, "first")};
+	int k = 0;
+	const struct fs_opt no_choices[] = {FS_OPT_CHOICE("kind", "K", &k, NULL, "kind")};
+	const struct fs_opt no_name[] = {FS_OPT_FLAG(NULL, 0, &k, "nameless")};
+	const struct {
+		struct fs_opt_cmd c;
+		const char *msg;
+	} bad[] = {
+		{{.prog = "t1", .opts = opts, .n = 2, .nargs = 2},
+		 "t1: bad option table: 2 positional rows counted, none given\n"},
+		{{.prog = "t2", .opts = opts, .n = 2, .args = args, .nargs = 1, .min_args = 2},
+		 "t2: bad option table: 2 positional rows required, 1 defined\n"},
+		{{.prog = "t3", .n = 3}, "t3: bad option table: 3 option rows counted, none given\n"},
+		{{.prog = "t4", .opts = no_choices, .n = 1},
+		 "t4: bad option table: a choice row without its choices (option row 0, kind)\n"},
+		{{.prog = "t5", .opts = opts, .n = 2, .args = no_name, .nargs = 1},
+		 "t5: bad option table: a row without a name (positional row 0)\n"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *out = NULL, *err = NULL;
+		size_t olen = 0, elen = 0;
+		FILE *fo = open_memstream(&out, &olen), *fe = open_memstream(&err, &elen);
+		cr_assert(fo && fe);
+		FILE *saved = stderr;
+		stderr = fe;
+		int help = fs_opt_help(&bad[i].c, fo);
+		int parse = fs_opt_parse(&bad[i].c, 2, (char *const[]){"t", "--help", NULL});
+		stderr = saved;
+		fclose(fo);
+		fclose(fe);
+		cr_expect_eq(help, -1, "%s: help took a bad table", bad[i].c.prog);
+		cr_expect_eq(parse, -1, "%s: parse took a bad table", bad[i].c.prog);
+		cr_expect_eq(olen, 0u, "%s: help printed from a bad table:\n%s", bad[i].c.prog, out);
+		cr_expect(strstr(err, bad[i].msg) == err, "%s: want %s got %s", bad[i].c.prog, bad[i].msg,
+			  err);
+		cr_expect(strstr(err + strlen(bad[i].msg), bad[i].msg) != NULL, "%s: parse said %s",
+			  bad[i].c.prog, err);
+		free(out);
+		free(err);
+	}
+	cr_expect_null(a);
+	/* A good table still prints, and says so. */
+	char *out = NULL;
+	size_t olen = 0;
+	FILE *fo = open_memstream(&out, &olen);
+	cr_expect_eq(fs_opt_help(&cmd, fo), 0);
+	fclose(fo);
+	cr_expect(strstr(out, "  --windows N     windows to run (default: 200)\n") != NULL, "%s", out);
+	free(out);
+}
+
 /* fs_opt_uint: what the rows take, for callbacks that keep the text. */
 Test(fs_opt, uint_helper_takes_what_the_rows_take)
 {
