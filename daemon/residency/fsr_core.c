@@ -105,8 +105,10 @@ void fsr_config_defaults(struct fsr_config *cfg)
  *    the bus free (fsr_sched.c).  Alone, 5 draws: -1.6 .. -3.1 % misses
  *    on the calibrated model at 26 % and on the real traces at 25 and
  *    50 %, +0.4 % (+0.0..+1.0) on the model at 52 %
- *    (docs/results/replay.md, "Session 8: demand_late"); the live-daemon
- *    tests and the GPU have not run with it on.
+ *    (docs/results/replay.md, "Session 8: demand_late").  On the GPU, side
+ *    by side with the defaults (docs/results/engine.md, "Issue 18 at
+ *    session 9"): no tok/s effect at 26 %, 0.3-4.5 % more misses at 52 %
+ *    in each of 5 pairs.
  *  - cross_window: off.  Predicting a window's first layers from the last
  *    window's routing there changed nothing measurable: the recency tier
  *    already copies the last window's misses for the next window.
