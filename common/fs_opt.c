@@ -322,6 +322,15 @@ int fs_opt_parse(const struct fs_opt_cmd *cmd, int argc, char *const *argv)
 	return walk(cmd, argc, argv, 1);
 }
 
+void fs_opt_parse_or_exit(const struct fs_opt_cmd *cmd, int argc, char *const *argv)
+{
+	int rc = fs_opt_parse(cmd, argc, argv);
+	if (rc == FS_OPT_HELP)
+		exit(0);
+	if (rc < 0)
+		exit(FS_OPT_EXIT_USAGE);
+}
+
 /* The value a destination holds, as a user would type it; 0 when there
  * is nothing to show (a flag, a NULL string, a callback's). */
 static int dflt_text(const struct fs_opt *o, char *out, size_t len)

@@ -32,7 +32,8 @@
  * bad one leaves the destination as it was.
  *
  * Errors go to stderr as "PROG: --name 'VALUE': what was wanted (try
- * --help)" (or the command's hint) and fs_opt_parse returns -1; the tool picks its exit status.
+ * --help)" (or the command's hint) and fs_opt_parse returns -1; the tool picks its exit status
+ * (fs_opt_parse_or_exit: 2, the tools' usage status).
  * --help: the usage text, the option list (each help followed by
  * "(default: X)" from the destination's value before the parse, unless
  * the help itself mentions a default, or the row is a flag), then the tail
@@ -144,6 +145,13 @@ struct fs_opt_cmd {
 /* Parse argv[1..argc) against cmd: 0, FS_OPT_HELP (--help printed on
  * stdout) or -1 (the error printed on stderr). */
 int fs_opt_parse(const struct fs_opt_cmd *cmd, int argc, char *const *argv);
+/* fs_opt_parse() and what nearly every tool's main does with its result:
+ * exit(0) after --help, exit(FS_OPT_EXIT_USAGE) after an error (both
+ * already printed); returns only when argv was taken.  For a tool's main
+ * or a subcommand's, never a library: a tool that must clean up, or
+ * exits otherwise (fsctl, fs-demo-engine), calls fs_opt_parse. */
+#define FS_OPT_EXIT_USAGE 2
+void fs_opt_parse_or_exit(const struct fs_opt_cmd *cmd, int argc, char *const *argv);
 /* The --help text (the defaults as the destinations hold them now): 0,
  * or -1 for a bad table (the message on stderr, nothing on out). */
 int fs_opt_help(const struct fs_opt_cmd *cmd, FILE *out);

@@ -435,6 +435,30 @@ Test(opt, help_refuses_a_bad_table)
 	free(out);
 }
 
+/* fs_opt_parse_or_exit: the tools' mains in one call.  Taken: it returns
+ * with the values stored; --help: exit 0; an error: exit 2 (criterion
+ * runs each test in a process of its own and checks its exit status). */
+Test(opt, parse_or_exit_returns_when_taken)
+{
+	fs_opt_parse_or_exit(&cmd, 3, (char *const[]){"fs-test", "--windows=9", "in", NULL});
+	cr_expect_eq(v.u32, 9u);
+	cr_expect_str_eq(v.pos[0], "in");
+}
+
+Test(opt, parse_or_exit_exits_0_after_help, .exit_code = 0)
+{
+	cr_redirect_stdout();
+	fs_opt_parse_or_exit(&cmd, 2, (char *const[]){"fs-test", "--help", NULL});
+	cr_assert_fail("returned after --help");
+}
+
+Test(opt, parse_or_exit_exits_2_after_an_error, .exit_code = FS_OPT_EXIT_USAGE)
+{
+	cr_redirect_stderr();
+	fs_opt_parse_or_exit(&cmd, 2, (char *const[]){"fs-test", "--windows=0", NULL});
+	cr_assert_fail("returned after an error");
+}
+
 /* fs_opt_uint: what the rows take, for callbacks that keep the text. */
 Test(fs_opt, uint_helper_takes_what_the_rows_take)
 {

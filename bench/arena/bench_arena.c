@@ -666,9 +666,7 @@ int main(int argc, char **argv)
 			      "the default rows' fill: auto (the daemon's), map, write"),
 	};
 	const struct fs_opt_cmd cmd = {"fs-bench-arena", usage, NULL, opts, FS_OPT_N(opts)};
-	int prc = fs_opt_parse(&cmd, argc, argv);
-	if (prc != 0)
-		return prc == FS_OPT_HELP ? 0 : 2;
+	fs_opt_parse_or_exit(&cmd, argc, argv);
 	if (quick)
 		o.bytes = 32ull << 20;
 	char path[4096];

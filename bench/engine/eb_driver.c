@@ -374,11 +374,7 @@ static int parse(struct drv *d, int argc, char **argv)
 		"perfect on request: both tiers, an oracle never wrong; alt on request: both with --alt-arg)\n"
 		"and zero (every expert resident).\n\n",
 		NULL, opts, FS_OPT_N(opts)};
-	int rc = fs_opt_parse(&cmd, argc, argv);
-	if (rc == FS_OPT_HELP)
-		exit(0);
-	if (rc < 0)
-		return -1;
+	fs_opt_parse_or_exit(&cmd, argc, argv);
 	d->device = device ? EB_DEV_CUDA : EB_DEV_HOST;
 	if (d->nbudgets == 0)
 		d->budgets[d->nbudgets++] = 0.26;

@@ -754,11 +754,7 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 				       "One engine process, normally started by `fs-engine-bench run`\n"
 				       "(bench/engine/README.md).\n\n",
 				       NULL, opts, FS_OPT_N(opts)};
-	int rc = fs_opt_parse(&cmd, argc, argv);
-	if (rc == FS_OPT_HELP)
-		exit(0);
-	if (rc < 0)
-		return -1;
+	fs_opt_parse_or_exit(&cmd, argc, argv);
 	o->device = device ? EB_DEV_CUDA : EB_DEV_HOST;
 	o->decay = (float)decay;
 	if (!o->socket || o->mode < 0) {

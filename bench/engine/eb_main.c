@@ -118,9 +118,7 @@ int eb_calibrate_main(int argc, char **argv)
 		"Prints \"dense_iters N us X\": the dense loop's iterations that take US\n"
 		"per layer at 3 tokens a window, and the time they took.\n\n",
 		NULL, opts, FS_OPT_N(opts)};
-	int rc = fs_opt_parse(&cmd, argc, argv);
-	if (rc != 0)
-		return rc == FS_OPT_HELP ? 0 : 2;
+	fs_opt_parse_or_exit(&cmd, argc, argv);
 	enum eb_device kind = dev == 1 ? EB_DEV_CUDA : EB_DEV_HOST;
 	struct eb_dev *d;
 	char err[256];

@@ -480,9 +480,7 @@ int eb_report_main(int argc, char **argv)
 		.pos = files,
 		.max_pos = 256,
 		.npos = &nfiles};
-	int prc = fs_opt_parse(&cmd, argc, argv);
-	if (prc)
-		return prc == FS_OPT_HELP ? 0 : 2;
+	fs_opt_parse_or_exit(&cmd, argc, argv);
 	if (nfiles == 0) {
 		fs_opt_help(&cmd, stderr);
 		return 2;

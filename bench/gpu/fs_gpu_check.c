@@ -329,15 +329,14 @@ static int bandwidth(const char *sock, unsigned rounds)
 	return 0;
 }
 
-/* A command's arguments against its typed rows (common/fs_opt.h): 0 run,
- * 1 --help printed, -1 an error printed. */
-static int args_of(int argc, char **argv, const char *prog, const char *usage, const struct fs_opt *args,
-		   unsigned nargs, unsigned min)
+/* A command's arguments against its typed rows (common/fs_opt.h): returns
+ * when they were taken; exits 0 after --help, 2 after an error. */
+static void args_of(int argc, char **argv, const char *prog, const char *usage, const struct fs_opt *args,
+		    unsigned nargs, unsigned min)
 {
 	const struct fs_opt_cmd cmd = {
 		.prog = prog, .usage = usage, .args = args, .nargs = nargs, .min_args = min};
-	int rc = fs_opt_parse(&cmd, argc, argv);
-	return rc == FS_OPT_HELP ? 1 : rc;
+	fs_opt_parse_or_exit(&cmd, argc, argv);
 }
 
 int main(int argc, char **argv)
@@ -347,39 +346,36 @@ int main(int argc, char **argv)
 	double max_s = 600.0, secs = 0;
 	const struct fs_opt sock_row = FS_OPT_STR("SOCKET", NULL, &sock, "foresightd's control socket");
 	const char *what = argc >= 2 ? argv[1] : "";
-	int rc = -1;
 	if (strcmp(what, "integrity") == 0) {
 		const struct fs_opt a[] = {
 			sock_row, FS_OPT_U32("N", NULL, &n, 1, 100000000, "landed slots to check"),
 			FS_OPT_DBL("MAX_S", NULL, &max_s, 0.001, 86400, "give up after, s")};
-		if ((rc = args_of(argc - 1, argv + 1, "fs-gpu-check integrity",
-				  "usage: fs-gpu-check integrity SOCKET N [MAX_S]\n\n", a, FS_OPT_N(a), 2)) ==
-		    0)
-			return integrity(sock, n, max_s);
+		args_of(argc - 1, argv + 1, "fs-gpu-check integrity",
+			"usage: fs-gpu-check integrity SOCKET N [MAX_S]\n\n", a, FS_OPT_N(a), 2);
+		return integrity(sock, n, max_s);
 	} else if (strcmp(what, "latency") == 0) {
 		const struct fs_opt a[] = {
 			sock_row, FS_OPT_U32("N", NULL, &n, 1, 10000000, "samples per run"),
 			FS_OPT_U32("GAP_US", NULL, &gap_us, 0, 10000000, "sleep between samples, us"),
 			FS_OPT_U32("RUNS", NULL, &runs, 1, 1000, "runs")};
-		if ((rc = args_of(argc - 1, argv + 1, "fs-gpu-check latency",
-				  "usage: fs-gpu-check latency SOCKET N [GAP_US [RUNS]]\n\n", a, FS_OPT_N(a),
-				  2)) == 0)
-			return latency(sock, runs, n, gap_us);
+		args_of(argc - 1, argv + 1, "fs-gpu-check latency",
+			"usage: fs-gpu-check latency SOCKET N [GAP_US [RUNS]]\n\n", a, FS_OPT_N(a), 2);
+		return latency(sock, runs, n, gap_us);
 	} else if (strcmp(what, "idle") == 0) {
 		const struct fs_opt a[] = {
 			sock_row, FS_OPT_DBL("SECONDS", NULL, &secs, 0, 86400, "how long to stay attached")};
-		if ((rc = args_of(argc - 1, argv + 1, "fs-gpu-check idle",
-				  "usage: fs-gpu-check idle SOCKET SECONDS\n\n", a, FS_OPT_N(a), 2)) == 0)
-			return idle(sock, secs);
+		args_of(argc - 1, argv + 1, "fs-gpu-check idle",
+			"usage: fs-gpu-check idle SOCKET SECONDS\n\n", a, FS_OPT_N(a), 2);
+		return idle(sock, secs);
 	} else if (strcmp(what, "bandwidth") == 0) {
 		const struct fs_opt a[] = {sock_row, FS_OPT_U32("ROUNDS", NULL, &n, 1, 1000000, "rounds")};
-		if ((rc = args_of(argc - 1, argv + 1, "fs-gpu-check bandwidth",
-				  "usage: fs-gpu-check bandwidth SOCKET ROUNDS\n\n", a, FS_OPT_N(a), 2)) == 0)
-			return bandwidth(sock, n);
+		args_of(argc - 1, argv + 1, "fs-gpu-check bandwidth",
+			"usage: fs-gpu-check bandwidth SOCKET ROUNDS\n\n", a, FS_OPT_N(a), 2);
+		return bandwidth(sock, n);
 	} else {
 		fprintf(stderr,
 			"usage: fs-gpu-check integrity SOCKET N [MAX_S] | latency SOCKET N [GAP_US [RUNS]] | bandwidth SOCKET ROUNDS | "
 			"idle SOCKET SECONDS\n");
 	}
-	return rc == 1 ? 0 : 2;
+	return 2;
 }

@@ -68,9 +68,7 @@ static int cmd_latency(int argc, char **argv)
 				       .args = args,
 				       .nargs = FS_OPT_N(args),
 				       .min_args = 2};
-	int rc = fs_opt_parse(&cmd, argc, argv);
-	if (rc)
-		return rc == FS_OPT_HELP ? 0 : 2;
+	fs_opt_parse_or_exit(&cmd, argc, argv);
 	return latency(sock, runs, n, gap_us);
 }
 
@@ -87,9 +85,7 @@ static int cmd_idle(int argc, char **argv)
 				       .args = args,
 				       .nargs = FS_OPT_N(args),
 				       .min_args = 2};
-	int rc = fs_opt_parse(&cmd, argc, argv);
-	if (rc)
-		return rc == FS_OPT_HELP ? 0 : 2;
+	fs_opt_parse_or_exit(&cmd, argc, argv);
 	fs_client *c = open_client(sock, "post-latency-idle");
 	usleep((useconds_t)(secs * 1e6));
 	fs_client_close(c);

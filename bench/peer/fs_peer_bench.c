@@ -305,9 +305,7 @@ static int engine(int argc, char **argv)
 		.args = args,
 		.nargs = FS_OPT_N(args),
 		.min_args = 4};
-	int rc = fs_opt_parse(&cmd, argc - 1, argv + 1);
-	if (rc)
-		return rc == FS_OPT_HELP ? 0 : 2;
+	fs_opt_parse_or_exit(&cmd, argc - 1, argv + 1);
 	if (!seed_given)
 		seed = 1 + card;
 	fs_client *c;
@@ -411,9 +409,7 @@ int main(int argc, char **argv)
 					       .usage = "usage: fs-peer-bench raw [--quick]\n\n",
 					       .opts = opts,
 					       .n = FS_OPT_N(opts)};
-		int rc = fs_opt_parse(&cmd, argc - 1, argv + 1);
-		if (rc)
-			return rc == FS_OPT_HELP ? 0 : 2;
+		fs_opt_parse_or_exit(&cmd, argc - 1, argv + 1);
 		return raw(quick);
 	}
 	if (argc >= 2 && strcmp(argv[1], "engine") == 0)

@@ -142,11 +142,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		FS_OPT_FLAG("quick", 0, &quick, "small counts (a smoke test: about a second)"),
 	};
 	const struct fs_opt_cmd cmd = {"fs-bench-ring", usage, tail, opts, FS_OPT_N(opts)};
-	int rc = fs_opt_parse(&cmd, argc, argv);
-	if (rc == FS_OPT_HELP)
-		exit(0);
-	if (rc < 0)
-		return -1;
+	fs_opt_parse_or_exit(&cmd, argc, argv);
 	o->cap_ns = cap_ms * 1000000u;
 	if (quick) {
 		o->records = 200000u;

@@ -79,9 +79,7 @@ int main(int argc, char **argv)
 		FS_OPT_STR("set", "DIR", &set, "write the fixture set of the tests into DIR"),
 	};
 	const struct fs_opt_cmd cmd = {"fs-gguf-fixture", usage, NULL, opts, FS_OPT_N(opts)};
-	int rc = fs_opt_parse(&cmd, argc, argv);
-	if (rc != 0)
-		return rc == FS_OPT_HELP ? 0 : 2;
+	fs_opt_parse_or_exit(&cmd, argc, argv);
 	if (set)
 		return write_set(set);
 	if (!arch || !out) {

@@ -40,9 +40,7 @@ int main(int argc, char **argv)
 			   "tokens per decode window for the window statistics"),
 	};
 	const struct fs_opt_cmd cmd = {"fs-trace-convert", usage, tail, opts, FS_OPT_N(opts), pos, 2, &npos};
-	int prc = fs_opt_parse(&cmd, argc, argv);
-	if (prc != 0)
-		return prc == FS_OPT_HELP ? 0 : 2;
+	fs_opt_parse_or_exit(&cmd, argc, argv);
 	if (npos != (info ? 1u : 2u)) {
 		fs_opt_help(&cmd, stderr);
 		return 2;
