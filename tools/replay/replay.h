@@ -21,6 +21,7 @@
 #include "fs_trace.h"
 #include "fsd_options.h"
 #include "fsr.h"
+#include "replay_why.h"
 
 /* The policies of --compare, in table order. */
 enum replay_policy_id {
@@ -117,6 +118,11 @@ struct replay_result {
 	 * foresightd's). */
 	uint64_t client_uses[REPLAY_PER_MAX], client_hits[REPLAY_PER_MAX];
 	uint64_t card_copies[REPLAY_PER_MAX], card_fill[REPLAY_PER_MAX];
+	/* where the misses come from (replay_why.h): each miss in one class of
+	 * each list, so each list sums to `misses`; why_counted 0: the row was
+	 * not classified (the strata-adapt peer, the clairvoyant bound) */
+	int why_counted;
+	uint64_t why[RW_N], why_hist[RH_N];
 };
 
 /* The trace and what builds the profile. */
@@ -165,6 +171,10 @@ void replay_report_json(FILE *out, const struct replay_input *in, const struct r
 			const struct replay_result *res, int n);
 void replay_report_csv(FILE *out, const struct replay_result *res, int n);
 void replay_report_markdown(FILE *out, const struct replay_result *res, int n);
+/* --why: each classified row's misses by class (replay_why.h), the four
+ * classes' sums and the never-predicted ones against lru's misses when an
+ * lru row is there; markdown: as a Markdown table. */
+void replay_report_why(FILE *out, const struct replay_result *res, int n, int markdown);
 
 /* replay_stats.c: --trace-stats. */
 int replay_trace_stats(FILE *out, const struct fs_trace *t, uint32_t tokens_per_window);

@@ -160,6 +160,8 @@ static void usage(FILE *f)
 		"  --no-bound            leave out the clairvoyant bound's row (future known, Belady eviction,\n"
 		"                        copies at the bus rate); every row reports its share of it\n"
 		"  --csv | --markdown    print the table as CSV or as a Markdown table\n"
+		"  --why                 after the table (or the Markdown table), where each policy's misses\n"
+		"                        come from: each in one class (replay_why.h; --json always has them)\n"
 		"  --sweep slots|delay   hit rate vs slots / misses vs landing delay: CSV and a plot\n"
 		"  --out DIR             where --sweep writes (default .)\n"
 		"  --tag NAME            --sweep's files are sweep-WHAT-NAME.* (default: the trace's name)\n"
@@ -301,6 +303,7 @@ enum {
 	O_NO_BOUND,
 	O_CLIENTS,
 	O_PRED_MAX,
+	O_WHY,
 };
 
 static const struct option own_longopts[] = {
@@ -344,6 +347,7 @@ static const struct option own_longopts[] = {
 	{"no-bound", no_argument, NULL, O_NO_BOUND},
 	{"clients", required_argument, NULL, O_CLIENTS},
 	{"pred-max", required_argument, NULL, O_PRED_MAX},
+	{"why", no_argument, NULL, O_WHY},
 	{"config", required_argument, NULL, O_CONFIG},
 	/* then foresightd's FSD_POLICY rows (replay_opts_parse) */
 };
@@ -483,6 +487,9 @@ static int one(struct replay_opts *o, int ch, const char *a)
 		return 0;
 	case O_NO_BOUND:
 		o->no_bound = 1;
+		return 0;
+	case O_WHY:
+		o->why = 1;
 		return 0;
 	case O_SEED:
 		if (num(a, 0, 1.8e19, &d))

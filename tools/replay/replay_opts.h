@@ -21,6 +21,7 @@ struct replay_opts {
 	int npols;
 	int json;
 	int csv, markdown; /* --csv, --markdown: the table in those forms */
+	int why;           /* --why: where the misses come from, after the table */
 	const char *tag;   /* --tag: names --sweep's files (default: the trace's) */
 	int stats;         /* --trace-stats */
 	const char *sweep; /* "slots", "delay" or NULL */

@@ -143,7 +143,7 @@ void replay_report_json(FILE *out, const struct replay_input *in, const struct r
 			"\"hit_rate\": %.6f, \"copies\": %llu, \"bytes\": %llu, \"late_landings\": %llu, "
 			"\"late_uses\": %llu, \"too_late\": %llu, \"promoted\": %llu, \"predictions\": %llu, "
 			"\"ms_per_window\": %.4f, \"tokens_per_s\": %.3f, \"share_of_zero_miss\": %s, "
-			"\"share_of_bound\": %s}%s\n",
+			"\"share_of_bound\": %s",
 			r->windows, r->layers, r->slots, m->tokens_per_window, m->bus_gbps, m->delay,
 			(unsigned long long)r->uses, (unsigned long long)r->hits,
 			(unsigned long long)r->misses, r->misses_per_lw, r->hit_rate,
@@ -151,8 +151,22 @@ void replay_report_json(FILE *out, const struct replay_input *in, const struct r
 			(unsigned long long)r->landed_late, (unsigned long long)r->late_uses,
 			(unsigned long long)r->too_late, (unsigned long long)r->promoted,
 			(unsigned long long)r->predictions, r->ms_per_window, r->tokens_per_s,
-			json_num(r->share_zero, a, sizeof(a)), json_num(r->share_bound, b, sizeof(b)),
-			i + 1 < n ? "," : "");
+			json_num(r->share_zero, a, sizeof(a)), json_num(r->share_bound, b, sizeof(b)));
+		/* where the misses come from (replay_why.h): null where not classified */
+		fputs(", \"why\": ", out);
+		if (r->why_counted) {
+			for (unsigned c = 0; c < RW_N; c++)
+				fprintf(out, "%s\"%s\": %llu", c ? ", " : "{", replay_why_name(c),
+					(unsigned long long)r->why[c]);
+			fputs("}, \"why_hist\": ", out);
+			for (unsigned c = 0; c < RH_N; c++)
+				fprintf(out, "%s\"%s\": %llu", c ? ", " : "{", replay_hist_name(c),
+					(unsigned long long)r->why_hist[c]);
+			fputs("}", out);
+		} else {
+			fputs("null, \"why_hist\": null", out);
+		}
+		fprintf(out, "}%s\n", i + 1 < n ? "," : "");
 	}
 	fputs("]\n", out);
 }
@@ -191,4 +205,94 @@ void replay_report_markdown(FILE *out, const struct replay_result *res, int n)
 			share_cell(r->share_zero, sz, sizeof(sz)),
 			share_cell(r->share_bound, sb, sizeof(sb)));
 	}
+}
+
+/* The sum of a row's classes whose letter is `cls` ("a" .. "d"). */
+static uint64_t why_sum(const struct replay_result *r, const char *cls)
+{
+	uint64_t s = 0;
+	for (unsigned c = 0; c < RW_N; c++)
+		if (strcmp(replay_why_class(c), cls) == 0)
+			s += r->why[c];
+	return s;
+}
+
+static const char *const why_letters[4] = {"a", "b", "c", "d"};
+
+void replay_report_why(FILE *out, const struct replay_result *res, int n, int markdown)
+{
+	const struct replay_result *lru = find(res, n, "lru");
+	if (markdown) {
+		fprintf(out,
+			"\n| policy | misses | (a) never predicted | (b) not copied | (c) evicted before use | "
+			"(d) landed after use | (a) vs lru's misses |");
+		for (unsigned c = 0; c < RW_N; c++)
+			fprintf(out, " %s |", replay_why_name(c));
+		for (unsigned c = 0; c < RH_N; c++)
+			fprintf(out, " %s |", replay_hist_name(c));
+		fprintf(out, "\n|---|---:|---:|---:|---:|---:|---:|");
+		for (unsigned c = 0; c < RW_N + RH_N; c++)
+			fprintf(out, "---:|");
+		fputc('\n', out);
+	} else {
+		fprintf(out,
+			"\nwhere the misses come from (each miss in one class; a + b + c + d = misses):\n");
+		fprintf(out, "%-17s %8s %8s %8s %8s %8s %9s\n", "policy", "misses", "a:never", "b:uncop",
+			"c:evict", "d:late", "a/lru");
+	}
+	for (int i = 0; i < n; i++) {
+		const struct replay_result *r = &res[i];
+		if (!r->why_counted)
+			continue;
+		char vl[16] = "-";
+		if (lru && lru->misses > 0)
+			snprintf(vl, sizeof(vl), "%.3fx", (double)why_sum(r, "a") / (double)lru->misses);
+		if (markdown) {
+			fprintf(out, "| %s | %llu |", r->policy, (unsigned long long)r->misses);
+			for (int k = 0; k < 4; k++)
+				fprintf(out, " %llu |", (unsigned long long)why_sum(r, why_letters[k]));
+			fprintf(out, " %s |", vl);
+			for (unsigned c = 0; c < RW_N; c++)
+				fprintf(out, " %llu |", (unsigned long long)r->why[c]);
+			for (unsigned c = 0; c < RH_N; c++)
+				fprintf(out, " %llu |", (unsigned long long)r->why_hist[c]);
+			fputc('\n', out);
+		} else {
+			fprintf(out, "%-17s %8llu", r->policy, (unsigned long long)r->misses);
+			for (int k = 0; k < 4; k++)
+				fprintf(out, " %8llu", (unsigned long long)why_sum(r, why_letters[k]));
+			fprintf(out, " %9s\n", vl);
+		}
+	}
+	if (markdown)
+		return;
+	fprintf(out, "\nby class (replay_why.h), and by history (each also sums to the misses):\n%-17s",
+		"policy");
+	for (unsigned c = 0; c < RW_N; c++)
+		fprintf(out, " %*s",
+			(int)strlen(replay_why_name(c)) > 8 ? (int)strlen(replay_why_name(c)) : 8,
+			replay_why_name(c));
+	for (unsigned c = 0; c < RH_N; c++)
+		fprintf(out, " %9s", replay_hist_name(c));
+	fputc('\n', out);
+	for (int i = 0; i < n; i++) {
+		const struct replay_result *r = &res[i];
+		if (!r->why_counted)
+			continue;
+		fprintf(out, "%-17s", r->policy);
+		for (unsigned c = 0; c < RW_N; c++)
+			fprintf(out, " %*llu",
+				(int)strlen(replay_why_name(c)) > 8 ? (int)strlen(replay_why_name(c)) : 8,
+				(unsigned long long)r->why[c]);
+		for (unsigned c = 0; c < RH_N; c++)
+			fprintf(out, " %9llu", (unsigned long long)r->why_hist[c]);
+		fputc('\n', out);
+	}
+	fputc('\n', out);
+	for (unsigned c = 0; c < RW_N; c++)
+		fprintf(out, "%s (%s): %s\n", replay_why_name(c), replay_why_class(c), replay_why_what(c));
+	for (unsigned c = 0; c < RH_N; c++)
+		fprintf(out, "%s: %s\n", replay_hist_name(c), replay_hist_what(c));
+	fprintf(out,
+		"a/lru: the never-predicted misses against lru's misses (the predictor's ceiling, issue 18)\n");
 }

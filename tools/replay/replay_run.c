@@ -50,6 +50,7 @@
 #include "replay.h"
 #include "replay_bus.h"
 #include "replay_predict.h"
+#include "replay_why.h"
 
 #define BUS_QUEUE 4096u
 #define RING_MIN 1024u
@@ -98,7 +99,8 @@ struct run {
 	uint64_t *c_layer;
 	uint64_t *c_client;
 	uint64_t predictions;
-	int failed; /* a backend queue overflowed: a bug, reported */
+	struct replay_why why; /* where the misses come from (replay_why.h) */
+	int failed;            /* a backend queue overflowed: a bug, reported */
 };
 
 /* ---- the backend: one virtual bus per card ----------------------------- */
@@ -108,6 +110,9 @@ static void bus_submit(void *ctx, const struct fse_copy *cp)
 	struct run *x = ctx;
 	if (cp->card >= x->cards || replay_bus_submit(&x->bus[cp->card], cp, x->now) != 0)
 		x->failed = 1; /* the core keeps max_inflight far below BUS_QUEUE */
+	else
+		replay_why_copy(&x->why, cp->card, cp->slot, cp->gen, cp->core.layer, cp->core.expert,
+				cp->core.tier, x->now);
 }
 
 static unsigned bus_poll(void *ctx, struct fse_done *out, unsigned max)
@@ -250,8 +255,10 @@ static uint32_t best_not_held(struct run *x, const struct engine *c, uint32_t la
 	for (uint32_t i = 0; i < n; i++) { /* insertion sort by score, stable in expert order */
 		uint16_t e = x->cand_e[i];
 		float s = x->cand_s[i];
-		if (engine_hit(x, c, layer, e))
+		if (engine_hit(x, c, layer, e)) {
+			replay_why_posted(&x->why, (uint32_t)(c - x->cl), c->num, layer, e, 1, x->now);
 			continue;
+		}
 		uint32_t j = kept < max ? kept++ : max;
 		while (j > 0 && x->cand_s[j - 1] < s) {
 			if (j < max) {
@@ -274,9 +281,15 @@ static void predict_ahead(struct run *x, struct engine *c, uint32_t layer)
 	for (unsigned h = 1; h <= 3 && layer + h < x->t->layers; h++) {
 		uint32_t n = replay_predict(&x->pred, it->window, it->first_token, it->n_tokens, layer + h, h,
 					    x->cand_e, x->cand_s);
+		uint32_t ci = (uint32_t)(c - x->cl);
+		for (uint32_t i = 0; i < n; i++)
+			replay_why_ranked(&x->why, ci, c->num, layer + h, x->cand_e[i]);
 		if (x->m->pred_max)
 			n = best_not_held(x, c, layer + h, n, x->m->pred_max);
 		for (uint32_t i = 0; i < n; i++) {
+			/* held: every candidate is posted without --pred-max, held or not */
+			int held = !x->m->pred_max && engine_hit(x, c, layer + h, x->cand_e[i]);
+			replay_why_posted(&x->why, ci, c->num, layer + h, x->cand_e[i], held, x->now);
 			uint32_t v;
 			memcpy(&v, &x->cand_s[i], sizeof(v));
 			post(x, c, FS_REC_PREDICT, FS_PRED_AUX(h, FS_SRC_ROUTER_AHEAD), layer + h,
@@ -306,6 +319,8 @@ static void engine_step(struct run *x, struct engine *c)
 	for (uint32_t k = 0; k < n; k++) {
 		int hit = engine_hit(x, c, l, ex[k]);
 		misses += !hit;
+		if (!hit)
+			replay_why_miss(&x->why, (uint32_t)(c - x->cl), c->num, l, ex[k], x->predicts);
 		post(x, c, FS_REC_USAGE, hit ? FS_USE_HIT : FS_USE_MISS, l, ex[k], c->num, 0);
 	}
 	c->uses += n;
@@ -473,6 +488,8 @@ static int run_init(struct run *x, const struct replay_input *in, const struct r
 		if ((rc = replay_bus_init(&x->bus[c], cfg.slots[c], BUS_QUEUE, link,
 					  p == RP_LRU || p == RP_LRU_WARM ? 1 : m->delay)) != 0)
 			return rc;
+	if ((rc = replay_why_init(&x->why, t->layers, t->experts, x->nclients, x->cards, x->bus)) != 0)
+		return rc;
 	x->predicts = replay_policy_predicts(p);
 	if (x->predicts && (rc = replay_predictor_init(&x->pred, t, m)) != 0)
 		return rc;
@@ -496,6 +513,7 @@ static void run_free(struct run *x)
 	for (uint32_t c = 0; c < FS_MAX_CARDS; c++)
 		replay_bus_free(&x->bus[c]);
 	replay_predictor_free(&x->pred);
+	replay_why_free(&x->why);
 	for (uint32_t i = 0; x->cl && i < x->nclients; i++) {
 		fs_trace_iter_free(&x->cl[i].it);
 		free(x->cl[i].region);
@@ -619,6 +637,9 @@ int replay_run(const struct replay_input *in, const struct replay_model *m, enum
 	out->too_late = sum[FS_CC_too_late] - card0[FS_CC_too_late];
 	out->promoted = sum[FS_CC_promoted] - card0[FS_CC_promoted];
 	out->predictions = x.predictions;
+	out->why_counted = 1;
+	memcpy(out->why, x.why.n, sizeof(out->why));
+	memcpy(out->why_hist, x.why.hist, sizeof(out->why_hist));
 	out->hit_rate = uses ? (double)hits / (double)uses : 0.0;
 	double lw = (double)scored * in->trace->layers;
 	out->misses_per_lw = lw > 0 ? (double)out->misses / lw : 0.0;

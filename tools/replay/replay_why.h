@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * replay_why.h: where a policy's misses come from (replay_why.c).  Every
+ * distinct miss of a run is put in exactly one class of REPLAY_WHY, so the
+ * classes sum to the misses (replay_why_test.c pins it), and in exactly one
+ * class of REPLAY_HIST (its residency history), which sums to them too.
+ *
+ * The classes, first match wins:
+ *  (a) never predicted: no posting of the engine's (PREDICT record, or a
+ *      candidate the engine left out because it held it: --pred-max's
+ *      "not held") named the expert for this window's layer before its
+ *      lookup: a window's first layer (no layer runs before it in the
+ *      window), ranked by the predictor but cut by --pred-max, in no
+ *      candidate list, or a policy without predictions;
+ *  (d) predicted, and a copy of it was on its way at the lookup: its bytes
+ *      not in yet, or in but held back by the landing delay;
+ *  (c) predicted, and it was resident or on its way at a posting, or a copy
+ *      of it was issued after the first posting: it was usable and left
+ *      before its use; by the tier of the copy that took its slot, or its
+ *      slot not refilled yet (evicted ahead, waiting out the grace period);
+ *  (b) predicted, and no copy was issued for it after the first posting
+ *      (the core dropped the want: too late for the bus, refused by
+ *      admission, no slot in time, or it never became a candidate).
+ * The bookkeeping is the replay's own: what the engine posted and looked
+ * up, and the copies the hot engine handed to the virtual bus (the slot a
+ * copy goes into is the one the core evicted ahead).  Nothing of the core
+ * is read.  With several cards an expert's state is the union over the
+ * cards (the engine reads every card); the tier that evicted it is the last
+ * one to take a slot of it on any card.
+ */
+#ifndef REPLAY_WHY_H
+#define REPLAY_WHY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fs_regions.h" /* FS_MAX_CARDS */
+
+struct replay_bus;
+
+/* X(name, class letter, what) */
+#define REPLAY_WHY(X)                                                                                       \
+	X(a_layer0, "a", "never predicted: a window's first layer (no posting can precede its lookup)")     \
+	X(a_cut, "a", "never predicted: ranked by the predictor, cut by --pred-max")                        \
+	X(a_unranked, "a", "never predicted: in no candidate list of the predictor")                        \
+	X(a_nopred, "a", "never predicted: the policy has no predictions")                                  \
+	X(b_not_copied, "b", "predicted, no copy issued after the posting (dropped by the core)")           \
+	X(c_by_static, "c", "predicted, usable, evicted before its use: slot taken by a static copy")       \
+	X(c_by_recency, "c", "predicted, usable, evicted before its use: slot taken by a recency copy")     \
+	X(c_by_predicted, "c", "predicted, usable, evicted before its use: slot taken by a predicted copy") \
+	X(c_by_pool, "c", "predicted, usable, evicted before its use: slot taken by an untiered copy")      \
+	X(c_unfilled, "c", "predicted, usable, evicted before its use: its slot not refilled yet")          \
+	X(d_on_bus, "d", "predicted and copied, its bytes not in at the lookup")                            \
+	X(d_delayed, "d", "predicted and copied, landed but held back by the landing delay")
+
+#define REPLAY_HIST(X)                                                                           \
+	X(cold, "no copy of it was ever issued (since the profile's fill): not resident before") \
+	X(evicted, "a copy of it landed earlier, and it was evicted since")                      \
+	X(in_flight, "a copy of it was on its way (bus, or the landing delay)")
+
+#define REPLAY_WHY_ENUM(name, cls, what) RW_##name,
+enum replay_why_class { REPLAY_WHY(REPLAY_WHY_ENUM) RW_N };
+#undef REPLAY_WHY_ENUM
+#define REPLAY_HIST_ENUM(name, what) RH_##name,
+enum replay_hist_class { REPLAY_HIST(REPLAY_HIST_ENUM) RH_N };
+#undef REPLAY_HIST_ENUM
+
+const char *replay_why_name(unsigned c);  /* "a_layer0" ... */
+const char *replay_why_class(unsigned c); /* "a" .. "d" */
+const char *replay_why_what(unsigned c);
+const char *replay_hist_name(unsigned c);
+const char *replay_hist_what(unsigned c);
+
+struct replay_why {
+	uint32_t layers, experts, clients, cards;
+	size_t le;
+	const struct replay_bus *bus; /* [cards]: the ready words and what is in flight */
+	/* per engine, per (layer, expert) */
+	uint32_t *pred_win;  /* the window of its latest posting, 0: none */
+	uint32_t *cand_win;  /* the window the predictor last ranked it */
+	uint64_t *pred_t;    /* the virtual time of its first posting in pred_win */
+	uint8_t *pred_cover; /* resident or on its way at a posting in pred_win */
+	/* per (layer, expert) */
+	uint64_t *issue_t;   /* 1 + the virtual time of its newest copy, 0: none */
+	uint8_t *evicted_by; /* 1 + the tier of the copy that took its newest copy's slot, 0: none */
+	/* per card */
+	uint32_t *copy_slot[FS_MAX_CARDS]; /* [le]: 1 + the slot of its newest copy on the card, 0: none */
+	uint32_t *copy_gen[FS_MAX_CARDS];  /* [le]: that copy's generation */
+	uint32_t *slot_idx[FS_MAX_CARDS];  /* [slots]: 1 + the (layer, expert) of the slot's newest copy */
+	uint64_t n[RW_N], hist[RH_N];
+};
+
+/* bus: the cards' virtual buses (their slot counts size the arrays). */
+int replay_why_init(struct replay_why *w, uint32_t layers, uint32_t experts, uint32_t clients, uint32_t cards,
+		    const struct replay_bus *bus);
+void replay_why_free(struct replay_why *w);
+/* The predictor ranked `expert` for `layer` of engine `client`'s window. */
+void replay_why_ranked(struct replay_why *w, uint32_t client, uint32_t window, uint32_t layer,
+		       uint32_t expert);
+/* The engine posted `expert` for `layer` (held: it left it out because it
+ * would hit it now). */
+void replay_why_posted(struct replay_why *w, uint32_t client, uint32_t window, uint32_t layer,
+		       uint32_t expert, int held, uint64_t now);
+/* A copy handed to card `card`'s bus into `slot` (its newest generation). */
+void replay_why_copy(struct replay_why *w, uint32_t card, uint32_t slot, uint32_t gen, uint32_t layer,
+		     uint32_t expert, uint32_t tier, uint64_t now);
+/* A distinct miss at the engine's lookup: counted in one class of each
+ * list; returns its REPLAY_WHY class.  predicts: the policy posts. */
+unsigned replay_why_miss(struct replay_why *w, uint32_t client, uint32_t window, uint32_t layer,
+			 uint32_t expert, int predicts);
+
+#endif /* REPLAY_WHY_H */
