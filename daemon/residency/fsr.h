@@ -119,7 +119,29 @@ struct fsr_config {
 	 * slot published for bytes the arena does not have yet.  A word only
 	 * goes from not ready to ready, so a want admitted stays good. */
 	const uint32_t *layer_ready;
+
+	/* Optional (fs-replay's miss decomposition, tools/replay/replay_why.c):
+	 * told when a prediction of (layer, expert) leaves `card`'s copy
+	 * candidates without a copy, and why (enum fsr_unserved).  NULL:
+	 * nothing is told.  Called on the thread that runs the core. */
+	void (*unserved)(void *ctx, uint32_t card, uint32_t layer, uint32_t expert, unsigned why);
+	void *unserved_ctx;
 };
+
+/* Why a prediction left without a copy (fsr_config.unserved).  WAIT is 0:
+ * a candidate that nothing held back waited for copies due sooner. */
+#define FSR_UNSERVED(X)                                                                                      \
+	X(WAIT, wait, "its layer ran while it waited (copies due sooner, or in flight up to max_inflight)")  \
+	X(WAIT_DEMAND, wait_demand, "its layer ran while it waited behind the demand copies (demand first)") \
+	X(WAIT_SLOT, wait_slot, "its layer ran while it waited for a slot (a victim's grace period)")        \
+	X(TOO_LATE, too_late, "the bus could not land it before its layer's run, given the copies queued")   \
+	X(ADMIT, admit, "the predicted tier was full of this window's predictions scored higher")            \
+	X(CAND_FULL, cand_full, "the layer's copy candidates were full and it was the weakest")              \
+	X(REFUSED, refused,                                                                                  \
+	  "not taken at its record: no predicted slots on the layer, score too low, or its layer had run")
+#define FSR_UNSERVED_ENUM(NAME, name, what) FSR_UNS_##NAME,
+enum fsr_unserved { FSR_UNSERVED(FSR_UNSERVED_ENUM) FSR_UNS_N };
+#undef FSR_UNSERVED_ENUM
 
 /*
  * Placement across cards (fsr_place.c).  The rule, one line: a card never

@@ -50,7 +50,12 @@ void fsr_cand_put(struct fsr *r, uint32_t card, uint32_t layer, const struct fsr
 	if (cd->wanted[idx] & FSR_W_CAND) {
 		for (uint32_t i = 0; i < n; i++)
 			if (v[i].expert == c->expert) {
+				struct fsr_cand was = v[i];
 				merge(&v[i], c);
+				if (fsr_tier_ops(was.tier)->speculative &&
+				    !fsr_tier_ops(v[i].tier)->speculative)
+					fsr_unserved(r, card, layer, was.expert,
+						     was.why); /* used: its layer ran */
 				return;
 			}
 	}
@@ -66,8 +71,13 @@ void fsr_cand_put(struct fsr *r, uint32_t card, uint32_t layer, const struct fsr
 		if (weaker(&v[i], &v[w]))
 			w = i;
 	fsr_ctr_add(&cd->ctr[FS_CC_dropped], 1);
-	if (!weaker(&v[w], c))
+	if (!weaker(&v[w], c)) {
+		if (fsr_tier_ops(c->tier)->speculative)
+			fsr_unserved(r, card, layer, c->expert, FSR_UNS_CAND_FULL);
 		return; /* the new one is the weakest */
+	}
+	if (fsr_tier_ops(v[w].tier)->speculative)
+		fsr_unserved(r, card, layer, v[w].expert, FSR_UNS_CAND_FULL);
 	cd->wanted[fsr_idx(r, layer, v[w].expert)] &= (uint8_t)~FSR_W_CAND;
 	v[w] = *c;
 	cd->wanted[idx] |= FSR_W_CAND;

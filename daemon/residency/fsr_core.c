@@ -305,6 +305,8 @@ struct fsr *fsr_create(const struct fsr_config *cfg)
 		memcpy(r->expert_bytes, cfg->expert_bytes, n * sizeof(*r->expert_bytes));
 
 	r->layer_ready = cfg->layer_ready;
+	r->unserved = cfg->unserved;
+	r->unserved_ctx = cfg->unserved_ctx;
 	uint64_t *p = r->c_priv;
 	if (cfg->counters.daemon) {
 		r->c_daemon = cfg->counters.daemon;

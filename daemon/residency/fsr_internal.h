@@ -99,6 +99,7 @@ struct fsr_cand {
 	uint16_t expert;
 	uint8_t tier;   /* enum fsr_tier the copy would join */
 	uint8_t client; /* client row, FSR_CAND_NOCLIENT when none */
+	uint8_t why;    /* enum fsr_unserved: what last held a prediction back */
 };
 #define FSR_CAND_NOCLIENT 0xffu
 
@@ -181,6 +182,8 @@ struct fsr {
 	uint64_t published;     /* last published epoch, 0 = none */
 	int dirty;
 	const uint32_t *layer_ready; /* [layers] or NULL (fsr_config.layer_ready) */
+	void (*unserved)(void *ctx, uint32_t card, uint32_t layer, uint32_t expert, unsigned why);
+	void *unserved_ctx; /* fsr_config.unserved */
 	/* placement across cards (fsr_place.c) */
 	uint16_t *home;                   /* [layers]: card that last reported a use (one tier: see fsr.h) */
 	uint16_t *serves;                 /* [layers]: bit c: card c keeps the layer's reserved sizes */
@@ -246,6 +249,14 @@ static inline uint64_t *fsr_layer_ctr(struct fsr *r, uint32_t layer)
 static inline uint64_t *fsr_client_ctr(struct fsr *r, uint32_t client)
 {
 	return client < r->max_clients ? r->c_client + (uint64_t)client * FS_N_CLIENT : NULL;
+}
+
+/* A prediction left without a copy (fsr_config.unserved). */
+static inline void fsr_unserved(const struct fsr *r, uint32_t card, uint32_t layer, uint32_t expert,
+				unsigned why)
+{
+	if (r->unserved)
+		r->unserved(r->unserved_ctx, card, layer, expert, why);
 }
 
 static inline uint32_t fsr_idx(const struct fsr *r, uint32_t layer, uint32_t expert)

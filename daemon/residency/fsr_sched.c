@@ -79,6 +79,7 @@ static void purge(struct fsr *r, uint32_t card)
 			int spec = fsr_tier_ops(c->tier)->speculative;
 			if (spec && fsr_clock_passed(r, cand_client(c), l, c->window)) {
 				fsr_ctr_add(&cd->ctr[FS_CC_too_late], 1);
+				fsr_unserved(r, card, l, c->expert, c->why);
 				fsr_cand_del(r, card, l, i);
 			} else if (!spec && cand_stale(r, c)) {
 				fsr_ctr_add(&cd->ctr[FS_CC_dropped], 1);
@@ -301,6 +302,7 @@ unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsi
 		if (op->speculative) {
 			if (p.land > p.deadline) {
 				fsr_ctr_add(&cd->ctr[FS_CC_too_late], 1);
+				fsr_unserved(r, card, p.layer, c->expert, FSR_UNS_TOO_LATE);
 				fsr_cand_del(r, card, p.layer, p.i);
 				continue;
 			}
@@ -309,12 +311,14 @@ unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsi
 				have_cross = 1;
 			}
 			if (p.land + cross > now + per) {
+				c->why = FSR_UNS_WAIT_DEMAND;
 				skip_pred = 1; /* demand first */
 				continue;
 			}
 			int a = op->admit ? op->admit(r, card, p.layer, c) : 1;
 			if (a < 0) {
 				fsr_ctr_add(&cd->ctr[FS_CC_dropped], 1);
+				fsr_unserved(r, card, p.layer, c->expert, FSR_UNS_ADMIT);
 				fsr_cand_del(r, card, p.layer, p.i);
 			}
 			if (a <= 0)
@@ -324,10 +328,12 @@ unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsi
 				 * once the grace period gives it back. */
 				(void)fsr_tier_room(r, card, p.layer, c->tier, 1);
 				c->mark = r->take_serial;
+				c->why = FSR_UNS_WAIT_SLOT;
 				continue;
 			}
 			if (!fsr_tier_room(r, card, p.layer, c->tier, 1)) {
 				c->mark = r->take_serial; /* no slot in time: it expires */
+				c->why = FSR_UNS_WAIT_SLOT;
 				continue;
 			}
 			issue(r, card, &p, &out[n++]);

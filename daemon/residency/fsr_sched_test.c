@@ -284,3 +284,49 @@ Test(sched, measures_layer_and_window_time)
 	cr_assert_eq(cp[0].deadline_ns, 2000 * US + 2000 * US + 5 * 200 * US);
 	fsr_destroy(r);
 }
+
+/* fsr_config.unserved (fs-replay's miss decomposition): a prediction that
+ * leaves without a copy is told once, with its reason; one that is copied
+ * is not told. */
+static unsigned told_n, told_why[8], told_expert[8];
+static void told(void *ctx, uint32_t card, uint32_t layer, uint32_t expert, unsigned why)
+{
+	(void)ctx;
+	(void)card;
+	(void)layer;
+	if (told_n < 8) {
+		told_why[told_n] = why;
+		told_expert[told_n] = expert;
+	}
+	told_n++;
+}
+
+Test(sched, unserved_predictions_are_told_why)
+{
+	struct fsr_config c = scfg();
+	c.unserved = told;
+	told_n = 0;
+	struct fsr *r = mk(c);
+	at_layer0(r);
+	predict(r, 1, 1, 0.9f, 0);
+	predict(r, 1, 2, 0.8f, 0);
+	predict(r, 1, 3, 0.7f, 0); /* lands at 150 us, layer 1 runs at 100: too late */
+	struct fsr_copy cp[8];
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 0), 2);
+	cr_assert_eq(told_n, 1);
+	cr_assert_eq(told_why[0], FSR_UNS_TOO_LATE);
+	cr_assert_eq(told_expert[0], 3);
+	/* refused at its record: its layer has run (layer 0, at layer 0) */
+	rec(r, FS_REC_PREDICT, FS_PRED_AUX(1, FS_SRC_KERNEL), 0, 4, 1, 0.9f, 0);
+	cr_assert_eq(told_n, 2);
+	cr_assert_eq(told_why[1], FSR_UNS_REFUSED);
+	/* a candidate still waiting when its layer is used: told when the
+	 * use's own want replaces it (it waited: nothing held it back) */
+	predict(r, 5, 6, 0.9f, 0);
+	rec(r, FS_REC_USAGE, FS_USE_MISS, 5, 6, 1, 0, 10 * US);
+	cr_assert_eq(told_n, 3);
+	cr_assert_eq(told_why[2], FSR_UNS_WAIT);
+	cr_assert_eq(told_expert[2], 6);
+	ok(r);
+	fsr_destroy(r);
+}

@@ -36,6 +36,8 @@ void fsr_predicted_want(struct fsr *r, uint32_t card, uint32_t client, const str
 			fsr_tier_touch(cd, s);
 			fsr_slot_protect(r, &cd->slot[s], client);
 		}
+		if (s == FSR_NONE)
+			fsr_unserved(r, card, rec->layer, rec->expert, FSR_UNS_REFUSED);
 		fsr_ctr_add(&cd->ctr[FS_CC_dropped], 1);
 		return;
 	}

@@ -122,7 +122,7 @@ struct replay_result {
 	 * each list, so each list sums to `misses`; why_counted 0: the row was
 	 * not classified (the strata-adapt peer, the clairvoyant bound) */
 	int why_counted;
-	uint64_t why[RW_N], why_hist[RH_N];
+	uint64_t why[RW_N], why_hist[RH_N], why_info[RI_N];
 };
 
 /* The trace and what builds the profile. */

@@ -162,9 +162,13 @@ void replay_report_json(FILE *out, const struct replay_input *in, const struct r
 			for (unsigned c = 0; c < RH_N; c++)
 				fprintf(out, "%s\"%s\": %llu", c ? ", " : "{", replay_hist_name(c),
 					(unsigned long long)r->why_hist[c]);
+			fputs("}, \"why_info\": ", out);
+			for (unsigned c = 0; c < RI_N; c++)
+				fprintf(out, "%s\"%s\": %llu", c ? ", " : "{", replay_info_name(c),
+					(unsigned long long)r->why_info[c]);
 			fputs("}", out);
 		} else {
-			fputs("null, \"why_hist\": null", out);
+			fputs("null, \"why_hist\": null, \"why_info\": null", out);
 		}
 		fprintf(out, "}%s\n", i + 1 < n ? "," : "");
 	}
@@ -225,33 +229,38 @@ void replay_report_why(FILE *out, const struct replay_result *res, int n, int ma
 	if (markdown) {
 		fprintf(out,
 			"\n| policy | misses | (a) never predicted | (b) not copied | (c) evicted before use | "
-			"(d) landed after use | (a) vs lru's misses |");
+			"(d) landed after use | (a) vs lru's misses | posted | used |");
 		for (unsigned c = 0; c < RW_N; c++)
 			fprintf(out, " %s |", replay_why_name(c));
 		for (unsigned c = 0; c < RH_N; c++)
 			fprintf(out, " %s |", replay_hist_name(c));
-		fprintf(out, "\n|---|---:|---:|---:|---:|---:|---:|");
+		fprintf(out, "\n|---|---:|---:|---:|---:|---:|---:|---:|---:|");
 		for (unsigned c = 0; c < RW_N + RH_N; c++)
 			fprintf(out, "---:|");
 		fputc('\n', out);
 	} else {
 		fprintf(out,
 			"\nwhere the misses come from (each miss in one class; a + b + c + d = misses):\n");
-		fprintf(out, "%-17s %8s %8s %8s %8s %8s %9s\n", "policy", "misses", "a:never", "b:uncop",
-			"c:evict", "d:late", "a/lru");
+		fprintf(out, "%-17s %8s %8s %8s %8s %8s %9s %9s %6s\n", "policy", "misses", "a:never",
+			"b:uncop", "c:evict", "d:late", "a/lru", "posted", "used");
 	}
 	for (int i = 0; i < n; i++) {
 		const struct replay_result *r = &res[i];
 		if (!r->why_counted)
 			continue;
-		char vl[16] = "-";
+		char vl[16] = "-", used[16] = "-";
+		if (r->why_info[RI_posted])
+			snprintf(used, sizeof(used), "%.1f%%",
+				 100.0 * (double)r->why_info[RI_posted_used] /
+					 (double)r->why_info[RI_posted]);
 		if (lru && lru->misses > 0)
 			snprintf(vl, sizeof(vl), "%.3fx", (double)why_sum(r, "a") / (double)lru->misses);
 		if (markdown) {
 			fprintf(out, "| %s | %llu |", r->policy, (unsigned long long)r->misses);
 			for (int k = 0; k < 4; k++)
 				fprintf(out, " %llu |", (unsigned long long)why_sum(r, why_letters[k]));
-			fprintf(out, " %s |", vl);
+			fprintf(out, " %s | %llu | %s |", vl, (unsigned long long)r->why_info[RI_posted],
+				used);
 			for (unsigned c = 0; c < RW_N; c++)
 				fprintf(out, " %llu |", (unsigned long long)r->why[c]);
 			for (unsigned c = 0; c < RH_N; c++)
@@ -261,7 +270,8 @@ void replay_report_why(FILE *out, const struct replay_result *res, int n, int ma
 			fprintf(out, "%-17s %8llu", r->policy, (unsigned long long)r->misses);
 			for (int k = 0; k < 4; k++)
 				fprintf(out, " %8llu", (unsigned long long)why_sum(r, why_letters[k]));
-			fprintf(out, " %9s\n", vl);
+			fprintf(out, " %9s %9llu %6s\n", vl, (unsigned long long)r->why_info[RI_posted],
+				used);
 		}
 	}
 	if (markdown)
@@ -293,6 +303,9 @@ void replay_report_why(FILE *out, const struct replay_result *res, int n, int ma
 		fprintf(out, "%s (%s): %s\n", replay_why_name(c), replay_why_class(c), replay_why_what(c));
 	for (unsigned c = 0; c < RH_N; c++)
 		fprintf(out, "%s: %s\n", replay_hist_name(c), replay_hist_what(c));
+	for (unsigned c = 0; c < RI_N; c++)
+		fprintf(out, "%s: %s\n", replay_info_name(c), replay_info_what(c));
 	fprintf(out,
-		"a/lru: the never-predicted misses against lru's misses (the predictor's ceiling, issue 18)\n");
+		"a/lru: the never-predicted misses against lru's misses (the predictor's ceiling, issue 18);\n"
+		"used: posted_used / posted, the posting's precision\n");
 }

@@ -112,7 +112,7 @@ static void bus_submit(void *ctx, const struct fse_copy *cp)
 		x->failed = 1; /* the core keeps max_inflight far below BUS_QUEUE */
 	else
 		replay_why_copy(&x->why, cp->card, cp->slot, cp->gen, cp->core.layer, cp->core.expert,
-				cp->core.tier, x->now);
+				cp->core.tier);
 }
 
 static unsigned bus_poll(void *ctx, struct fse_done *out, unsigned max)
@@ -128,6 +128,13 @@ static void bus_card_down(void *ctx, uint32_t card)
 {
 	struct run *x = ctx;
 	replay_bus_drop(&x->bus[card]);
+}
+
+/* The core's reason a prediction left without a copy (replay_why.c). */
+static void on_unserved(void *ctx, uint32_t card, uint32_t layer, uint32_t expert, unsigned why)
+{
+	(void)card;
+	replay_why_unserved(&((struct run *)ctx)->why, layer, expert, why);
 }
 
 static uint64_t virtual_clock(void *host)
@@ -256,7 +263,7 @@ static uint32_t best_not_held(struct run *x, const struct engine *c, uint32_t la
 		uint16_t e = x->cand_e[i];
 		float s = x->cand_s[i];
 		if (engine_hit(x, c, layer, e)) {
-			replay_why_posted(&x->why, (uint32_t)(c - x->cl), c->num, layer, e, 1, x->now);
+			replay_why_posted(&x->why, (uint32_t)(c - x->cl), c->num, layer, e, 1);
 			continue;
 		}
 		uint32_t j = kept < max ? kept++ : max;
@@ -289,7 +296,7 @@ static void predict_ahead(struct run *x, struct engine *c, uint32_t layer)
 		for (uint32_t i = 0; i < n; i++) {
 			/* held: every candidate is posted without --pred-max, held or not */
 			int held = !x->m->pred_max && engine_hit(x, c, layer + h, x->cand_e[i]);
-			replay_why_posted(&x->why, ci, c->num, layer + h, x->cand_e[i], held, x->now);
+			replay_why_posted(&x->why, ci, c->num, layer + h, x->cand_e[i], held);
 			uint32_t v;
 			memcpy(&v, &x->cand_s[i], sizeof(v));
 			post(x, c, FS_REC_PREDICT, FS_PRED_AUX(h, FS_SRC_ROUTER_AHEAD), layer + h,
@@ -319,6 +326,7 @@ static void engine_step(struct run *x, struct engine *c)
 	for (uint32_t k = 0; k < n; k++) {
 		int hit = engine_hit(x, c, l, ex[k]);
 		misses += !hit;
+		replay_why_use(&x->why, (uint32_t)(c - x->cl), c->num, l, ex[k], hit);
 		if (!hit)
 			replay_why_miss(&x->why, (uint32_t)(c - x->cl), c->num, l, ex[k], x->predicts);
 		post(x, c, FS_REC_USAGE, hit ? FS_USE_HIT : FS_USE_MISS, l, ex[k], c->num, 0);
@@ -476,6 +484,8 @@ static int run_init(struct run *x, const struct replay_input *in, const struct r
 	}
 	cfg.expert_bytes = bytes;
 	cfg.counters = (struct fsr_counters){x->c_daemon, x->c_card, x->c_layer, x->c_client};
+	cfg.unserved = on_unserved;
+	cfg.unserved_ctx = x;
 	x->r = fsr_create(&cfg);
 	free(bytes);
 	if (!x->r) {
@@ -564,6 +574,8 @@ int replay_run(const struct replay_input *in, const struct replay_model *m, enum
 	}
 	preload(&x);
 	/* Only decode counts: the profile's fill happened during prefill. */
+	uint64_t info0[RI_N];
+	memcpy(info0, x.why.info, sizeof(info0));
 	uint64_t copied0[REPLAY_PER_MAX] = {0};
 	uint64_t *card0 = calloc(FS_N_CARD, sizeof(uint64_t));
 	if (!card0 || (rc = engines_start(&x, in, m)) != 0) {
@@ -637,9 +649,12 @@ int replay_run(const struct replay_input *in, const struct replay_model *m, enum
 	out->too_late = sum[FS_CC_too_late] - card0[FS_CC_too_late];
 	out->promoted = sum[FS_CC_promoted] - card0[FS_CC_promoted];
 	out->predictions = x.predictions;
+	replay_why_finish(&x.why);
 	out->why_counted = 1;
 	memcpy(out->why, x.why.n, sizeof(out->why));
 	memcpy(out->why_hist, x.why.hist, sizeof(out->why_hist));
+	for (unsigned k = 0; k < RI_N; k++)
+		out->why_info[k] = x.why.info[k] - info0[k];
 	out->hit_rate = uses ? (double)hits / (double)uses : 0.0;
 	double lw = (double)scored * in->trace->layers;
 	out->misses_per_lw = lw > 0 ? (double)out->misses / lw : 0.0;

@@ -17,6 +17,15 @@
 #include "replay_bus.h"
 #include "replay_why.h"
 
+/* b_wait .. b_refused: one row per reason of the core, in its order */
+#define WHY_B_ORDER(NAME, name, what) _Static_assert(RW_b_##name == RW_b_wait + FSR_UNS_##NAME, #name);
+FSR_UNSERVED(WHY_B_ORDER)
+#undef WHY_B_ORDER
+_Static_assert(RW_b_untold == RW_b_wait + FSR_UNS_N, "b_untold after the core's reasons");
+_Static_assert(FSR_TIER_POOL == 0 && RW_c_unfilled == RW_c_by_pool + FSR_NTIERS, "c_by_pool + enum fsr_tier");
+_Static_assert(RI_used_pool == RI_copies_pool + FSR_NTIERS && RI_N == RI_used_pool + FSR_NTIERS,
+	       "copies_pool, used_pool + enum fsr_tier");
+
 #define WHY_ROW(name, cls, what) {#name, cls, what},
 static const struct {
 	const char *name, *cls, *what;
@@ -27,6 +36,22 @@ static const struct {
 	const char *name, *what;
 } hist_rows[RH_N] = {REPLAY_HIST(HIST_ROW)};
 #undef HIST_ROW
+
+#define INFO_ROW(name, what) {#name, what},
+static const struct {
+	const char *name, *what;
+} info_rows[RI_N] = {REPLAY_WHY_INFO(INFO_ROW)};
+#undef INFO_ROW
+
+const char *replay_info_name(unsigned c)
+{
+	return c < RI_N ? info_rows[c].name : "?";
+}
+
+const char *replay_info_what(unsigned c)
+{
+	return c < RI_N ? info_rows[c].what : "?";
+}
 
 const char *replay_why_name(unsigned c)
 {
@@ -69,11 +94,19 @@ int replay_why_init(struct replay_why *w, uint32_t layers, uint32_t experts, uin
 	w->pred_win = calloc(ce, sizeof(*w->pred_win));
 	w->cand_win = calloc(ce, sizeof(*w->cand_win));
 	w->pred_t = calloc(ce, sizeof(*w->pred_t));
+	w->last_t = calloc(ce, sizeof(*w->last_t));
 	w->pred_cover = calloc(ce, 1);
+	w->pred_flags = calloc(ce, 1);
 	w->issue_t = calloc(w->le, sizeof(*w->issue_t));
 	w->evicted_by = calloc(w->le, 1);
-	int bad = !w->pred_win || !w->cand_win || !w->pred_t || !w->pred_cover || !w->issue_t ||
-		  !w->evicted_by;
+	w->copy_tier = calloc(w->le, 1);
+	w->copy_used = calloc(w->le, 1);
+	w->uns_t = calloc(w->le, sizeof(*w->uns_t));
+	w->uns_why = calloc(w->le, 1);
+	w->pend = calloc(w->le, sizeof(*w->pend));
+	int bad = !w->pred_win || !w->cand_win || !w->pred_t || !w->last_t || !w->pred_cover ||
+		  !w->pred_flags || !w->issue_t || !w->evicted_by || !w->copy_tier || !w->copy_used ||
+		  !w->uns_t || !w->uns_why || !w->pend;
 	for (uint32_t c = 0; c < cards && !bad; c++) {
 		w->copy_slot[c] = calloc(w->le, sizeof(uint32_t));
 		w->copy_gen[c] = calloc(w->le, sizeof(uint32_t));
@@ -92,9 +125,16 @@ void replay_why_free(struct replay_why *w)
 	free(w->pred_win);
 	free(w->cand_win);
 	free(w->pred_t);
+	free(w->last_t);
+	free(w->uns_t);
+	free(w->uns_why);
+	free(w->pend);
 	free(w->pred_cover);
+	free(w->pred_flags);
 	free(w->issue_t);
 	free(w->evicted_by);
+	free(w->copy_tier);
+	free(w->copy_used);
 	for (uint32_t c = 0; c < FS_MAX_CARDS; c++) {
 		free(w->copy_slot[c]);
 		free(w->copy_gen[c]);
@@ -129,22 +169,28 @@ void replay_why_ranked(struct replay_why *w, uint32_t client, uint32_t window, u
 }
 
 void replay_why_posted(struct replay_why *w, uint32_t client, uint32_t window, uint32_t layer,
-		       uint32_t expert, int held, uint64_t now)
+		       uint32_t expert, int held)
 {
 	if (client >= w->clients || layer >= w->layers || expert >= w->experts)
 		return;
 	size_t idx = (size_t)layer * w->experts + expert, k = (size_t)client * w->le + idx;
+	w->last_t[k] = ++w->seq;
 	if (w->pred_win[k] != window) {
 		w->pred_win[k] = window;
-		w->pred_t[k] = now;
+		w->pred_t[k] = w->seq;
 		w->pred_cover[k] = 0;
+		w->pred_flags[k] = 0;
+	}
+	if (!held && !(w->pred_flags[k] & 1)) {
+		w->pred_flags[k] |= 1;
+		w->info[RI_posted]++;
 	}
 	if (held || on_way(w, idx))
 		w->pred_cover[k] = 1;
 }
 
 void replay_why_copy(struct replay_why *w, uint32_t card, uint32_t slot, uint32_t gen, uint32_t layer,
-		     uint32_t expert, uint32_t tier, uint64_t now)
+		     uint32_t expert, uint32_t tier)
 {
 	if (card >= w->cards || slot >= w->bus[card].nslots || layer >= w->layers || expert >= w->experts)
 		return;
@@ -154,24 +200,55 @@ void replay_why_copy(struct replay_why *w, uint32_t card, uint32_t slot, uint32_
 	w->slot_idx[card][slot] = idx + 1;
 	w->copy_slot[card][idx] = slot + 1;
 	w->copy_gen[card][idx] = gen;
-	w->issue_t[idx] = now + 1;
+	w->issue_t[idx] = ++w->seq;
 	w->evicted_by[idx] = 0;
+	tier = tier < FSR_NTIERS ? tier : FSR_TIER_POOL;
+	w->copy_tier[idx] = (uint8_t)tier;
+	w->copy_used[idx] = 0;
+	w->info[RI_copies_pool + tier]++;
+}
+
+void replay_why_unserved(struct replay_why *w, uint32_t layer, uint32_t expert, unsigned why)
+{
+	if (w->le == 0 || layer >= w->layers || expert >= w->experts || why >= FSR_UNS_N)
+		return; /* before the run's bookkeeping started: no posting yet */
+	size_t idx = (size_t)layer * w->experts + expert;
+	w->uns_t[idx] = ++w->seq;
+	w->uns_why[idx] = (uint8_t)why;
+	if (w->pend[idx]) { /* the reason of (b) misses at its use, told after it */
+		w->n[RW_b_wait + why] += w->pend[idx];
+		w->pend[idx] = 0;
+	}
+}
+
+void replay_why_finish(struct replay_why *w)
+{
+	for (size_t i = 0; i < w->le; i++) {
+		w->n[RW_b_untold] += w->pend[i];
+		w->pend[i] = 0;
+	}
+}
+
+/* by: 1 + the tier whose copy took the slot, 0: none yet */
+void replay_why_use(struct replay_why *w, uint32_t client, uint32_t window, uint32_t layer, uint32_t expert,
+		    int hit)
+{
+	if (client >= w->clients || layer >= w->layers || expert >= w->experts)
+		return;
+	size_t idx = (size_t)layer * w->experts + expert, k = (size_t)client * w->le + idx;
+	if (hit && w->issue_t[idx] && !w->copy_used[idx]) {
+		w->copy_used[idx] = 1;
+		w->info[RI_used_pool + w->copy_tier[idx]]++;
+	}
+	if (w->pred_win[k] == window && w->pred_flags[k] == 1) {
+		w->pred_flags[k] |= 2;
+		w->info[RI_posted_used]++;
+	}
 }
 
 static unsigned evicted_class(unsigned by)
 {
-	switch (by) {
-	case 0:
-		return RW_c_unfilled;
-	case 1 + FSR_TIER_STATIC:
-		return RW_c_by_static;
-	case 1 + FSR_TIER_RECENCY:
-		return RW_c_by_recency;
-	case 1 + FSR_TIER_PREDICTED:
-		return RW_c_by_predicted;
-	default:
-		return RW_c_by_pool;
-	}
+	return by == 0 ? RW_c_unfilled : RW_c_by_pool + (by - 1);
 }
 
 unsigned replay_why_miss(struct replay_why *w, uint32_t client, uint32_t window, uint32_t layer,
@@ -192,10 +269,16 @@ unsigned replay_why_miss(struct replay_why *w, uint32_t client, uint32_t window,
 		cls = layer == 0 ? RW_a_layer0 : w->cand_win[k] == window ? RW_a_cut : RW_a_unranked;
 	else if (way)
 		cls = way == 2 ? RW_d_delayed : RW_d_on_bus;
-	else if (w->pred_cover[k] || (w->issue_t[idx] && w->issue_t[idx] - 1 >= w->pred_t[k]))
+	else if (w->pred_cover[k] || w->issue_t[idx] > w->pred_t[k])
 		cls = evicted_class(w->evicted_by[idx]);
-	else
-		cls = RW_b_not_copied;
+	else if (w->uns_t[idx] > w->last_t[k])
+		cls = RW_b_wait + w->uns_why[idx]; /* the latest posting has left */
+	else {
+		/* still a candidate at its use: the reason comes when it leaves
+		 * (its layer ran: the use's own want replaces it, or a purge) */
+		w->pend[idx]++;
+		return RW_b_untold;
+	}
 	w->n[cls]++;
 	return cls;
 }

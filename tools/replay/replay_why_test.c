@@ -50,7 +50,7 @@ static void copy(uint32_t slot, uint32_t gen, uint32_t layer, uint32_t expert, u
 				    .window = window,
 				    .deadline_ns = fsr_tier_speculative(tier) ? 5000 : 9000};
 	cr_assert_eq(replay_bus_submit(&bus, &cp, now), 0);
-	replay_why_copy(&why, 0, slot, gen, layer, expert, tier, now);
+	replay_why_copy(&why, 0, slot, gen, layer, expert, tier);
 }
 
 static void land(uint64_t now, uint32_t window)
@@ -74,28 +74,40 @@ Test(why, each_class_where_it_belongs, .init = setup, .fini = teardown)
 	cr_assert_eq(miss(w, 2, 2, 1), RW_a_cut);
 	cr_assert_eq(miss(w, 2, 3, 1), RW_a_unranked);
 	/* a posting of another window does not count for this one */
-	replay_why_posted(&why, 0, w - 1, 2, 4, 0, 100);
+	replay_why_posted(&why, 0, w - 1, 2, 4, 0);
 	cr_assert_eq(miss(w, 2, 4, 1), RW_a_unranked);
 
-	/* (b): posted, never copied */
-	replay_why_posted(&why, 0, w, 1, 5, 0, 100);
-	cr_assert_eq(miss(w, 1, 5, 1), RW_b_not_copied);
+	/* (b): posted, never copied; the core's reason came before the use */
+	replay_why_posted(&why, 0, w, 1, 5, 0);
+	replay_why_unserved(&why, 1, 5, FSR_UNS_TOO_LATE);
+	cr_assert_eq(miss(w, 1, 5, 1), RW_b_too_late);
+	/* (b): the reason came for an earlier posting; posted again, the
+	 * reason after the use is the one that counts */
+	replay_why_posted(&why, 0, w, 1, 14, 0);
+	replay_why_unserved(&why, 1, 14, FSR_UNS_ADMIT);
+	replay_why_posted(&why, 0, w, 1, 14, 0);
+	cr_assert_eq(miss(w, 1, 14, 1), RW_b_untold); /* not counted yet */
+	replay_why_unserved(&why, 1, 14, FSR_UNS_WAIT_DEMAND);
+	/* (b): no reason ever told: b_untold at the end */
+	replay_why_posted(&why, 0, w, 2, 15, 0);
+	cr_assert_eq(miss(w, 2, 15, 1), RW_b_untold);
 	/* (b): a copy that landed before the posting, evicted before it, does
 	 * not serve it; the slot went to another expert meanwhile */
 	copy(0, 1, 3, 6, FSR_TIER_RECENCY, w - 1, 0);
 	land(2000, w);
 	copy(0, 2, 3, 7, FSR_TIER_STATIC, w - 1, 2000);
-	replay_why_posted(&why, 0, w, 3, 6, 0, 2500);
+	replay_why_posted(&why, 0, w, 3, 6, 0);
 	land(3000, w);
-	cr_assert_eq(miss(w, 3, 6, 1), RW_b_not_copied);
+	cr_assert_eq(miss(w, 3, 6, 1), RW_b_untold);
+	replay_why_unserved(&why, 3, 6, FSR_UNS_WAIT_SLOT);
 
 	/* (d): posted, copied, bytes not in at the lookup */
-	replay_why_posted(&why, 0, w, 1, 8, 0, 3000);
+	replay_why_posted(&why, 0, w, 1, 8, 0);
 	copy(1, 1, 1, 8, FSR_TIER_PREDICTED, w, 3000);
 	cr_assert_eq(miss(w, 1, 8, 1), RW_d_on_bus);
 	/* (d): a recency copy for this window that landed, held back by the
 	 * landing delay (usable from the next window) */
-	replay_why_posted(&why, 0, w, 2, 9, 0, 3000);
+	replay_why_posted(&why, 0, w, 2, 9, 0);
 	copy(2, 1, 2, 9, FSR_TIER_RECENCY, w, 3000);
 	land(6000, w); /* both landed; the predicted one is usable */
 	cr_assert_eq(bus.ready[1], 1u);
@@ -108,26 +120,30 @@ Test(why, each_class_where_it_belongs, .init = setup, .fini = teardown)
 	land(7000, w);
 	cr_assert_eq(miss(w, 1, 8, 1), RW_c_by_predicted);
 	/* (c): resident at its posting (held), evicted, its slot not refilled */
-	replay_why_posted(&why, 0, w, 3, 11, 1, 7000);
+	replay_why_posted(&why, 0, w, 3, 11, 1);
 	cr_assert_eq(miss(w, 3, 11, 1), RW_c_unfilled);
 	/* (c): copied after its posting, landed, its slot taken by a static
 	 * copy and by a recency copy */
-	replay_why_posted(&why, 0, w, 2, 12, 0, 7000);
+	replay_why_posted(&why, 0, w, 2, 12, 0);
 	copy(3, 1, 2, 12, FSR_TIER_PREDICTED, w, 7000);
 	land(9000, w);
 	copy(3, 2, 2, 13, FSR_TIER_STATIC, w, 9000);
 	cr_assert_eq(miss(w, 2, 12, 1), RW_c_by_static);
 	land(11000, w);
-	replay_why_posted(&why, 0, w, 2, 13, 0, 11000);
+	replay_why_posted(&why, 0, w, 2, 13, 0);
 	copy(3, 3, 2, 14, FSR_TIER_RECENCY, w, 11000);
 	cr_assert_eq(miss(w, 2, 13, 1), RW_c_by_recency);
 
+	replay_why_finish(&why);
 	uint64_t want[RW_N] = {0};
 	want[RW_a_nopred] = 1;
 	want[RW_a_layer0] = 1;
 	want[RW_a_cut] = 1;
 	want[RW_a_unranked] = 2;
-	want[RW_b_not_copied] = 2;
+	want[RW_b_too_late] = 1;
+	want[RW_b_wait_demand] = 1;
+	want[RW_b_wait_slot] = 1;
+	want[RW_b_untold] = 1;
 	want[RW_d_on_bus] = 1;
 	want[RW_d_delayed] = 1;
 	want[RW_c_by_predicted] = 1;
@@ -138,11 +154,11 @@ Test(why, each_class_where_it_belongs, .init = setup, .fini = teardown)
 		cr_assert_eq(why.n[c], want[c], "%s: %llu, want %llu", replay_why_name(c),
 			     (unsigned long long)why.n[c], (unsigned long long)want[c]);
 	/* history: the two (d) were on their way; (3, 6), (1, 8), (2, 12)
-	 * and (2, 13) had a copy before; the other 7 never had one (11 was
+	 * and (2, 13) had a copy before; the other 9 never had one (11 was
 	 * held at its posting, as if from the profile: no copy here) */
 	cr_assert_eq(why.hist[RH_in_flight], 2);
 	cr_assert_eq(why.hist[RH_evicted], 4);
-	cr_assert_eq(why.hist[RH_cold], 7);
+	cr_assert_eq(why.hist[RH_cold], 9);
 }
 
 /* Whole runs: each list sums to the misses, for every policy; the
