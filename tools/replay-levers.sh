@@ -10,6 +10,10 @@
 # workload, the paired change with its range (docs/results/replay.md, "Each lever alone").
 # tools/replay-levers.sh FS_REPLAY seeds: the model's draw (--gen-seed 1-5) at 26 and 52 %
 # for static, the tiers as they were and the default.
+# tools/replay-levers.sh FS_REPLAY why: where the misses come from (fs-replay's classes,
+# tools/replay/replay_why.h), the default, lru and static, 5 draws per workload, with the
+# predictor's ceiling ((a) never predicted against lru's misses) (docs/results/replay.md,
+# "Session 9").  FS_WHY_ARGS: extra fs-replay flags for every run (e.g. --bus-gbps 1000).
 # tools/replay-levers.sh FS_REPLAY gpu: fs-engine-bench's protocol config in the replay, the
 # bench's modes side by side (docs/results/replay.md, "GPU and replay").
 # The engine posts as fs-engine-bench's does: the best 8 candidates it does not hold, per
@@ -118,6 +122,64 @@ print('%+.1f %% (%+.1f..%+.1f)' % (sum(d) / len(d), min(d), max(d)))" ${base[$wl
 		done
 		echo "$line"
 	done
+	exit 0
+fi
+if [ "$MODE" = why ]; then
+	AW=${FS_ALONE_WL:-"model:0.259 model:0.52 qwen:0.25 qwen:0.50 gemma:0.25 gemma:0.50"}
+	for wl in $AW; do
+		w=${wl%%:*} f=${wl##*:}
+		src=(--synthetic --model)
+		[ "$w" = model ] || src=("$T/$w.route.csv")
+		for g in 1 2 3 4 5; do
+			sd=(--seed "$g")
+			[ "$w" = model ] && sd=(--gen-seed "$g")
+			# shellcheck disable=SC2086 # FS_WHY_ARGS: flags, one word each
+			"$R" "${src[@]}" --slots-frac "$f" --no-bound --pred-max "$PM" "${sd[@]}" --policy all \
+				--policy lru --policy static --json ${FS_WHY_ARGS:-} |
+				python3 -c 'import json,sys; print(json.dumps({"wl": sys.argv[1], "rows": json.load(sys.stdin)}))' "$wl"
+		done
+	done | python3 -c '
+import json, sys
+runs = [json.loads(l) for l in sys.stdin]
+def cell(v, fmt="%.1f"):
+    return (fmt + " (" + fmt + ".." + fmt + ")") % (sum(v) / len(v), min(v), max(v))
+def pct(v):
+    return cell([100 * x for x in v])
+print("| workload | policy | misses / layer-window | (a) never predicted | (b) predicted, not copied |"
+      " b: too_late | b: wait_slot | b: other | (c) evicted before use | (d) landed after use |"
+      " (a) vs lru misses: the ceiling | posted predictions used | predicted copies used |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+wls = []
+for r in runs:
+    if r["wl"] not in wls:
+        wls.append(r["wl"])
+for wl in wls:
+    draws = [r["rows"] for r in runs if r["wl"] == wl]
+    for pol in ("all", "lru", "static"):
+        col = {k: [] for k in ("lw", "a", "b", "bt", "bs", "bo", "c", "d", "ceil", "pu", "cu")}
+        for rows in draws:
+            x = [r for r in rows if r["policy"] == pol][0]
+            lru = [r for r in rows if r["policy"] == "lru"][0]
+            m, why, info = x["distinct_misses"], x["why"], x["why_info"]
+            s = {k: sum(v for n, v in why.items() if n.startswith(k + "_")) for k in "abcd"}
+            assert sum(s.values()) == m, (wl, pol, s, m)
+            col["lw"].append(x["distinct_misses_per_layer_window"])
+            for k in "abcd":
+                col[k].append(s[k] / m if m else 0.0)
+            col["bt"].append(why["b_too_late"] / m if m else 0.0)
+            col["bs"].append(why["b_wait_slot"] / m if m else 0.0)
+            col["bo"].append((s["b"] - why["b_too_late"] - why["b_wait_slot"]) / m if m else 0.0)
+            col["ceil"].append(s["a"] / lru["distinct_misses"])
+            col["pu"].append(info["posted_used"] / info["posted"] if info["posted"] else 0.0)
+            col["cu"].append(info["used_predicted"] / info["copies_predicted"] if info["copies_predicted"] else 0.0)
+        name, frac = wl.split(":")
+        label = "default (all)" if pol == "all" else pol
+        pred = pol == "all"
+        print("| %s %g %% | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            name, 100 * float(frac), label, cell(col["lw"], "%.3f"), pct(col["a"]), pct(col["b"]),
+            pct(col["bt"]), pct(col["bs"]), pct(col["bo"]), pct(col["c"]), pct(col["d"]),
+            cell(col["ceil"], "%.3f") + "x", pct(col["pu"]) if pred else "", pct(col["cu"]) if pred else ""))
+'
 	exit 0
 fi
 if [ "$MODE" = seeds ]; then
