@@ -147,8 +147,9 @@ def pct(v):
     return cell([100 * x for x in v])
 print("| workload | policy | misses / layer-window | (a) never predicted | (b) predicted, not copied |"
       " b: too_late | b: wait_slot | b: other | (c) evicted before use | (d) landed after use |"
-      " (a) vs lru misses: the ceiling | posted predictions used | predicted copies used |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+      " (a) vs lru misses: the ceiling | posted predictions used | predicted copies used |"
+      " history: cold / evicted / in flight (means) |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 wls = []
 for r in runs:
     if r["wl"] not in wls:
@@ -156,7 +157,7 @@ for r in runs:
 for wl in wls:
     draws = [r["rows"] for r in runs if r["wl"] == wl]
     for pol in ("all", "lru", "static"):
-        col = {k: [] for k in ("lw", "a", "b", "bt", "bs", "bo", "c", "d", "ceil", "pu", "cu")}
+        col = {k: [] for k in ("lw", "a", "b", "bt", "bs", "bo", "c", "d", "ceil", "pu", "cu", "hc", "he", "hf")}
         for rows in draws:
             x = [r for r in rows if r["policy"] == pol][0]
             lru = [r for r in rows if r["policy"] == "lru"][0]
@@ -170,15 +171,19 @@ for wl in wls:
             col["bs"].append(why["b_wait_slot"] / m if m else 0.0)
             col["bo"].append((s["b"] - why["b_too_late"] - why["b_wait_slot"]) / m if m else 0.0)
             col["ceil"].append(s["a"] / lru["distinct_misses"])
+            for k, n in (("hc", "cold"), ("he", "evicted"), ("hf", "in_flight")):
+                col[k].append(x["why_hist"][n] / m if m else 0.0)
             col["pu"].append(info["posted_used"] / info["posted"] if info["posted"] else 0.0)
             col["cu"].append(info["used_predicted"] / info["copies_predicted"] if info["copies_predicted"] else 0.0)
         name, frac = wl.split(":")
         label = "default (all)" if pol == "all" else pol
         pred = pol == "all"
-        print("| %s %g %% | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        hist = " / ".join("%.1f" % (100 * sum(col[k]) / len(col[k])) for k in ("hc", "he", "hf"))
+        print("| %s %g %% | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             name, 100 * float(frac), label, cell(col["lw"], "%.3f"), pct(col["a"]), pct(col["b"]),
             pct(col["bt"]), pct(col["bs"]), pct(col["bo"]), pct(col["c"]), pct(col["d"]),
-            cell(col["ceil"], "%.3f") + "x", pct(col["pu"]) if pred else "", pct(col["cu"]) if pred else ""))
+            cell(col["ceil"], "%.3f") + "x", pct(col["pu"]) if pred else "", pct(col["cu"]) if pred else "",
+            hist))
 '
 	exit 0
 fi
