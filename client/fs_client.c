@@ -198,6 +198,9 @@ static void *bg_main(void *arg)
 		struct fs_att *a = fs_load_acquire(&c->att);
 		if (a) {
 			fs_store_release(&a->ch->heartbeat_ns, now);
+			/* The handle's count, for the daemon's client row (its
+			 * `redials` counter): a region is new at each attach. */
+			fs_store_relaxed(&a->ch->redials, fs_load_relaxed(&c->redials));
 			/* While the arena loads: the layers that came in since. */
 			if (!a->layers_all_in)
 				a->layers_all_in = fs_arena_note_ready(a);
@@ -400,4 +403,9 @@ uint64_t fs_client_attach_count(const fs_client *c)
 uint64_t fs_client_dropped(const fs_client *c)
 {
 	return fs_load_relaxed(&c->dropped);
+}
+
+uint64_t fs_client_redials(const fs_client *c)
+{
+	return fs_load_relaxed(&c->redials);
 }

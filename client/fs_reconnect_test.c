@@ -10,7 +10,10 @@
  * other process; iso_test's restart test hit it about one run in twenty
  * under load.  Here a plain socket at the control path plays the dying
  * daemon deterministically: it accepts the library's redials and closes
- * them unread, then the next foresightd starts there.
+ * them unread, then the next foresightd starts there.  The dialers the
+ * library replaced on the way are counted and exported: 0 on a plain
+ * attach, more after this one, in fs_client_redials() and in the daemon's
+ * row for the client (`redials`, the stats reply, fsctl, /metrics).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -22,6 +25,8 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 #include "foresight/foresight.h"
 #include "fs_harness.h"
@@ -38,6 +43,28 @@ static int wait_attached(fs_client *c, int want, int timeout_ms)
 		usleep(10000);
 	}
 	return 0;
+}
+
+/* The daemon's `redials` counter of the client row named `name`, from the
+ * stats reply; -1 when no such row (or no reply). */
+static double stats_redials(fs_client *c, const char *name)
+{
+	static char buf[1 << 16];
+	int n = fs_client_stats_json(c, buf, sizeof(buf));
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		return -1;
+	cJSON *o = cJSON_Parse(buf);
+	double v = -1;
+	const cJSON *row;
+	cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(o, "clients"))
+	{
+		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(row, "name");
+		const cJSON *r = cJSON_GetObjectItemCaseSensitive(row, "redials");
+		if (cJSON_IsString(nm) && strcmp(nm->valuestring, name) == 0 && cJSON_IsNumber(r))
+			v = r->valuedouble;
+	}
+	cJSON_Delete(o);
+	return v;
 }
 
 /* Listen at path; accept what comes for about ms and close each at once,
@@ -79,6 +106,12 @@ Test(fs_reconnect, a_handshake_reset_does_not_stop_the_reattach, .timeout = 90)
 	int r = fs_client_open(&c, &o);
 	cr_assert_eq(r, 0, "open: %s (%s)", fs_strerror(r), fs_open_error());
 	cr_assert_eq(fs_client_attach_count(c), 1);
+	/* A plain attach replaced no dialer, and the daemon's row says so
+	 * (after a pass has read the client's header: 10 ms at most). */
+	usleep(200000);
+	cr_expect_eq(fs_client_redials(c), 0u);
+	cr_expect_eq(stats_redials(c, "fs_reconnect_test"), 0.0,
+		     "the daemon's row: redials of a plain attach");
 
 	kill(d.pid, SIGKILL);
 	cr_assert_eq(waitpid(d.pid, NULL, 0), d.pid);
@@ -102,6 +135,20 @@ Test(fs_reconnect, a_handshake_reset_does_not_stop_the_reattach, .timeout = 90)
 	fprintf(stderr, "fs_reconnect: %d handshake resets, re-attached %llu ms after the restart\n", resets,
 		(unsigned long long)(fsh_now_ms() - t0));
 	cr_expect_eq(fs_client_attach_count(c), 2);
+	/* Every re-attach try that found no connection replaced the dialer
+	 * (about two a second while no daemon listened): counted by the
+	 * library, and shown in the new daemon's row once the background
+	 * thread (100 ms) and a pass (10 ms) carried it over. */
+	uint64_t redials = fs_client_redials(c);
+	cr_expect_geq(redials, 1u, "no dialer replaced while the daemon was away");
+	double shown = -1;
+	for (uint64_t end = fsh_now_ms() + 5000; fsh_now_ms() < end; usleep(50000))
+		if ((shown = stats_redials(c, "fs_reconnect_test")) >= 1)
+			break;
+	fprintf(stderr, "fs_reconnect: %llu dialers replaced, the daemon's row shows %.0f\n",
+		(unsigned long long)redials, shown);
+	cr_expect_geq(shown, 1.0, "the daemon's row does not show the client's redials");
+	cr_expect_leq(shown, (double)fs_client_redials(c));
 	fs_client_close(c);
 	fsh_daemon_stop(&d);
 }

@@ -97,7 +97,8 @@
 	X(dev_records, "records consumed from its device ring")                                   \
 	X(dev_full, "device-ring posts refused (its kernels' count)")                             \
 	X(dev_seen_ns, "when a device-ring record was last consumed (gauge, CLOCK_MONOTONIC ns)") \
-	X(holds, "epochs held now (gauge)")
+	X(holds, "epochs held now (gauge)")                                                       \
+	X(redials, "control dialers it replaced: requests found no connection (client's own count)")
 
 #define FS_X_ENUM(name, help) FS_C_##name,
 enum fs_counter_daemon { FS_COUNTERS_DAEMON(FS_X_ENUM) FS_N_DAEMON };

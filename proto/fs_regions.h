@@ -226,7 +226,9 @@ struct fs_client_hdr {
 				  ring: a GPU cannot wake the daemon, so it
 				  polls that ring (dev_poll_us) instead of
 				  sleeping on it */
-	uint64_t pad2[4];
+	uint64_t redials;      /* control dialers the handle replaced since it
+				  opened (fs_client_redials; across attaches) */
+	uint64_t pad2[3];
 	/* line 3: epochs held, 0 = free; read by the daemon after each publish */
 	uint64_t holds[FS_MAX_HOLDS];
 };
@@ -234,6 +236,7 @@ _Static_assert(sizeof(struct fs_client_hdr) == 4 * FS_CACHELINE, "client header 
 _Static_assert(offsetof(struct fs_client_hdr, holds) == 3 * FS_CACHELINE, "holds on line 3");
 _Static_assert(offsetof(struct fs_client_hdr, off_dev_ring) == 48, "off_dev_ring on line 0");
 _Static_assert(offsetof(struct fs_client_hdr, dev_armed) == 2 * FS_CACHELINE + 24, "dev_armed on line 2");
+_Static_assert(offsetof(struct fs_client_hdr, redials) == 2 * FS_CACHELINE + 32, "redials on line 2");
 
 enum fs_detach_reason {
 	FS_DETACH_NONE = 0,

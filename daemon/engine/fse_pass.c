@@ -111,6 +111,7 @@ static uint32_t drain_rings(struct fse *e, uint64_t now)
 		/* The producers' own counts (client memory: shown, not trusted). */
 		fs_store_relaxed(&cc[FS_CCL_ring_full], fs_load_relaxed(&c->hdr->ring_full));
 		fs_store_relaxed(&cc[FS_CCL_dev_full], (uint64_t)fs_load_relaxed(&c->dev_ring.hdr->full));
+		fs_store_relaxed(&cc[FS_CCL_redials], fs_load_relaxed(&c->hdr->redials));
 	}
 	return total;
 }

@@ -38,8 +38,9 @@ extern "C" {
 
 #define FS_CLIENT_VERSION_MAJOR 0
 #define FS_CLIENT_VERSION_MINOR \
-	4 /* 2: fs_card_info.down (cards that go down); 3: fs_layer_ready; \
-					     4: fs_arena_pin, arenas unmapped after a restart */
+	5 /* 2: fs_card_info.down (cards that go down); 3: fs_layer_ready; \
+					     4: fs_arena_pin, arenas unmapped after a restart; \
+					     5: fs_client_redials */
 
 /* Default control socket; FORESIGHT_SOCKET in the environment overrides it. */
 #define FS_DEFAULT_SOCKET "/run/foresight/control.sock"
@@ -94,6 +95,15 @@ FS_API int fs_client_card(const fs_client *c, uint32_t card, struct fs_card_info
 FS_API int fs_client_attached(fs_client *c);
 /* Times this handle has attached (1 after open; +1 per re-attach). */
 FS_API uint64_t fs_client_attach_count(const fs_client *c);
+/* Times this handle replaced its control socket's dialer since it opened:
+ * once per request that found no connection to send on for its whole
+ * timeout (a re-attach try's hello, 500 ms; fs_client_stats_json, 2 s),
+ * because nng 1.5.2's dialer stops for good after a reset in its
+ * handshake.  0 for a handle whose daemon never went; it grows about
+ * twice a second while no daemon listens (each re-attach try) and stays
+ * put while attached.  The daemon shows it as the client's `redials`
+ * counter (fsctl clients, stats, /metrics). */
+FS_API uint64_t fs_client_redials(const fs_client *c);
 
 /* ---- posting (the ring) --------------------------------------------- */
 

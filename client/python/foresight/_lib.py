@@ -146,6 +146,7 @@ def _declare(lib):
         "fs_window_begin": (ctypes.c_int, [c_vp, c_u32, c_u32]),
         "fs_window_end": (ctypes.c_int, [c_vp, c_u32]),
         "fs_client_dropped": (c_u64, [c_vp]),
+        "fs_client_redials": (c_u64, [c_vp]),
         "fs_acquire": (ctypes.c_int, [c_vp, P(ViewC)]),
         "fs_release": (None, [c_vp, P(ViewC)]),
         "fs_lookup": (ctypes.c_int, [c_vp, P(ViewC), c_u32, c_u32, c_u32, P(SlotC)]),

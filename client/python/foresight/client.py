@@ -473,6 +473,11 @@ class Client:
         return self._lib.fs_client_dropped(self._h())
 
     @property
+    def redials(self):
+        """Control dialers replaced since open (fs_client_redials)."""
+        return self._lib.fs_client_redials(self._h())
+
+    @property
     def exports(self):
         """Arena/slot exports (memoryviews, DLPack tensors) not yet freed."""
         return self._exports

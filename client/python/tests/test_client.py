@@ -139,6 +139,7 @@ class WithDaemon(unittest.TestCase):
             self.assertFalse(self.c.card_down(i))
         self.assertTrue(self.c.attached)
         self.assertEqual(self.c.attach_count, 1)
+        self.assertEqual(self.c.redials, 0, "a plain attach replaced no dialer")
         self.assertIn("py-test", repr(self.c) + self.c.model.name + "py-test")
 
     def test_predicted_expert_is_served_with_the_arena_bytes(self):
