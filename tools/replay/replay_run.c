@@ -574,8 +574,7 @@ int replay_run(const struct replay_input *in, const struct replay_model *m, enum
 	}
 	preload(&x);
 	/* Only decode counts: the profile's fill happened during prefill. */
-	uint64_t info0[RI_N];
-	memcpy(info0, x.why.info, sizeof(info0));
+	replay_why_start(&x.why);
 	uint64_t copied0[REPLAY_PER_MAX] = {0};
 	uint64_t *card0 = calloc(FS_N_CARD, sizeof(uint64_t));
 	if (!card0 || (rc = engines_start(&x, in, m)) != 0) {
@@ -653,8 +652,7 @@ int replay_run(const struct replay_input *in, const struct replay_model *m, enum
 	out->why_counted = 1;
 	memcpy(out->why, x.why.n, sizeof(out->why));
 	memcpy(out->why_hist, x.why.hist, sizeof(out->why_hist));
-	for (unsigned k = 0; k < RI_N; k++)
-		out->why_info[k] = x.why.info[k] - info0[k];
+	memcpy(out->why_info, x.why.info, sizeof(out->why_info));
 	out->hit_rate = uses ? (double)hits / (double)uses : 0.0;
 	double lw = (double)scored * in->trace->layers;
 	out->misses_per_lw = lw > 0 ? (double)out->misses / lw : 0.0;

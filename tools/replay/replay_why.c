@@ -221,6 +221,13 @@ void replay_why_unserved(struct replay_why *w, uint32_t layer, uint32_t expert, 
 	}
 }
 
+void replay_why_start(struct replay_why *w)
+{
+	if (w->copy_used)
+		memset(w->copy_used, 1, w->le);
+	memset(w->info, 0, sizeof(w->info));
+}
+
 void replay_why_finish(struct replay_why *w)
 {
 	for (size_t i = 0; i < w->le; i++) {

@@ -71,12 +71,12 @@ struct replay_bus;
 
 /* Beside the classes (not part of their sums): how precise the posting
  * was, as the engine posted it (a candidate it held is not counted). */
-#define REPLAY_WHY_INFO(X)                                                                                 \
-	X(posted, "distinct (window, layer, expert) the engine posted a prediction for, not held")         \
-	X(posted_used, "of those, the ones the window then used at that layer")                            \
-	X(copies_pool, "copies handed to the bus for an untiered pool")                                    \
-	FS_TIERS(REPLAY_INFO_COPIES, X)                                                                    \
-	X(used_pool, "of the untiered copies, those hit at least once before the next copy of the expert") \
+#define REPLAY_WHY_INFO(X)                                                                         \
+	X(posted, "distinct (window, layer, expert) the engine posted a prediction for, not held") \
+	X(posted_used, "of those, the ones the window then used at that layer")                    \
+	X(copies_pool, "copies handed to the bus for an untiered pool")                            \
+	FS_TIERS(REPLAY_INFO_COPIES, X)                                                            \
+	X(used_pool, "of the untiered copies, those hit before the next copy of the expert")       \
 	FS_TIERS(REPLAY_INFO_USED, X)
 /* copies_pool + enum fsr_tier, used_pool + enum fsr_tier */
 #define REPLAY_INFO_COPIES(X, NAME, name, what) \
@@ -147,6 +147,9 @@ void replay_why_copy(struct replay_why *w, uint32_t card, uint32_t slot, uint32_
 /* The core's reason a prediction of (layer, expert) left without a copy
  * (fsr_config.unserved). */
 void replay_why_unserved(struct replay_why *w, uint32_t layer, uint32_t expert, unsigned why);
+/* Scoring starts: the copies so far (the profile's fill) are not counted
+ * in why_info's copies and first hits. */
+void replay_why_start(struct replay_why *w);
 /* The run is over: (b) misses whose reason never came are b_untold. */
 void replay_why_finish(struct replay_why *w);
 /* Every distinct use at the engine's lookup, hit or miss (the info). */
