@@ -50,7 +50,10 @@ void replay_recall_default(struct replay_recall *rc);
  * to top-k; A <= B <= C <= 100).  0, or -1 on a malformed spec. */
 int replay_recall_parse(const char *s, struct replay_recall *rc);
 
-enum replay_decoys { DECOYS_POPULAR = 0, DECOYS_UNIFORM };
+/* DECOYS_NONE: the other ranks stay empty, a predictor with the table's
+ * recall that never names an expert the window does not use (a bound on
+ * what precision is worth: docs/results/replay.md, "Session 9"). */
+enum replay_decoys { DECOYS_POPULAR = 0, DECOYS_UNIFORM, DECOYS_NONE };
 
 /* The model of the machine and of the engine, and the knobs of our tiers. */
 struct replay_model {

@@ -209,7 +209,7 @@ static void usage(FILE *f)
 		"Predictor (oracle-noised router-ahead):\n"
 		"  --recall H:A,B,C    recall %% within ranks 10/24/48 (scaled to top-k), H layers ahead;\n"
 		"                      defaults 1:61,82,90 2:52,72,83 3:46,66,78\n"
-		"  --decoys popular|uniform (popular)   --seed N (1)\n");
+		"  --decoys popular|uniform|none (popular)   --seed N (1); none: no wrong candidates\n");
 }
 
 static int num(const char *s, double lo, double hi, double *out)
@@ -462,6 +462,8 @@ static int one(struct replay_opts *o, int ch, const char *a)
 			m->decoys = DECOYS_POPULAR;
 		else if (strcmp(a, "uniform") == 0)
 			m->decoys = DECOYS_UNIFORM;
+		else if (strcmp(a, "none") == 0)
+			m->decoys = DECOYS_NONE;
 		else
 			return -1;
 		return 0;

@@ -284,3 +284,13 @@ Test(replay_opts, one_assembly_of_the_core_configuration)
 	}
 	fs_trace_free(&t);
 }
+
+/* fs-replay's own flags of session 9: --why, --decoys none (and a bad one). */
+Test(replay_opts, why_and_no_decoys)
+{
+	struct replay_opts o;
+	cr_assert_eq(replay_parse(&o, "--why", "--decoys", "none", NULL), 0);
+	cr_assert_eq(o.why, 1);
+	cr_assert_eq(o.model.decoys, DECOYS_NONE);
+	cr_assert_eq(replay_parse(&o, "--decoys", "some", NULL, NULL), -1);
+}

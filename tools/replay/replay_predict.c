@@ -13,7 +13,8 @@
  * Decoys are drawn from the layer's popularity over the trace (a router's
  * near misses are plausible experts, mostly hot ones), or uniformly
  * (--decoys uniform: a harsher predictor whose wrong guesses are mostly
- * cold experts).  Each candidate is scored with the chance that a
+ * cold experts), or not at all (--decoys none: the same recall, no wrong
+ * guess; a bound on what precision is worth, not a predictor).  Each candidate is scored with the chance that a
  * candidate at its rank is routed: k x (recall gained in its band) / (band
  * width).  The token lists of a window are merged (best score per
  * expert).  The noise of (window, layer, horizon) comes from its own
@@ -162,7 +163,7 @@ static void token_list(struct replay_predictor *p, struct fs_rng *rng, const uin
 		if (b < 3)
 			place(p, rng, b, routed[k]);
 	}
-	for (uint32_t pos = 0; pos < len; pos++) {
+	for (uint32_t pos = 0; pos < len && p->decoys != DECOYS_NONE; pos++) {
 		if (p->list[pos] != FS_TRACE_NONE)
 			continue;
 		uint16_t e = FS_TRACE_NONE;

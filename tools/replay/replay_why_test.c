@@ -161,6 +161,45 @@ Test(why, each_class_where_it_belongs, .init = setup, .fini = teardown)
 	cr_assert_eq(why.hist[RH_cold], 9);
 }
 
+/* --decoys none: the table's recall and no wrong guess, so every posted
+ * prediction is used in its window (posted_used == posted); with decoys
+ * (the default) most are not. */
+Test(why, no_decoys_posts_only_what_is_used)
+{
+	struct fs_trace t;
+	struct fs_trace_gen g;
+	fs_trace_gen_defaults(&g);
+	g.layers = 8;
+	g.experts = 64;
+	g.topk = 4;
+	g.tokens_per_window = 2;
+	g.windows = 120;
+	g.seed = 5;
+	g.expert_bytes = 1 << 20;
+	char err[FS_TRACE_ERRLEN];
+	cr_assert_eq(fs_trace_generate(&t, &g, err, sizeof(err)), 0, "%s", err);
+	struct replay_model m;
+	replay_model_defaults(&m);
+	m.tokens_per_window = 2;
+	m.warmup = 40;
+	m.slots_frac = 0.25;
+	static uint32_t counts[8 * 64];
+	cr_assert_gt(replay_profile_build(&t, m.warmup, 2, counts), 0);
+	struct replay_input in = {.trace = &t, .name = "t", .profile = counts, .profile_from = "warm-up"};
+	struct replay_result r;
+	for (int d = DECOYS_POPULAR; d <= DECOYS_NONE; d += DECOYS_NONE) {
+		m.decoys = (enum replay_decoys)d;
+		char e[256] = "";
+		cr_assert_eq(replay_run(&in, &m, RP_ALL, &r, e, sizeof(e)), 0, "%s", e);
+		cr_assert_gt(r.why_info[RI_posted], 0);
+		if (d == DECOYS_NONE)
+			cr_assert_eq(r.why_info[RI_posted_used], r.why_info[RI_posted]);
+		else
+			cr_assert_lt(2 * r.why_info[RI_posted_used], r.why_info[RI_posted]);
+	}
+	fs_trace_free(&t);
+}
+
 /* Whole runs: each list sums to the misses, for every policy; the
  * policies without predictions have only never-predicted misses; without
  * --pred-max nothing is cut. */
