@@ -26,7 +26,11 @@ static void merge(struct fsr_cand *old, const struct fsr_cand *c)
 		 * it has a nearer deadline and the same expert. */
 		if (old_spec && old->window == c->window && old->score > c->score)
 			return;
+		/* The same window's prediction re-posted (a nearer horizon)
+		 * keeps what held it back so far (fsr_config.unserved). */
+		unsigned why = old_spec && old->window == c->window ? old->why : c->why;
 		*old = *c;
+		old->why = why;
 		return;
 	}
 	/* A prediction for a later window (a cross-window one, an engine

@@ -97,11 +97,15 @@ struct fsr_cand {
 	uint32_t window; /* its client's window when wanted */
 	uint32_t mark;   /* take_serial of the last take_copies that passed it over */
 	uint16_t expert;
-	uint8_t tier;   /* enum fsr_tier the copy would join */
-	uint8_t client; /* client row, FSR_CAND_NOCLIENT when none */
-	uint8_t why;    /* enum fsr_unserved: what last held a prediction back */
+	/* Two 4-bit fields in one byte: a layer's array of 16 candidates
+	 * stays 4 cache lines (pick() scans it for every copy issued). */
+	unsigned tier : 4; /* enum fsr_tier the copy would join */
+	unsigned why : 4;  /* enum fsr_unserved: what last held a prediction back */
+	uint8_t client;    /* client row, FSR_CAND_NOCLIENT when none */
 };
 #define FSR_CAND_NOCLIENT 0xffu
+_Static_assert(sizeof(struct fsr_cand) == 16, "struct fsr_cand: 16 bytes, 4 to a cache line");
+_Static_assert(FSR_NTIERS <= 16 && FSR_UNS_N <= 16, "fsr_cand's tier and why are 4 bits each");
 
 struct fsr_want {
 	uint32_t idx;    /* layer * experts + expert */

@@ -223,6 +223,13 @@ static uint64_t why_sum(const struct replay_result *r, const char *cls)
 
 static const char *const why_letters[4] = {"a", "b", "c", "d"};
 
+/* A --why column: as wide as its name, at least 8. */
+static int why_col(const char *name)
+{
+	int w = (int)strlen(name);
+	return w > 8 ? w : 8;
+}
+
 void replay_report_why(FILE *out, const struct replay_result *res, int n, int markdown)
 {
 	const struct replay_result *lru = find(res, n, "lru");
@@ -279,9 +286,7 @@ void replay_report_why(FILE *out, const struct replay_result *res, int n, int ma
 	fprintf(out, "\nby class (replay_why.h), and by history (each also sums to the misses):\n%-17s",
 		"policy");
 	for (unsigned c = 0; c < RW_N; c++)
-		fprintf(out, " %*s",
-			(int)strlen(replay_why_name(c)) > 8 ? (int)strlen(replay_why_name(c)) : 8,
-			replay_why_name(c));
+		fprintf(out, " %*s", why_col(replay_why_name(c)), replay_why_name(c));
 	for (unsigned c = 0; c < RH_N; c++)
 		fprintf(out, " %9s", replay_hist_name(c));
 	fputc('\n', out);
@@ -291,11 +296,24 @@ void replay_report_why(FILE *out, const struct replay_result *res, int n, int ma
 			continue;
 		fprintf(out, "%-17s", r->policy);
 		for (unsigned c = 0; c < RW_N; c++)
-			fprintf(out, " %*llu",
-				(int)strlen(replay_why_name(c)) > 8 ? (int)strlen(replay_why_name(c)) : 8,
-				(unsigned long long)r->why[c]);
+			fprintf(out, " %*llu", why_col(replay_why_name(c)), (unsigned long long)r->why[c]);
 		for (unsigned c = 0; c < RH_N; c++)
 			fprintf(out, " %9llu", (unsigned long long)r->why_hist[c]);
+		fputc('\n', out);
+	}
+	/* Every why_info counter (REPLAY_WHY_INFO), as --json carries them. */
+	fprintf(out, "\nthe posting and each tier's copies (why_info):\n%-17s", "policy");
+	for (unsigned c = 0; c < RI_N; c++)
+		fprintf(out, " %*s", why_col(replay_info_name(c)), replay_info_name(c));
+	fputc('\n', out);
+	for (int i = 0; i < n; i++) {
+		const struct replay_result *r = &res[i];
+		if (!r->why_counted)
+			continue;
+		fprintf(out, "%-17s", r->policy);
+		for (unsigned c = 0; c < RI_N; c++)
+			fprintf(out, " %*llu", why_col(replay_info_name(c)),
+				(unsigned long long)r->why_info[c]);
 		fputc('\n', out);
 	}
 	fputc('\n', out);

@@ -28,7 +28,10 @@
  * its reasons for (b).  "After" is in the order the replay saw events,
  * not in virtual time (two events can share a virtual time).  With several cards an expert's state is the union over the
  * cards (the engine reads every card); the tier that evicted it is the last
- * one to take a slot of it on any card.
+ * one to take a slot of it on any card.  The core's reasons for (b) are
+ * kept per (layer, expert), not per client: with --clients > 1 one
+ * engine's reason can settle another engine's pending miss of the same
+ * expert (the class sums stay exact; only the (b) split is blurred).
  */
 #ifndef REPLAY_WHY_H
 #define REPLAY_WHY_H

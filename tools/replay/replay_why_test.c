@@ -7,6 +7,8 @@
  * exactly to its misses.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "replay.h"
@@ -203,6 +205,37 @@ Test(why, no_decoys_posts_only_what_is_used)
 /* Whole runs: each list sums to the misses, for every policy; the
  * policies without predictions have only never-predicted misses; without
  * --pred-max nothing is cut. */
+/* `fs-replay --why`'s text prints every why_info counter (REPLAY_WHY_INFO)
+ * with its value, as --json does: the row after the why_info header. */
+static void text_has_every_info(const struct replay_result *r)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	cr_assert_not_null(f);
+	replay_report_why(f, r, 1, 0);
+	fclose(f);
+	const char *t = strstr(buf, "(why_info):\n");
+	cr_assert_not_null(t, "no why_info table in:\n%s", buf);
+	t = strchr(t, '\n') + 1; /* the header: every name */
+	const char *row = strchr(t, '\n') + 1;
+	for (unsigned c = 0; c < RI_N; c++) {
+		const char *at = strstr(t, replay_info_name(c));
+		cr_assert(at && at < row, "why_info column %s missing", replay_info_name(c));
+	}
+	cr_assert_eq(strncmp(row, r->policy, strlen(r->policy)), 0, "row: %.40s", row);
+	const char *p = row + strlen(r->policy);
+	for (unsigned c = 0; c < RI_N; c++) {
+		char *end;
+		unsigned long long v = strtoull(p, &end, 10);
+		cr_assert(end != p, "why_info %s: no value", replay_info_name(c));
+		cr_assert_eq(v, r->why_info[c], "why_info %s: printed %llu, counted %llu",
+			     replay_info_name(c), v, (unsigned long long)r->why_info[c]);
+		p = end;
+	}
+	free(buf);
+}
+
 static void run_all(uint32_t pred_max)
 {
 	struct fs_trace t;
@@ -254,6 +287,8 @@ static void run_all(uint32_t pred_max)
 			cr_assert_eq(r.why[RW_a_nopred], 0);
 		if (pred_max == 0)
 			cr_assert_eq(r.why[RW_a_cut], 0);
+		if (replay_policy_predicts((enum replay_policy_id)p))
+			text_has_every_info(&r);
 	}
 	/* (d) is rare on a whole run (the scheduler hands out only copies that
 	 * land in time): the hand-made sequence above pins it */
