@@ -330,3 +330,151 @@ Test(sched, unserved_predictions_are_told_why)
 	ok(r);
 	fsr_destroy(r);
 }
+
+/* The engine uses layer `layer` (an expert nothing predicted): the layer
+ * has run, and whatever still waits for it leaves. */
+static void layer_runs(struct fsr *r, uint32_t layer, uint64_t now)
+{
+	rec(r, FS_REC_USAGE, FS_USE_HIT, layer, 31, 1, 0, now);
+}
+
+static struct fsr *mk_told(struct fsr_config c)
+{
+	c.unserved = told;
+	told_n = 0;
+	return mk(c);
+}
+
+/* Layer 3's predicted tier (2 slots) holds experts 1 (0.5) and 2 (0.4) of
+ * this window, landed at 50 and 100 us. */
+static void fill_predicted(struct fsr *r)
+{
+	struct fsr_copy cp[8];
+	predict(r, 3, 1, 0.5f, 0);
+	predict(r, 3, 2, 0.4f, 0);
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 0), 2);
+	fsr_copy_done(r, 0, cp[0].slot, cp[0].gen, COPY_NS);
+	fsr_copy_done(r, 0, cp[1].slot, cp[1].gen, 2 * COPY_NS);
+	cr_assert_eq(told_n, 0);
+}
+
+/* One case per reason the core gives besides the three above, each built
+ * as small as it goes: with the reason's line in fsr_sched.c / fsr_cands.c
+ * replaced by WAIT or its report removed, only its own case fails. */
+Test(sched, unserved_wait_slot_no_free_slot)
+{
+	struct fsr_config c = scfg();
+	c.spare_slots = 0; /* every FREE slot is some tier's shortfall */
+	struct fsr *r = mk_told(c);
+	at_layer0(r);
+	fill_predicted(r);
+	/* Scored above the victim (2): admitted, but a tier at its size
+	 * takes no FREE slot; the victim leaves and the slot comes back only
+	 * after the grace period. */
+	predict(r, 3, 3, 0.9f, 2 * COPY_NS);
+	struct fsr_copy cp[8];
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 2 * COPY_NS), 0);
+	cr_assert_eq(told_n, 0);
+	layer_runs(r, 1, LAYER_NS);
+	layer_runs(r, 2, 2 * LAYER_NS);
+	layer_runs(r, 3, 3 * LAYER_NS);
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 3 * LAYER_NS), 0);
+	cr_assert_eq(told_n, 1);
+	cr_assert_eq(told_why[0], FSR_UNS_WAIT_SLOT);
+	cr_assert_eq(told_expert[0], 3);
+	ok(r);
+	fsr_destroy(r);
+}
+
+Test(sched, unserved_wait_slot_no_victim_yet)
+{
+	struct fsr *r = mk_told(scfg());
+	at_layer0(r);
+	struct fsr_copy cp[8];
+	predict(r, 3, 1, 0.5f, 0);
+	predict(r, 3, 2, 0.4f, 0);
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 0), 2); /* both still LOADING */
+	/* A spare slot is FREE, but the tier is at its size and neither of
+	 * its slots can leave while it loads: no room in time. */
+	predict(r, 3, 3, 0.9f, 0);
+	cr_assert_eq(fsr_take_copies(r, 0, cp + 2, 6, 0), 0);
+	cr_assert_eq(told_n, 0);
+	fsr_copy_done(r, 0, cp[0].slot, cp[0].gen, COPY_NS);
+	fsr_copy_done(r, 0, cp[1].slot, cp[1].gen, 2 * COPY_NS);
+	layer_runs(r, 1, LAYER_NS);
+	layer_runs(r, 2, 2 * LAYER_NS);
+	layer_runs(r, 3, 3 * LAYER_NS);
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 3 * LAYER_NS), 0);
+	cr_assert_eq(told_n, 1);
+	cr_assert_eq(told_why[0], FSR_UNS_WAIT_SLOT);
+	cr_assert_eq(told_expert[0], 3);
+	ok(r);
+	fsr_destroy(r);
+}
+
+Test(sched, unserved_wait_demand)
+{
+	struct fsr_config c = scfg();
+	bytes_[0 * SE + 9] = 1000000; /* 1 ms of bus: more than a window (800 us) */
+	struct fsr *r = mk_told(c);
+	at_layer0(r);
+	rec(r, FS_REC_USAGE, FS_USE_MISS, 0, 9, 1, 0, 0);
+	predict(r, 1, 2, 1.0f, 0);
+	/* The prediction comes first by deadline (100 us, it lands at 50)
+	 * and alone would be in time, but the miss's copy behind it would
+	 * not fit in a window: demand first. */
+	struct fsr_copy cp[8];
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 0), 1);
+	cr_assert_eq(cp[0].tier, FSR_TIER_RECENCY);
+	cr_assert_eq(cp[0].expert, 9);
+	cr_assert_eq(told_n, 0);
+	layer_runs(r, 1, LAYER_NS);
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, LAYER_NS), 0);
+	cr_assert_eq(told_n, 1);
+	cr_assert_eq(told_why[0], FSR_UNS_WAIT_DEMAND);
+	cr_assert_eq(told_expert[0], 2);
+	ok(r);
+	fsr_destroy(r);
+}
+
+Test(sched, unserved_admit)
+{
+	struct fsr *r = mk_told(scfg());
+	at_layer0(r);
+	fill_predicted(r);
+	/* Scored below both of this window's predictions there: dropped. */
+	predict(r, 3, 3, 0.3f, 2 * COPY_NS);
+	struct fsr_copy cp[8];
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 2 * COPY_NS), 0);
+	cr_assert_eq(told_n, 1);
+	cr_assert_eq(told_why[0], FSR_UNS_ADMIT);
+	cr_assert_eq(told_expert[0], 3);
+	cr_assert_eq(fsr_lookup(r, 0, 3, 3), FSR_NONE);
+	ok(r);
+	fsr_destroy(r);
+}
+
+Test(sched, unserved_cand_full)
+{
+	struct fsr_config c = scfg();
+	c.cand_per_layer = 2;
+	struct fsr *r = mk_told(c);
+	at_layer0(r);
+	predict(r, 5, 1, 0.9f, 0);
+	predict(r, 5, 2, 0.8f, 0);
+	predict(r, 5, 3, 0.7f, 0); /* full: the new one is the weakest */
+	cr_assert_eq(told_n, 1);
+	cr_assert_eq(told_why[0], FSR_UNS_CAND_FULL);
+	cr_assert_eq(told_expert[0], 3);
+	predict(r, 5, 4, 0.95f, 0); /* full: the weakest kept one (2) goes */
+	cr_assert_eq(told_n, 2);
+	cr_assert_eq(told_why[1], FSR_UNS_CAND_FULL);
+	cr_assert_eq(told_expert[1], 2);
+	struct fsr_copy cp[8];
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 0), 2);
+	cr_assert_eq(cp[0].expert, 4);
+	cr_assert_eq(cp[1].expert, 1);
+	cr_assert_eq(told_n, 2);
+	ok(r);
+	fsr_destroy(r);
+}
