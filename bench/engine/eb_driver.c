@@ -54,15 +54,19 @@
 #define EB_MAX_ENGINES 8
 #define EB_MAX_DARGS 16
 
+/* Extra foresightd arguments, in the order given. */
+struct eb_dargs {
+	const char *v[EB_MAX_DARGS];
+	int n;
+};
+
 struct drv {
 	const char *self, *daemon, *model, *csv, *label, *workdir_opt;
-	const char *dargs[EB_MAX_DARGS];
-	int ndargs;
-	const char *altargs[EB_MAX_DARGS]; /* --alt-arg: mode alt's daemon only */
-	int naltargs;
-	int pred_charged; /* --pred-cost charged */
-	int dp;           /* --placement dp */
-	int peer_off;     /* --peer off: foresightd --peer off, engines read their own card only */
+	struct eb_dargs dargs;   /* --daemon-arg: every daemon */
+	struct eb_dargs altargs; /* --alt-arg: mode alt's daemon only */
+	int pred_charged;        /* --pred-cost charged */
+	int dp;                  /* --placement dp */
+	int peer_off;            /* --peer off: foresightd --peer off, engines read their own card only */
 	int predictor_kernel;
 	uint32_t ra_dim, ra_top;
 	const char *recall[3]; /* --pred-recall, passed on */
@@ -185,28 +189,18 @@ static int opt_modes(void *dst, const char *val, char *err, size_t errlen)
 	return 0;
 }
 
+/* --daemon-arg and --alt-arg (dst: its struct eb_dargs).  --alt-arg's go
+ * to mode alt's daemon only, so a daemon option runs side by side with the
+ * defaults (`both`) in one run: the same routing, interleaved
+ * repetitions, one interval each. */
 static int opt_daemon_arg(void *dst, const char *val, char *err, size_t errlen)
 {
-	struct drv *d = dst;
-	if (d->ndargs == EB_MAX_DARGS) {
+	struct eb_dargs *a = dst;
+	if (a->n == EB_MAX_DARGS) {
 		snprintf(err, errlen, "at most %d", EB_MAX_DARGS);
 		return -1;
 	}
-	d->dargs[d->ndargs++] = val;
-	return 0;
-}
-
-/* --alt-arg: one more foresightd argument for mode alt's daemon only, so a
- * daemon option runs side by side with the defaults (`both`) in one run:
- * the same routing, interleaved repetitions, one interval each. */
-static int opt_alt_arg(void *dst, const char *val, char *err, size_t errlen)
-{
-	struct drv *d = dst;
-	if (d->naltargs == EB_MAX_DARGS) {
-		snprintf(err, errlen, "at most %d", EB_MAX_DARGS);
-		return -1;
-	}
-	d->altargs[d->naltargs++] = val;
+	a->v[a->n++] = val;
 	return 0;
 }
 
@@ -353,9 +347,10 @@ static int parse(struct drv *d, int argc, char **argv)
 		FS_OPT_STR("csv", "FILE", &d->csv,
 			   "append one row per (repetition, mode) (`fs-engine-bench report` reads it)"),
 		FS_OPT_STR("label", "TEXT", &d->label, "first CSV column"),
-		FS_OPT_FN("daemon-arg", "ARG", d, opt_daemon_arg, "extra foresightd argument (repeatable)"),
+		FS_OPT_FN("daemon-arg", "ARG", &d->dargs, opt_daemon_arg,
+			  "extra foresightd argument (repeatable)"),
 		FS_OPT_FN(
-			"alt-arg", "ARG", d, opt_alt_arg,
+			"alt-arg", "ARG", &d->altargs, opt_daemon_arg,
 			"a foresightd argument for mode alt's daemon only (repeatable, after --daemon-arg): "
 			"alt is `both` with these, an A/B of daemon options in one run"),
 		FS_OPT_STR("workdir", "DIR", &d->workdir_opt,
@@ -383,10 +378,10 @@ static int parse(struct drv *d, int argc, char **argv)
 		fprintf(stderr, "fs-engine-bench run: --daemon PATH is required (try --help)\n");
 		return -1;
 	}
-	if (d->modes[EB_ALT] != (d->naltargs > 0)) {
+	if (d->modes[EB_ALT] != (d->altargs.n > 0)) {
 		fprintf(stderr, "fs-engine-bench run: %s\n",
-			d->naltargs ? "--alt-arg without mode alt in --modes" :
-				      "mode alt needs --alt-arg (without it, it is `both`)");
+			d->altargs.n ? "--alt-arg without mode alt in --modes" :
+				       "mode alt needs --alt-arg (without it, it is `both`)");
 		return -1;
 	}
 	if (d->nbound && d->nbound != d->nbudgets) {
@@ -524,11 +519,11 @@ static pid_t daemon_start(struct drv *d, int policy, char *err, size_t errlen)
 		av[n++] = "--peer";
 		av[n++] = "off";
 	}
-	for (int i = 0; i < d->ndargs; i++)
-		av[n++] = d->dargs[i];
+	for (int i = 0; i < d->dargs.n; i++)
+		av[n++] = d->dargs.v[i];
 	if (policy == EB_ALT)
-		for (int i = 0; i < d->naltargs; i++)
-			av[n++] = d->altargs[i];
+		for (int i = 0; i < d->altargs.n; i++)
+			av[n++] = d->altargs.v[i];
 	av[n] = NULL;
 	unlink(d->sock);
 	pid_t p = fork();
@@ -1145,10 +1140,10 @@ int eb_driver_main(int argc, char **argv, const char *self)
 		if (d.modes[m])
 			printf(" %s", eb_mode_name(m));
 	printf("\n");
-	if (d.naltargs) {
+	if (d.altargs.n) {
 		printf("alt: both, its daemon started with");
-		for (int i = 0; i < d.naltargs; i++)
-			printf(" %s", d.altargs[i]);
+		for (int i = 0; i < d.altargs.n; i++)
+			printf(" %s", d.altargs.v[i]);
 		printf("\n");
 	}
 	fflush(stdout);

@@ -301,6 +301,14 @@ static void told(void *ctx, uint32_t card, uint32_t layer, uint32_t expert, unsi
 	told_n++;
 }
 
+/* The n-th report (1-based) so far, and the last: why, for expert. */
+static void expect_told(unsigned n, unsigned why, uint32_t expert)
+{
+	cr_assert_eq(told_n, n);
+	cr_assert_eq(told_why[n - 1], why);
+	cr_assert_eq(told_expert[n - 1], expert);
+}
+
 Test(sched, unserved_predictions_are_told_why)
 {
 	struct fsr_config c = scfg();
@@ -313,9 +321,7 @@ Test(sched, unserved_predictions_are_told_why)
 	predict(r, 1, 3, 0.7f, 0); /* lands at 150 us, layer 1 runs at 100: too late */
 	struct fsr_copy cp[8];
 	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 0), 2);
-	cr_assert_eq(told_n, 1);
-	cr_assert_eq(told_why[0], FSR_UNS_TOO_LATE);
-	cr_assert_eq(told_expert[0], 3);
+	expect_told(1, FSR_UNS_TOO_LATE, 3);
 	/* refused at its record: its layer has run (layer 0, at layer 0) */
 	rec(r, FS_REC_PREDICT, FS_PRED_AUX(1, FS_SRC_KERNEL), 0, 4, 1, 0.9f, 0);
 	cr_assert_eq(told_n, 2);
@@ -324,9 +330,7 @@ Test(sched, unserved_predictions_are_told_why)
 	 * use's own want replaces it (it waited: nothing held it back) */
 	predict(r, 5, 6, 0.9f, 0);
 	rec(r, FS_REC_USAGE, FS_USE_MISS, 5, 6, 1, 0, 10 * US);
-	cr_assert_eq(told_n, 3);
-	cr_assert_eq(told_why[2], FSR_UNS_WAIT);
-	cr_assert_eq(told_expert[2], 6);
+	expect_told(3, FSR_UNS_WAIT, 6);
 	ok(r);
 	fsr_destroy(r);
 }
@@ -336,6 +340,13 @@ Test(sched, unserved_predictions_are_told_why)
 static void layer_runs(struct fsr *r, uint32_t layer, uint64_t now)
 {
 	rec(r, FS_REC_USAGE, FS_USE_HIT, layer, 31, 1, 0, now);
+}
+
+/* Layers 1..last run, layer l at l layer times. */
+static void layers_run_to(struct fsr *r, uint32_t last)
+{
+	for (uint32_t l = 1; l <= last; l++)
+		layer_runs(r, l, l * LAYER_NS);
 }
 
 static struct fsr *mk_told(struct fsr_config c)
@@ -375,13 +386,9 @@ Test(sched, unserved_wait_slot_no_free_slot)
 	struct fsr_copy cp[8];
 	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 2 * COPY_NS), 0);
 	cr_assert_eq(told_n, 0);
-	layer_runs(r, 1, LAYER_NS);
-	layer_runs(r, 2, 2 * LAYER_NS);
-	layer_runs(r, 3, 3 * LAYER_NS);
+	layers_run_to(r, 3);
 	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 3 * LAYER_NS), 0);
-	cr_assert_eq(told_n, 1);
-	cr_assert_eq(told_why[0], FSR_UNS_WAIT_SLOT);
-	cr_assert_eq(told_expert[0], 3);
+	expect_told(1, FSR_UNS_WAIT_SLOT, 3);
 	ok(r);
 	fsr_destroy(r);
 }
@@ -401,13 +408,9 @@ Test(sched, unserved_wait_slot_no_victim_yet)
 	cr_assert_eq(told_n, 0);
 	fsr_copy_done(r, 0, cp[0].slot, cp[0].gen, COPY_NS);
 	fsr_copy_done(r, 0, cp[1].slot, cp[1].gen, 2 * COPY_NS);
-	layer_runs(r, 1, LAYER_NS);
-	layer_runs(r, 2, 2 * LAYER_NS);
-	layer_runs(r, 3, 3 * LAYER_NS);
+	layers_run_to(r, 3);
 	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 3 * LAYER_NS), 0);
-	cr_assert_eq(told_n, 1);
-	cr_assert_eq(told_why[0], FSR_UNS_WAIT_SLOT);
-	cr_assert_eq(told_expert[0], 3);
+	expect_told(1, FSR_UNS_WAIT_SLOT, 3);
 	ok(r);
 	fsr_destroy(r);
 }
@@ -430,9 +433,7 @@ Test(sched, unserved_wait_demand)
 	cr_assert_eq(told_n, 0);
 	layer_runs(r, 1, LAYER_NS);
 	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, LAYER_NS), 0);
-	cr_assert_eq(told_n, 1);
-	cr_assert_eq(told_why[0], FSR_UNS_WAIT_DEMAND);
-	cr_assert_eq(told_expert[0], 2);
+	expect_told(1, FSR_UNS_WAIT_DEMAND, 2);
 	ok(r);
 	fsr_destroy(r);
 }
@@ -446,9 +447,7 @@ Test(sched, unserved_admit)
 	predict(r, 3, 3, 0.3f, 2 * COPY_NS);
 	struct fsr_copy cp[8];
 	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 2 * COPY_NS), 0);
-	cr_assert_eq(told_n, 1);
-	cr_assert_eq(told_why[0], FSR_UNS_ADMIT);
-	cr_assert_eq(told_expert[0], 3);
+	expect_told(1, FSR_UNS_ADMIT, 3);
 	cr_assert_eq(fsr_lookup(r, 0, 3, 3), FSR_NONE);
 	ok(r);
 	fsr_destroy(r);
@@ -463,13 +462,9 @@ Test(sched, unserved_cand_full)
 	predict(r, 5, 1, 0.9f, 0);
 	predict(r, 5, 2, 0.8f, 0);
 	predict(r, 5, 3, 0.7f, 0); /* full: the new one is the weakest */
-	cr_assert_eq(told_n, 1);
-	cr_assert_eq(told_why[0], FSR_UNS_CAND_FULL);
-	cr_assert_eq(told_expert[0], 3);
+	expect_told(1, FSR_UNS_CAND_FULL, 3);
 	predict(r, 5, 4, 0.95f, 0); /* full: the weakest kept one (2) goes */
-	cr_assert_eq(told_n, 2);
-	cr_assert_eq(told_why[1], FSR_UNS_CAND_FULL);
-	cr_assert_eq(told_expert[1], 2);
+	expect_told(2, FSR_UNS_CAND_FULL, 2);
 	struct fsr_copy cp[8];
 	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 0), 2);
 	cr_assert_eq(cp[0].expert, 4);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* replay_report.c: the policy table and its JSON twin. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -230,6 +231,37 @@ static int why_col(const char *name)
 	return w > 8 ? w : 8;
 }
 
+/* A run of --why columns: n counters named by name(c), the values at off
+ * in a struct replay_result (a uint64_t array). */
+struct why_group {
+	unsigned n;
+	const char *(*name)(unsigned c);
+	size_t off;
+};
+
+/* One text table of --why: a row per policy that counted, the groups'
+ * columns side by side. */
+static void why_table(FILE *out, const struct replay_result *res, int n, const char *title,
+		      const struct why_group *g, int ng)
+{
+	fprintf(out, "\n%s:\n%-17s", title, "policy");
+	for (int k = 0; k < ng; k++)
+		for (unsigned c = 0; c < g[k].n; c++)
+			fprintf(out, " %*s", why_col(g[k].name(c)), g[k].name(c));
+	fputc('\n', out);
+	for (int i = 0; i < n; i++) {
+		if (!res[i].why_counted)
+			continue;
+		fprintf(out, "%-17s", res[i].policy);
+		for (int k = 0; k < ng; k++) {
+			const uint64_t *v = (const uint64_t *)((const char *)&res[i] + g[k].off);
+			for (unsigned c = 0; c < g[k].n; c++)
+				fprintf(out, " %*llu", why_col(g[k].name(c)), (unsigned long long)v[c]);
+		}
+		fputc('\n', out);
+	}
+}
+
 void replay_report_why(FILE *out, const struct replay_result *res, int n, int markdown)
 {
 	const struct replay_result *lru = find(res, n, "lru");
@@ -283,39 +315,15 @@ void replay_report_why(FILE *out, const struct replay_result *res, int n, int ma
 	}
 	if (markdown)
 		return;
-	fprintf(out, "\nby class (replay_why.h), and by history (each also sums to the misses):\n%-17s",
-		"policy");
-	for (unsigned c = 0; c < RW_N; c++)
-		fprintf(out, " %*s", why_col(replay_why_name(c)), replay_why_name(c));
-	for (unsigned c = 0; c < RH_N; c++)
-		fprintf(out, " %9s", replay_hist_name(c));
-	fputc('\n', out);
-	for (int i = 0; i < n; i++) {
-		const struct replay_result *r = &res[i];
-		if (!r->why_counted)
-			continue;
-		fprintf(out, "%-17s", r->policy);
-		for (unsigned c = 0; c < RW_N; c++)
-			fprintf(out, " %*llu", why_col(replay_why_name(c)), (unsigned long long)r->why[c]);
-		for (unsigned c = 0; c < RH_N; c++)
-			fprintf(out, " %9llu", (unsigned long long)r->why_hist[c]);
-		fputc('\n', out);
-	}
+	static const struct why_group classes[] = {
+		{RW_N, replay_why_name, offsetof(struct replay_result, why)},
+		{RH_N, replay_hist_name, offsetof(struct replay_result, why_hist)}};
+	static const struct why_group info[] = {
+		{RI_N, replay_info_name, offsetof(struct replay_result, why_info)}};
+	why_table(out, res, n, "by class (replay_why.h), and by history (each also sums to the misses)",
+		  classes, 2);
 	/* Every why_info counter (REPLAY_WHY_INFO), as --json carries them. */
-	fprintf(out, "\nthe posting and each tier's copies (why_info):\n%-17s", "policy");
-	for (unsigned c = 0; c < RI_N; c++)
-		fprintf(out, " %*s", why_col(replay_info_name(c)), replay_info_name(c));
-	fputc('\n', out);
-	for (int i = 0; i < n; i++) {
-		const struct replay_result *r = &res[i];
-		if (!r->why_counted)
-			continue;
-		fprintf(out, "%-17s", r->policy);
-		for (unsigned c = 0; c < RI_N; c++)
-			fprintf(out, " %*llu", why_col(replay_info_name(c)),
-				(unsigned long long)r->why_info[c]);
-		fputc('\n', out);
-	}
+	why_table(out, res, n, "the posting and each tier's copies (why_info)", info, 1);
 	fputc('\n', out);
 	for (unsigned c = 0; c < RW_N; c++)
 		fprintf(out, "%s (%s): %s\n", replay_why_name(c), replay_why_class(c), replay_why_what(c));

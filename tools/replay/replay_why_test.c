@@ -163,6 +163,36 @@ Test(why, each_class_where_it_belongs, .init = setup, .fini = teardown)
 	cr_assert_eq(why.hist[RH_cold], 9);
 }
 
+/* The whole-run cases' routing: 8 layers x 64 experts, top-4, windows of
+ * 2 tokens, 1 MiB experts; the caller may change the rest of g. */
+static void small_gen(struct fs_trace_gen *g, uint32_t windows, uint64_t seed)
+{
+	fs_trace_gen_defaults(g);
+	g->layers = 8;
+	g->experts = 64;
+	g->topk = 4;
+	g->tokens_per_window = 2;
+	g->windows = windows;
+	g->seed = seed;
+	g->expert_bytes = 1 << 20;
+}
+
+/* g's trace, a model at 25 % slots with 40 warm-up windows, and the input
+ * with the warm-up's profile. */
+static void small_input(struct fs_trace *t, const struct fs_trace_gen *g, struct replay_model *m,
+			struct replay_input *in)
+{
+	static uint32_t counts[8 * 64];
+	char err[FS_TRACE_ERRLEN];
+	cr_assert_eq(fs_trace_generate(t, g, err, sizeof(err)), 0, "%s", err);
+	replay_model_defaults(m);
+	m->tokens_per_window = 2;
+	m->warmup = 40;
+	m->slots_frac = 0.25;
+	cr_assert_gt(replay_profile_build(t, m->warmup, 2, counts), 0);
+	*in = (struct replay_input){.trace = t, .name = "t", .profile = counts, .profile_from = "warm-up"};
+}
+
 /* --decoys none: the table's recall and no wrong guess, so every posted
  * prediction is used in its window (posted_used == posted); with decoys
  * (the default) most are not. */
@@ -170,24 +200,10 @@ Test(why, no_decoys_posts_only_what_is_used)
 {
 	struct fs_trace t;
 	struct fs_trace_gen g;
-	fs_trace_gen_defaults(&g);
-	g.layers = 8;
-	g.experts = 64;
-	g.topk = 4;
-	g.tokens_per_window = 2;
-	g.windows = 120;
-	g.seed = 5;
-	g.expert_bytes = 1 << 20;
-	char err[FS_TRACE_ERRLEN];
-	cr_assert_eq(fs_trace_generate(&t, &g, err, sizeof(err)), 0, "%s", err);
+	small_gen(&g, 120, 5);
 	struct replay_model m;
-	replay_model_defaults(&m);
-	m.tokens_per_window = 2;
-	m.warmup = 40;
-	m.slots_frac = 0.25;
-	static uint32_t counts[8 * 64];
-	cr_assert_gt(replay_profile_build(&t, m.warmup, 2, counts), 0);
-	struct replay_input in = {.trace = &t, .name = "t", .profile = counts, .profile_from = "warm-up"};
+	struct replay_input in;
+	small_input(&t, &g, &m, &in);
 	struct replay_result r;
 	for (int d = DECOYS_POPULAR; d <= DECOYS_NONE; d += DECOYS_NONE) {
 		m.decoys = (enum replay_decoys)d;
@@ -240,28 +256,14 @@ static void run_all(uint32_t pred_max)
 {
 	struct fs_trace t;
 	struct fs_trace_gen g;
-	fs_trace_gen_defaults(&g);
-	g.layers = 8;
-	g.experts = 64;
-	g.topk = 4;
-	g.tokens_per_window = 2;
-	g.windows = 160;
+	small_gen(&g, 160, 11);
 	g.skew = 1.2;
 	g.locality = 0.3;
-	g.seed = 11;
-	g.expert_bytes = 1 << 20;
-	char err[FS_TRACE_ERRLEN];
-	cr_assert_eq(fs_trace_generate(&t, &g, err, sizeof(err)), 0, "%s", err);
 	struct replay_model m;
-	replay_model_defaults(&m);
-	m.tokens_per_window = 2;
-	m.warmup = 40;
-	m.slots_frac = 0.25;
+	struct replay_input in;
+	small_input(&t, &g, &m, &in);
 	m.bus_gbps = 2.0; /* a tight bus: every class shows */
 	m.pred_max = pred_max;
-	static uint32_t counts[8 * 64];
-	cr_assert_gt(replay_profile_build(&t, m.warmup, 2, counts), 0);
-	struct replay_input in = {.trace = &t, .name = "t", .profile = counts, .profile_from = "warm-up"};
 	uint64_t letters[4] = {0};
 	for (int p = 0; p < RP_COMPARE_N; p++) {
 		struct replay_result r;
