@@ -294,6 +294,16 @@ void fs_arena_unpin(fs_client *c, const void *pin)
 	fs_arena_put((struct fs_arena_map *)(uintptr_t)pin);
 }
 
+int fs_arena_pin_region(const void *pin, struct fs_arena_region *out)
+{
+	const struct fs_arena_map *m = pin;
+	if (!m || !out)
+		return -EINVAL;
+	out->base = m->ah;
+	out->bytes = m->shm.bytes;
+	return 0;
+}
+
 uint64_t fs_checksum(const void *p, size_t n)
 {
 	return fs_fnv1a64(p, n);

@@ -43,7 +43,7 @@ esac
 
 CLANG_FORMAT=${CLANG_FORMAT:-clang-format}
 CPPCHECK=${CPPCHECK:-cppcheck}
-DIRS=(common proto daemon client kernels bench tests tools)
+DIRS=(common proto daemon client kernels bench tests tools integrations)
 
 existing_dirs=()
 for d in "${DIRS[@]}"; do

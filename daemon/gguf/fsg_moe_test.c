@@ -76,7 +76,8 @@ static void parts(const struct opened *o, uint32_t l, char *out, size_t n)
 	}
 }
 
-/* Each part: aligned, sized as 1/E of its tensor (or the whole tensor). */
+/* Each part: aligned, sized as 1/E of its tensor (or the whole tensor),
+ * followed inside the blob by its zero tail (FS_ARENA_PART_TAIL_ELEMS). */
 static void check_blobs(const struct opened *o)
 {
 	uint64_t member = 0;
@@ -87,8 +88,11 @@ static void check_blobs(const struct opened *o)
 			const struct fsg_part *pt = &ly->part[i];
 			const struct fsg_tensor *t = &o->f.t[pt->tensor];
 			cr_expect_eq(pt->blob_off % FS_ARENA_PART_ALIGN, 0u);
-			cr_expect_geq(pt->blob_off, end, "parts do not overlap");
-			end = pt->blob_off + pt->bytes;
+			cr_expect_geq(pt->blob_off, end, "parts and tails do not overlap");
+			uint64_t tail = 0;
+			if (pt->bytes == 0 || fsg_row_bytes(pt->type, FS_ARENA_PART_TAIL_ELEMS, &tail) < 0)
+				tail = 0;
+			end = pt->blob_off + pt->bytes + tail;
 			cr_expect_eq(pt->bytes, pt->split ? t->bytes : t->bytes / o->p.experts, "%s",
 				     t->name);
 			cr_expect_eq(pt->type, t->type);

@@ -38,9 +38,10 @@ extern "C" {
 
 #define FS_CLIENT_VERSION_MAJOR 0
 #define FS_CLIENT_VERSION_MINOR \
-	5 /* 2: fs_card_info.down (cards that go down); 3: fs_layer_ready; \
+	6 /* 2: fs_card_info.down (cards that go down); 3: fs_layer_ready; \
 					     4: fs_arena_pin, arenas unmapped after a restart; \
-					     5: fs_client_redials */
+					     5: fs_client_redials; \
+					     6: fs_arena_pin_region */
 
 /* Default control socket; FORESIGHT_SOCKET in the environment overrides it. */
 #define FS_DEFAULT_SOCKET "/run/foresight/control.sock"
@@ -295,6 +296,16 @@ FS_API int fs_arena_expert(const fs_client *c, uint32_t layer, uint32_t expert, 
  * call; any thread. */
 FS_API const void *fs_arena_pin(fs_client *c);
 FS_API void fs_arena_unpin(fs_client *c, const void *pin);
+/* The arena a pin keeps mapped, as one read-only mapping of `bytes` from
+ * `base`, where fs_arena_expert's blobs lie while that arena is the
+ * current one: for an engine that registers the whole arena with its GPU
+ * runtime once (cudaHostRegister, read-only and mapped) so kernels read
+ * misses in place.  0, or -EINVAL for a NULL pin. */
+struct fs_arena_region {
+	const void *base;
+	uint64_t bytes;
+};
+FS_API int fs_arena_pin_region(const void *pin, struct fs_arena_region *out);
 /* 1 when the layer's experts are in the arena (fs_arena_expert answers),
  * 0 while it loads, or a negative errno as fs_arena_expert.  Lookups of a
  * layer not in answer "miss": the daemon copies none of its experts. */
