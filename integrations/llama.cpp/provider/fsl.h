@@ -44,9 +44,19 @@ struct fsl_route {
 	uint64_t arena_bytes;
 	uint64_t expert_bytes; /* the layer's bytes read per expert (every claimed role) */
 	const int32_t *ids;    /* device: ids[i + j * ids_stride], i < n_used, j < n_tokens */
+	uint32_t *used;        /* device (host-mapped): the layer's struct fsl_used, written each run */
 	int64_t n_used, n_tokens, ids_stride;
 	uint32_t layer, experts, card;
+	int post; /* 0: count and fill `used`, post nothing (the LRU baseline) */
 };
+
+/* What the route kernel leaves for the host per layer, in host-mapped
+ * memory: the experts the layer's tokens used, under the window they ran
+ * in (written last, after a system fence: a host that sees the window sees
+ * its bits).  FSL_USED_WORDS(experts) 32-bit words. */
+#define FSL_USED_WORDS(experts) (2u + ((experts) + 31u) / 32u)
+#define FSL_USED_WINDOW 0 /* word 0: the window + 1 (0: never ran) */
+#define FSL_USED_BITS 2   /* words 2..: bit e: expert e used */
 
 /* Counters the route kernel keeps in device memory. */
 struct fsl_counters {
@@ -66,6 +76,13 @@ struct fsl_gpu {
 	int (*map_host)(void *ctx, const void *base, uint64_t bytes, uint64_t *dev);
 	/* Device memory for the tables (never freed before the provider). */
 	int (*alloc_dev)(void *ctx, uint64_t bytes, void **dev);
+	/* Host memory the device writes and the host reads (struct fsl_used). */
+	int (*alloc_mapped)(void *ctx, uint64_t bytes, void **host, void **dev);
+	/* Copy host -> dev on the provider's own copy stream (the in-process
+	 * LRU's fills) and remember it as slot's last copy; copy_done(slot): 1
+	 * once that copy has landed. */
+	int (*copy_in)(void *ctx, void *dev, const void *host, uint64_t bytes, uint32_t slot);
+	int (*copy_done)(void *ctx, uint32_t slot);
 	/* Read device memory back (the counters; never on a per-layer path). */
 	int (*download)(void *ctx, void *host, const void *dev, uint64_t bytes);
 	/* Pinned host memory to upload from. */
@@ -95,6 +112,9 @@ struct fsl_opts {
 	unsigned wait_s;    /* wait this long for foresightd to load every layer */
 	int check;          /* loader bytes: 0 off, 1 sample (default), 2 every byte */
 	int log;            /* 1: say what it does on stderr */
+	uint64_t lru_mib;   /* >0: an in-process per-layer LRU of this many MiB of VRAM
+			     * instead of foresightd's tier (a baseline: what an engine could
+			     * add alone); foresightd still serves the arena */
 };
 
 /* The in-flight evaluations the provider keeps apart: an evaluation's

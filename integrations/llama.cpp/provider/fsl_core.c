@@ -10,7 +10,7 @@
  * is done.  The epoch stays held until the device passes the evaluation's
  * end mark: the slots it names are not reused while a kernel may read them.
  */
-#include "fsl.h"
+#include "fsl_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -23,53 +23,6 @@
 
 #include "foresight/foresight.h"
 
-#define ROLES 4u /* enum fs_part_role 1..4 */
-#define HDR_BYTES 256u
-#define CHECK_SAMPLE 4096u
-
-struct fsl_hdr {
-	uint32_t window;
-	uint32_t card;
-	uint32_t reserved[HDR_BYTES / 4 - 2];
-};
-_Static_assert(sizeof(struct fsl_hdr) == HDR_BYTES, "fsl_hdr");
-
-struct fsl_part {
-	uint64_t off;   /* in the blob */
-	uint64_t bytes; /* one expert's slice */
-	int claimed;
-};
-
-struct fsl_flight {
-	struct fs_view v;
-	uint32_t window;
-	int busy;
-};
-
-struct fsl {
-	fs_client *c;
-	struct fsl_gpu gpu;
-	struct fsl_opts o;
-	uint32_t layers, experts, card;
-	const void *pin;
-	const uint8_t *arena;
-	uint64_t arena_bytes, arena_dev;
-	uint64_t *blob_off;    /* [layers * experts]: from the arena's start */
-	struct fsl_part *part; /* [layers * ROLES] */
-	uint64_t *layer_bytes; /* per expert, over the claimed roles */
-	uint8_t *dev;          /* device block: header, then tables */
-	uint64_t block_bytes;
-	void *stage[FSL_INFLIGHT];
-	struct fsl_flight fl[FSL_INFLIGHT];
-	unsigned last; /* the flight of the newest begin */
-	int open_eval; /* a begin without its end */
-	uint32_t window;
-	void *ring_desc;
-	void *ctr_dev; /* struct fsl_counters */
-	struct fsl_stats st;
-	int said_device;
-};
-
 static __thread char g_err[512];
 
 const char *fsl_error(void)
@@ -77,8 +30,7 @@ const char *fsl_error(void)
 	return g_err;
 }
 
-static int fail(int r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(int r, const char *fmt, ...)
+int fsl_fail(int r, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -136,7 +88,7 @@ static int wait_loaded(struct fsl *p)
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		double s = (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9;
 		if (s > p->o.wait_s)
-			return fail(
+			return fsl_fail(
 				-ETIMEDOUT,
 				"foresightd has loaded %u of %u layers after %u s (FORESIGHT_LLAMA_WAIT_S)",
 				in, p->layers, p->o.wait_s);
@@ -155,30 +107,32 @@ static int map_arena(struct fsl *p)
 	p->pin = fs_arena_pin(p->c);
 	struct fs_arena_region reg;
 	if (!p->pin || fs_arena_pin_region(p->pin, &reg) < 0)
-		return fail(-ENOTCONN, "no arena to map (is foresightd serving a model?)");
+		return fsl_fail(-ENOTCONN, "no arena to map (is foresightd serving a model?)");
 	p->arena = reg.base;
 	p->arena_bytes = reg.bytes;
 	p->blob_off = calloc((size_t)p->layers * p->experts, sizeof(*p->blob_off));
-	if (!p->blob_off)
-		return fail(-ENOMEM, "out of memory");
+	p->blob_bytes = calloc((size_t)p->layers * p->experts, sizeof(*p->blob_bytes));
+	if (!p->blob_off || !p->blob_bytes)
+		return fsl_fail(-ENOMEM, "out of memory");
 	for (uint32_t l = 0; l < p->layers; l++)
 		for (uint32_t e = 0; e < p->experts; e++) {
 			struct fs_expert_blob b;
 			int r = fs_arena_expert(p->c, l, e, &b);
 			if (r < 0)
-				return fail(r, "expert %u of layer %u: %s", e, l, fs_strerror(r));
+				return fsl_fail(r, "expert %u of layer %u: %s", e, l, fs_strerror(r));
 			const uint8_t *d = b.data;
 			if (d < p->arena || (uint64_t)(d - p->arena) > p->arena_bytes ||
 			    b.bytes > p->arena_bytes - (uint64_t)(d - p->arena))
-				return fail(
+				return fsl_fail(
 					-EAGAIN,
 					"the arena changed while it was mapped (foresightd restarted?): retry");
 			p->blob_off[(uint64_t)l * p->experts + e] = (uint64_t)(d - p->arena);
+			p->blob_bytes[(uint64_t)l * p->experts + e] = b.bytes;
 		}
 	int r = p->gpu.map_host(p->gpu.ctx, p->arena, p->arena_bytes, &p->arena_dev);
 	if (r < 0)
-		return fail(r, "registering the arena (%.2f GiB) for reads in place failed: %s",
-			    (double)p->arena_bytes / (1 << 30), strerror(-r));
+		return fsl_fail(r, "registering the arena (%.2f GiB) for reads in place failed: %s",
+				(double)p->arena_bytes / (1 << 30), strerror(-r));
 	return 0;
 }
 
@@ -194,8 +148,8 @@ static int find_card(struct fsl *p, uint32_t cards)
 			return 0;
 		}
 	}
-	return fail(-ENODEV, "foresightd serves no card on %s %d: its slots cannot be read here",
-		    p->gpu.host_slots ? "the host backend, device" : "CUDA device", p->gpu.device);
+	return fsl_fail(-ENODEV, "foresightd serves no card on %s %d: its slots cannot be read here",
+			p->gpu.host_slots ? "the host backend, device" : "CUDA device", p->gpu.device);
 }
 
 static int alloc_blocks(struct fsl *p)
@@ -213,10 +167,17 @@ static int alloc_blocks(struct fsl *p)
 		static const struct fsl_counters zero;
 		r = p->gpu.upload(p->gpu.ctx, p->ctr_dev, &zero, sizeof(zero), NULL);
 	}
+	if (r == 0) {
+		p->used_words = FSL_USED_WORDS(p->experts);
+		uint64_t n = (uint64_t)p->layers * p->used_words * sizeof(uint32_t);
+		r = p->gpu.alloc_mapped(p->gpu.ctx, n, (void **)&p->used, &p->used_dev);
+		if (r == 0)
+			memset(p->used, 0, n);
+	}
 	if (r == 0)
 		r = p->gpu.ring(p->gpu.ctx, p->c, &p->ring_desc);
 	if (r < 0)
-		return fail(r, "allocating the provider's tables failed: %s", strerror(-r));
+		return fsl_fail(r, "allocating the provider's tables failed: %s", strerror(-r));
 	return 0;
 }
 
@@ -225,29 +186,29 @@ int fsl_open(struct fsl **out, const struct fsl_opts *o, const struct fsl_gpu *g
 	g_err[0] = '\0';
 	struct fsl *p = calloc(1, sizeof(*p));
 	if (!p)
-		return fail(-ENOMEM, "out of memory");
+		return fsl_fail(-ENOMEM, "out of memory");
 	p->gpu = *gpu;
 	p->o = *o;
 	struct fs_client_opts co = {
 		.socket_path = o->socket, .name = o->name ? o->name : "llama.cpp", .ring_entries = 8192};
 	int r = fs_client_open(&p->c, &co);
 	if (r < 0) {
-		fail(r, "cannot attach to foresightd: %s", fs_open_error());
+		fsl_fail(r, "cannot attach to foresightd: %s", fs_open_error());
 		free(p);
 		return r;
 	}
 	struct fs_model_info mi;
 	r = fs_client_model(p->c, &mi);
 	if (r == 0 && mi.layers * (uint64_t)mi.experts == 0)
-		r = fail(-EINVAL, "foresightd serves a model of %u layers x %u experts", mi.layers,
-			 mi.experts);
+		r = fsl_fail(-EINVAL, "foresightd serves a model of %u layers x %u experts", mi.layers,
+			     mi.experts);
 	if (r == 0) {
 		p->layers = mi.layers;
 		p->experts = mi.experts;
 		p->part = calloc((size_t)p->layers * ROLES, sizeof(*p->part));
 		p->layer_bytes = calloc(p->layers, sizeof(*p->layer_bytes));
 		if (!p->part || !p->layer_bytes)
-			r = fail(-ENOMEM, "out of memory");
+			r = fsl_fail(-ENOMEM, "out of memory");
 	}
 	if (r == 0)
 		r = find_card(p, mi.cards);
@@ -257,6 +218,8 @@ int fsl_open(struct fsl **out, const struct fsl_opts *o, const struct fsl_gpu *g
 		r = map_arena(p);
 	if (r == 0)
 		r = alloc_blocks(p);
+	if (r == 0 && o->lru_mib)
+		r = fsl_lru_open(p, o->lru_mib);
 	if (r < 0) {
 		fsl_close(p);
 		return r;
@@ -287,6 +250,8 @@ void fsl_close(struct fsl *p)
 		fs_client_close(p->c);
 	}
 	free(p->blob_off);
+	free(p->blob_bytes);
+	free(p->lru);
 	free(p->part);
 	free(p->layer_bytes);
 	free(p);
@@ -297,18 +262,19 @@ const void *const *fsl_claim(struct fsl *p, int device, const char *name, int ty
 {
 	uint32_t layer, role;
 	if (p->gpu.device >= 0 && device != p->gpu.device) {
-		fail(-ENODEV, "%s: on CUDA device %d; this provider serves device %d only", name, device,
-		     p->gpu.device);
+		fsl_fail(-ENODEV, "%s: on CUDA device %d; this provider serves device %d only", name, device,
+			 p->gpu.device);
 		return NULL;
 	}
 	if (fsl_parse_name(name, &layer, &role) < 0) {
-		fail(-EINVAL, "%s: not an expert weight (blk.N.ffn_{gate,up,down,gate_up}_exps.weight)",
-		     name);
+		fsl_fail(-EINVAL, "%s: not an expert weight (blk.N.ffn_{gate,up,down,gate_up}_exps.weight)",
+			 name);
 		return NULL;
 	}
 	if (layer >= p->layers || ne[2] != (int64_t)p->experts || ne[3] != 1) {
-		fail(-EINVAL, "%s: %" PRId64 " experts in layer %u; foresightd serves %u layers x %u experts",
-		     name, ne[2], layer, p->layers, p->experts);
+		fsl_fail(-EINVAL,
+			 "%s: %" PRId64 " experts in layer %u; foresightd serves %u layers x %u experts",
+			 name, ne[2], layer, p->layers, p->experts);
 		return NULL;
 	}
 	struct fs_expert_part parts[12];
@@ -318,18 +284,18 @@ const void *const *fsl_claim(struct fsl *p, int device, const char *name, int ty
 		if (parts[i].role == role && parts[i].what == FS_WHAT_WEIGHT)
 			pt = &parts[i];
 	if (!pt) {
-		fail(-ENOENT, "%s: foresightd's arena has no %s weight for layer %u", name, role_name(role),
-		     layer);
+		fsl_fail(-ENOENT, "%s: foresightd's arena has no %s weight for layer %u", name,
+			 role_name(role), layer);
 		return NULL;
 	}
 	if (pt->ggml_type != (uint32_t)type || pt->ne[0] != (uint64_t)ne[0] || pt->ne[1] != (uint64_t)ne[1] ||
 	    pt->bytes != (uint64_t)nb[2]) {
-		fail(-EINVAL,
-		     "%s: llama.cpp has type %d, %" PRId64 "x%" PRId64
-		     " per expert (%zu bytes); foresightd's arena "
-		     "has type %u, %" PRIu64 "x%" PRIu64 " (%" PRIu64
-		     " bytes): is it serving this model file?",
-		     name, type, ne[0], ne[1], nb[2], pt->ggml_type, pt->ne[0], pt->ne[1], pt->bytes);
+		fsl_fail(-EINVAL,
+			 "%s: llama.cpp has type %d, %" PRId64 "x%" PRId64
+			 " per expert (%zu bytes); foresightd's arena "
+			 "has type %u, %" PRIu64 "x%" PRIu64 " (%" PRIu64
+			 " bytes): is it serving this model file?",
+			 name, type, ne[0], ne[1], nb[2], pt->ggml_type, pt->ne[0], pt->ne[1], pt->bytes);
 		return NULL;
 	}
 	struct fsl_part *q = &p->part[(uint64_t)layer * ROLES + role - 1];
@@ -358,7 +324,7 @@ int fsl_check(struct fsl *p, const void *const *table, const void *data, size_t 
 {
 	uint32_t layer, role;
 	if (table_of(p, table, &layer, &role) < 0)
-		return fail(-EINVAL, "a check of a weight the provider never claimed");
+		return fsl_fail(-EINVAL, "a check of a weight the provider never claimed");
 	if (p->o.check == 0)
 		return 0;
 	const struct fsl_part *q = &p->part[(uint64_t)layer * ROLES + role - 1];
@@ -367,8 +333,8 @@ int fsl_check(struct fsl *p, const void *const *table, const void *data, size_t 
 		uint64_t e = pos / q->bytes, in = pos % q->bytes;
 		uint64_t end = (e + 1) * q->bytes < offset + size ? q->bytes : offset + size - e * q->bytes;
 		if (e >= p->experts)
-			return fail(-EINVAL, "blk.%u.ffn_%s_exps.weight: bytes past its %u experts", layer,
-				    role_name(role), p->experts);
+			return fsl_fail(-EINVAL, "blk.%u.ffn_%s_exps.weight: bytes past its %u experts",
+					layer, role_name(role), p->experts);
 		const uint8_t *a = p->arena + p->blob_off[(uint64_t)layer * p->experts + e] + q->off;
 		/* the ranges of this slice to compare: all, or the two ends */
 		uint64_t r[2][2] = {{in, end}, {end, end}};
@@ -381,7 +347,7 @@ int fsl_check(struct fsl *p, const void *const *table, const void *data, size_t 
 			if (r[k][0] < r[k][1]) {
 				if (memcmp(d + (e * q->bytes + r[k][0] - offset), a + r[k][0],
 					   r[k][1] - r[k][0]) != 0)
-					return fail(
+					return fsl_fail(
 						-EBADMSG,
 						"blk.%u.ffn_%s_exps.weight, expert %" PRIu64
 						": the model file's bytes differ from foresightd's arena (is it "
@@ -397,6 +363,9 @@ int fsl_check(struct fsl *p, const void *const *table, const void *data, size_t 
 /* The evaluation in flight k is done: release its epoch, end its window. */
 static void retire(struct fsl *p, unsigned k)
 {
+	/* One stream: when this evaluation is done, so is every earlier one. */
+	if (p->fl_seq[k] > p->passed_seq)
+		p->passed_seq = p->fl_seq[k];
 	fs_release(p->c, &p->fl[k].v);
 	fs_window_end(p->c, p->fl[k].window);
 	p->fl[k].busy = 0;
@@ -413,14 +382,21 @@ static void fill(struct fsl *p, uint8_t *block, const struct fs_view *v)
 			continue;
 		for (uint32_t e = 0; e < p->experts; e++) {
 			struct fs_place pl;
-			uint64_t base;
-			int local = v->epoch &&
-				    fs_lookup_from(p->c, v, p->card, l, e, &pl) == FS_PLACE_LOCAL &&
-				    (p->gpu.host_slots ? pl.host != NULL : pl.device != NULL);
-			if (local)
-				base = (uint64_t)(uintptr_t)(p->gpu.host_slots ? (const void *)pl.host :
-										 pl.device);
-			else
+			uint64_t base = 0;
+			int local;
+			if (p->lru) {
+				base = fsl_lru_place(p, l, e, p->seq);
+				local = base != 0;
+			} else {
+				local = v->epoch &&
+					fs_lookup_from(p->c, v, p->card, l, e, &pl) == FS_PLACE_LOCAL &&
+					(p->gpu.host_slots ? pl.host != NULL : pl.device != NULL);
+				if (local)
+					base = (uint64_t)(uintptr_t)(p->gpu.host_slots ?
+									     (const void *)pl.host :
+									     pl.device);
+			}
+			if (!local)
 				base = p->arena_dev + p->blob_off[(uint64_t)l * p->experts + e];
 			slots += local;
 			arena += !local;
@@ -439,8 +415,8 @@ void fsl_begin(struct fsl *p, int device, void *stream)
 {
 	if (p->gpu.device >= 0 && device != p->gpu.device) {
 		if (!p->said_device++)
-			fail(-ENODEV, "a graph on CUDA device %d: this provider serves device %d only",
-			     device, p->gpu.device);
+			fsl_fail(-ENODEV, "a graph on CUDA device %d: this provider serves device %d only",
+				 device, p->gpu.device);
 		return;
 	}
 	/* Let go of every evaluation the device is done with. */
@@ -454,9 +430,15 @@ void fsl_begin(struct fsl *p, int device, void *stream)
 		retire(p, k);
 	}
 	struct fsl_flight *f = &p->fl[k];
-	if (fs_acquire(p->c, &f->v) < 0) /* cannot be: at most FSL_INFLIGHT < FS_MAX_HOLDS views */
-		memset(&f->v, 0, sizeof(f->v));
-	p->st.empty_views += f->v.epoch == 0;
+	p->fl_seq[k] = ++p->seq;
+	if (p->lru) {
+		fsl_lru_learn(p);
+		memset(&f->v, 0, sizeof(f->v)); /* no epoch: the LRU's own slots */
+	} else {
+		if (fs_acquire(p->c, &f->v) < 0) /* cannot be: at most FSL_INFLIGHT < FS_MAX_HOLDS views */
+			memset(&f->v, 0, sizeof(f->v));
+		p->st.empty_views += f->v.epoch == 0;
+	}
 	fill(p, p->stage[k], &f->v);
 	p->gpu.upload(p->gpu.ctx, p->dev, p->stage[k], p->block_bytes, stream);
 	fs_window_begin(p->c, p->window, 1);
@@ -499,12 +481,14 @@ void fsl_route_layer(struct fsl *p, const void *const *table, const int32_t *ids
 		.arena_bytes = p->arena_bytes,
 		.expert_bytes = p->layer_bytes[layer],
 		.ids = ids,
+		.used = (uint32_t *)p->used_dev + (uint64_t)layer * p->used_words,
 		.n_used = n_used,
 		.n_tokens = n_tokens,
 		.ids_stride = ids_stride,
 		.layer = layer,
 		.experts = p->experts,
 		.card = p->card,
+		.post = !p->lru, /* the LRU baseline posts nothing: foresightd only serves its arena */
 	};
 	p->gpu.route(p->gpu.ctx, &r, stream);
 }

@@ -5,6 +5,7 @@
  * ring while the layer runs.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,6 +21,9 @@
 
 struct cuda_ctx {
 	cudaEvent_t ev[FSL_INFLIGHT];
+	cudaStream_t copy;    /* the in-process LRU's fills */
+	cudaEvent_t *slot_ev; /* [nslot_ev]: each slot's last fill */
+	uint32_t nslot_ev;
 };
 
 static int cerr(cudaError_t e, const char *what)
@@ -59,6 +63,51 @@ static int alloc_dev(void *, uint64_t bytes, void **dev)
 static int alloc_pinned(void *, uint64_t bytes, void **host)
 {
 	return cerr(cudaHostAlloc(host, bytes, cudaHostAllocDefault), "cudaHostAlloc");
+}
+
+static int alloc_mapped(void *, uint64_t bytes, void **host, void **dev)
+{
+	if (cerr(cudaHostAlloc(host, bytes, cudaHostAllocMapped | cudaHostAllocPortable),
+		 "cudaHostAlloc(mapped)") < 0)
+		return -ENOMEM;
+	return cerr(cudaHostGetDevicePointer(dev, *host, 0), "cudaHostGetDevicePointer");
+}
+
+static int copy_in(void *vctx, void *dev, const void *host, uint64_t bytes, uint32_t slot)
+{
+	struct cuda_ctx *ctx = (struct cuda_ctx *)vctx;
+	if (!ctx->copy && cerr(cudaStreamCreateWithFlags(&ctx->copy, cudaStreamNonBlocking),
+			       "cudaStreamCreate(copies)") < 0)
+		return -EIO;
+	if (slot >= ctx->nslot_ev) {
+		uint32_t n = slot + 1 > 2 * ctx->nslot_ev ? slot + 1 : 2 * ctx->nslot_ev;
+		cudaEvent_t *ev = (cudaEvent_t *)realloc(ctx->slot_ev, n * sizeof(*ev));
+		if (!ev)
+			return -ENOMEM;
+		memset(ev + ctx->nslot_ev, 0, (n - ctx->nslot_ev) * sizeof(*ev));
+		ctx->slot_ev = ev;
+		ctx->nslot_ev = n;
+	}
+	if (!ctx->slot_ev[slot] && cerr(cudaEventCreateWithFlags(&ctx->slot_ev[slot], cudaEventDisableTiming),
+					"cudaEventCreate") < 0)
+		return -EIO;
+	if (cerr(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, ctx->copy),
+		 "cudaMemcpyAsync(fill)") < 0)
+		return -EIO;
+	return cerr(cudaEventRecord(ctx->slot_ev[slot], ctx->copy), "cudaEventRecord(fill)");
+}
+
+static int copy_done(void *vctx, uint32_t slot)
+{
+	struct cuda_ctx *ctx = (struct cuda_ctx *)vctx;
+	if (slot >= ctx->nslot_ev || !ctx->slot_ev[slot])
+		return 1;
+	cudaError_t e = cudaEventQuery(ctx->slot_ev[slot]);
+	if (e == cudaErrorNotReady) {
+		(void)cudaGetLastError();
+		return 0;
+	}
+	return cerr(e, "cudaEventQuery(fill)") < 0 ? -EIO : 1;
 }
 
 static int download(void *, void *host, const void *dev, uint64_t bytes)
@@ -164,10 +213,18 @@ __global__ void fsl_route_kernel(struct fsl_route r)
 		rec.value = 0;
 		recs[at] = rec;
 	}
+	/* What the host's LRU learns from: the bitmap, then the window. */
+	if (r.used) {
+		for (uint32_t i = threadIdx.x; i < words; i += blockDim.x)
+			((volatile uint32_t *)r.used)[FSL_USED_BITS + i] = bits[i];
+		__threadfence_system();
+	}
 	__syncthreads();
+	if (r.used && threadIdx.x == 0)
+		((volatile uint32_t *)r.used)[FSL_USED_WINDOW] = window + 1u;
 	const uint32_t built = count[0];
 	uint32_t posted = 0;
-	if (r.ring_desc)
+	if (r.ring_desc && r.post)
 		posted = fs_dev_ring_post_block((struct fs_dev_desc *)r.ring_desc, recs, built, ring_sh);
 	if (threadIdx.x == 0) {
 		struct fsl_counters *c = (struct fsl_counters *)r.counters;
@@ -207,6 +264,9 @@ extern "C" int fsl_cuda_gpu(struct fsl_gpu *out, int device)
 	out->map_host = map_host;
 	out->alloc_dev = alloc_dev;
 	out->download = download;
+	out->alloc_mapped = alloc_mapped;
+	out->copy_in = copy_in;
+	out->copy_done = copy_done;
 	out->alloc_pinned = alloc_pinned;
 	out->upload = upload;
 	out->mark = mark;

@@ -43,6 +43,23 @@ static int h_alloc(void *ctx, uint64_t bytes, void **p)
 	*p = calloc(1, bytes);
 	return *p ? 0 : -ENOMEM;
 }
+static int h_alloc_mapped(void *ctx, uint64_t bytes, void **host, void **dev)
+{
+	int r = h_alloc(ctx, bytes, host);
+	*dev = *host;
+	return r;
+}
+static int h_copy_in(void *ctx, void *dev, const void *host, uint64_t bytes, uint32_t slot)
+{
+	(void)ctx, (void)slot;
+	memcpy(dev, host, bytes);
+	return 0;
+}
+static int h_copy_done(void *ctx, uint32_t slot)
+{
+	(void)ctx, (void)slot;
+	return 1;
+}
 static int h_download(void *ctx, void *host, const void *dev, uint64_t bytes)
 {
 	(void)ctx;
@@ -79,6 +96,8 @@ static int h_route(void *ctx, const struct fsl_route *r, void *stream)
 	struct host *h = ctx;
 	uint8_t seen[1024] = {0};
 	struct fsl_counters *cnt = (struct fsl_counters *)r->counters;
+	if (r->used)
+		memset(r->used + FSL_USED_BITS, 0, (r->experts + 31) / 32 * sizeof(uint32_t));
 	for (int64_t j = 0; j < r->n_tokens; j++)
 		for (int64_t i = 0; i < r->n_used; i++) {
 			int32_t e = r->ids[i + j * r->ids_stride];
@@ -89,9 +108,14 @@ static int h_route(void *ctx, const struct fsl_route *r, void *stream)
 			int hit = p < r->arena_dev || p >= r->arena_dev + r->arena_bytes;
 			cnt->uses++;
 			cnt->hits += hit;
-			cnt->posted += fs_post_usage(h->c, *r->window, r->layer, (uint32_t)e, r->card, hit) ==
-				       0;
+			if (r->post)
+				cnt->posted += fs_post_usage(h->c, *r->window, r->layer, (uint32_t)e, r->card,
+							     hit) == 0;
+			if (r->used)
+				r->used[FSL_USED_BITS + e / 32] |= 1u << (e % 32);
 		}
+	if (r->used)
+		r->used[FSL_USED_WINDOW] = *r->window + 1u;
 	h->routes++;
 	return 0;
 }
@@ -102,6 +126,9 @@ static struct fsl_gpu host_gpu(void)
 				.map_host = h_map_host,
 				.alloc_dev = h_alloc,
 				.download = h_download,
+				.alloc_mapped = h_alloc_mapped,
+				.copy_in = h_copy_in,
+				.copy_done = h_copy_done,
 				.alloc_pinned = h_alloc,
 				.upload = h_upload,
 				.mark = h_mark,
@@ -154,14 +181,23 @@ static void start_daemon(const char *slots)
 	cr_assert_eq(fsh_daemon_start(&g_d, extra), 0, "foresightd did not start");
 }
 
-static struct fsl *open_provider(int check)
+static struct fsl *open_provider_lru(int check, uint64_t lru_mib)
 {
-	struct fsl_opts o = {.socket = g_d.sock, .name = "fsl_host_test", .wait_s = 30, .check = check};
+	struct fsl_opts o = {.socket = g_d.sock,
+			     .name = "fsl_host_test",
+			     .wait_s = 30,
+			     .check = check,
+			     .lru_mib = lru_mib};
 	struct fsl_gpu gpu = host_gpu();
 	struct fsl *p = NULL;
 	int r = fsl_open(&p, &o, &gpu);
 	cr_assert_eq(r, 0, "fsl_open: %s", fsl_error());
 	return p;
+}
+
+static struct fsl *open_provider(int check)
+{
+	return open_provider_lru(check, 0);
 }
 
 static const char *const k_roles[] = {"gate", "up", "down"};
@@ -378,6 +414,45 @@ Test(fsl_host, tables_read_the_right_bytes_through_a_restart)
 	char js[1024];
 	cr_expect_gt(fsl_stats_json(p, js, sizeof(js)), 0);
 	cr_expect(strstr(js, "\"attaches\":2") != NULL, "%s", js);
+	fsl_close(p);
+}
+
+/* The in-process LRU baseline: what a layer used is copied in for next
+ * time, each layer keeps its share, and every entry still reads the right
+ * bytes; foresightd serves only the arena (nothing posted). */
+Test(fsl_host, the_lru_baseline_keeps_what_was_used)
+{
+	start_daemon("40");
+	struct fsl *p = open_provider_lru(1, 1); /* 1 MiB: 9 blobs of ~112 KiB, 3 a layer */
+	struct claimed cl;
+	claim_all(p, &cl);
+	int32_t ids[2] = {3, 9};
+	evaluate(p, &cl, ids, 2, 1);
+	cr_expect_eq(read_all(g_host.c, &cl, NULL), 0, "nothing is cached before a use");
+	evaluate(p, &cl, ids, 2, 1); /* learns the first's use: 3 and 9 copied in */
+	cr_expect_eq(read_all(g_host.c, &cl, NULL), 2 * 3 * g_m.layers,
+		     "experts 3 and 9 of every layer and role");
+	int32_t ids2[2] = {5, 3};
+	evaluate(p, &cl, ids2, 2, 1);
+	evaluate(p, &cl, ids2, 2, 1); /* 5 in: 3, 9, 5 */
+	cr_expect_eq(read_all(g_host.c, &cl, NULL), 3 * 3 * g_m.layers);
+	int32_t ids3[2] = {7, 3};
+	evaluate(p, &cl, ids3, 2, 1);
+	evaluate(p, &cl, ids3, 2, 1); /* 7 in over 9, the least recently used; 3 and 5 stay */
+	struct fsl_stats st;
+	fsl_stats(p, &st);
+	cr_expect_eq(st.dev.posted, 0, "the baseline posts nothing to foresightd");
+	cr_expect_eq(read_all(g_host.c, &cl, NULL), 3 * 3 * g_m.layers);
+	const void *pin = fs_arena_pin(g_host.c);
+	struct fs_arena_region reg;
+	cr_assert_eq(fs_arena_pin_region(pin, &reg), 0);
+	const uint8_t *lo = reg.base, *hi = lo + reg.bytes;
+	for (uint32_t l = 0; l < g_m.layers; l++) {
+		const uint8_t *e9 = cl.t[l][1][9], *e5 = cl.t[l][1][5];
+		cr_expect(e9 >= lo && e9 < hi, "layer %u: 9, the least recently used, was evicted", l);
+		cr_expect(!(e5 >= lo && e5 < hi), "layer %u: 5 stays", l);
+	}
+	fs_arena_unpin(g_host.c, pin);
 	fsl_close(p);
 }
 

@@ -13,6 +13,9 @@
  *   FORESIGHT_LLAMA_WAIT_S    how long to wait for foresightd to load the model (default 600)
  *   FORESIGHT_LLAMA_STATS     at exit, write the provider's counters there (JSON)
  *   FORESIGHT_LLAMA_QUIET     1: say nothing unless something fails
+ *   FORESIGHT_LLAMA_CACHE     lru:MIB: instead of foresightd's tier, an in-process per-layer
+ *                             LRU of MIB of VRAM (a baseline for the benchmark; foresightd
+ *                             still serves the arena that misses are read from)
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -88,6 +91,19 @@ static struct fsl *provider(int device)
 									     -1,
 		.log = !env_int("FORESIGHT_LLAMA_QUIET", 0),
 	};
+	const char *cache = getenv("FORESIGHT_LLAMA_CACHE");
+	if (cache && *cache) {
+		char *end = NULL;
+		unsigned long long mib = strncmp(cache, "lru:", 4) == 0 ? strtoull(cache + 4, &end, 10) : 0;
+		if (!mib || !end || *end) {
+			fprintf(stderr,
+				"foresight-llama: FORESIGHT_LLAMA_CACHE=%s: lru:MIB (e.g. lru:4096)\n",
+				cache);
+			g_failed = 1;
+			return NULL;
+		}
+		o.lru_mib = mib;
+	}
 	if (o.check < 0) {
 		fprintf(stderr, "foresight-llama: FORESIGHT_LLAMA_CHECK=%s: off, sample or full\n", check);
 		g_failed = 1;

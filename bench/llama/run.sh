@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# bench/llama/run.sh: llama.cpp served by foresightd against stock llama.cpp,
+# on the GPU machine, side by side in one run.
+#
+#   bash bench/llama/run.sh OUTDIR
+#
+# For each workload (a model written by fs-gguf-model whose routing replays
+# a route trace: qwen, gemma; or the calibrated routing model: calib) and
+# each budget (the experts of a fraction of the layers in VRAM), the modes:
+#   a     every expert in VRAM (-ngl 99): the ceiling (once per workload)
+#   b     stock llama.cpp: --n-cpu-moe N, the experts of the first N layers
+#         computed on the CPU (what users run today)
+#   c     llama.cpp + foresightd, a pool of the same bytes as b's experts in
+#         VRAM (a fresh daemon per run: every run starts cold)
+#   lru   llama.cpp + the provider's in-process per-layer LRU in VRAM of the
+#         same bytes (FORESIGHT_LLAMA_CACHE=lru), misses read in place as c
+#   d     two llama.cpp processes at once on one foresightd (c's pool): each
+#         one's decode rate, and the host memory of the experts
+# Each run is one fs-llama-driver process: decode (tg) from an empty context
+# (--pp 0: the trace's decode tokens in order, cold), then prefill (pp) in a
+# second process.  Repetitions are interleaved: every repetition runs every
+# mode once, in a rotated order.  Per run: tokens/s, the provider's hits and
+# bytes read in place, foresightd's copies, each process's peak VRAM
+# (nvidia-smi).  OUTDIR/llama-runs.csv has every run; OUTDIR/llama.md the
+# table (bench/llama/table.py: medians, ranges, ratios, goals).  Exits
+# non-zero when a promised row is missing or failed.
+#
+# Environment: LB_WORKLOADS (qwen,gemma,calib), LB_BUDGETS (0.26,0.52),
+# LB_MODES (a,b,c), LB_REPS (5), LB_TG (128), LB_PP (512), LB_BUDGET_S (stop
+# starting runs after this many seconds: 540), FSL_TRACES (the route traces;
+# default .traces in the repository, carried), FSL_MODELS (/tmp/fsl-models).
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT" || exit 2
+OUT=${1:?usage: run.sh OUTDIR}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+# shellcheck source=tools/device-setup.sh
+source tools/device-setup.sh /tmp/fsdeps >/dev/null || exit 1
+# shellcheck source=bench/llama/lib.sh
+source bench/llama/lib.sh
+trap 'fsl_fsd_stop; [ -n "${SMI:-}" ] && kill "$SMI" 2>/dev/null' EXIT
+
+WORKLOADS=${LB_WORKLOADS:-qwen,gemma,calib}
+BUDGETS=${LB_BUDGETS:-0.26,0.52}
+MODES=${LB_MODES:-a,b,c}
+REPS=${LB_REPS:-5}
+TG=${LB_TG:-128}
+PP=${LB_PP:-512}
+BUDGET_S=${LB_BUDGET_S:-540}
+TRACES=${FSL_TRACES:-$ROOT/.traces}
+MODELS=${FSL_MODELS:-/tmp/fsl-models}
+THREADS=$(nproc)
+mkdir -p "$MODELS"
+T0=$(date +%s)
+CSV="$OUT/llama-runs.csv"
+echo "workload,budget,mode,rep,proc,phase,tps,status,uses,hits,miss_bytes,token_uses,token_hits,copy_bytes,vram_mib,wall_s,n_cpu_moe,pool_mib" >"$CSV"
+PROMISED="$OUT/llama-promised.txt"
+: >"$PROMISED"
+
+# VRAM per process: nvidia-smi every 200 ms, in the background.
+nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits -lms 200 >"$FSL_WORK/smi.csv" 2>/dev/null &
+SMI=$!
+peak_vram() { # peak MiB nvidia-smi saw for pid $1
+	awk -F', *' -v p="$1" '$1 == p && $2 > m { m = $2 } END { print m + 0 }' "$FSL_WORK/smi.csv"
+}
+
+model_of() { # the workload's model file, written when absent
+	local w=$1 f="$MODELS/$1.gguf"
+	if [ ! -f "$f" ]; then
+		local t0
+		t0=$(date +%s)
+		case $w in
+		qwen) "$FSMODEL" --shape qwen3-30b-a3b --route "$TRACES/qwen.route.csv" --match-trace --out "$f" >/dev/null ;;
+		gemma) "$FSMODEL" --shape gemma-replay --route "$TRACES/gemma.route.csv" --match-trace --out "$f" >/dev/null ;;
+		calib) "$FSMODEL" --shape qwen3-30b-a3b --route-model --route-tokens 20000 --out "$f" >/dev/null ;;
+		*) fsl_die "workload $w: qwen, gemma or calib" ;;
+		esac || fsl_die "writing $f failed"
+		echo "run.sh: wrote $f in $(($(date +%s) - t0)) s" >&2
+	fi
+	echo "$f"
+}
+
+layers_of() { "$FSD" --model "$1" --describe | python3 -c 'import json,sys; print(json.load(sys.stdin)["layers"])'; }
+
+# one W B MODE REP PHASE [extra env...]: one driver process, one CSV line.
+one() {
+	local w=$1 b=$2 mode=$3 rep=$4 phase=$5 model=$6 ncpu=$7 mib=$8 proc=${9:-0}
+	local j="$FSL_WORK/run-$proc"
+	local args=(--threads "$THREADS" --reps 1 --warmup 0 --jsonl "$j.jsonl")
+	if [ "$phase" = tg ]; then args+=(--pp 0 --tg "$TG"); else args+=(--pp "$PP" --tg 0); fi
+	# each repetition decodes other tokens of the calibrated model (its sessions)
+	[ "$w" = calib ] && args+=(--first-token $((rep * 1000)))
+	rm -f "$j.jsonl" "$j.stats.json"
+	local dmode=$mode t0 rc pid st=ok
+	case $mode in b) dmode="b:$ncpu" ;; lru) dmode=c ;; d) dmode=c ;; esac
+	t0=$(date +%s.%N)
+	if [ "$mode" = lru ]; then
+		FSL_STATS="$j.stats.json" FORESIGHT_LLAMA_CACHE="lru:$mib" fsl_drive "$dmode" "$model" "${args[@]}" >"$j.log" 2>&1 &
+	else
+		FSL_STATS="$j.stats.json" fsl_drive "$dmode" "$model" "${args[@]}" >"$j.log" 2>&1 &
+	fi
+	pid=$!
+	wait "$pid"
+	rc=$?
+	local wall
+	wall=$(python3 -c "import time; print(round(time.time() - $t0, 1))")
+	local tps=0
+	if [ "$rc" = 0 ] && [ -s "$j.jsonl" ]; then
+		tps=$(python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    d = json.loads(l)
+    if d.get("summary"): print(d["tg_tps_median"] if sys.argv[2] == "tg" else d["pp_tps_median"])' "$j.jsonl" "$phase")
+	else
+		st="failed(rc=$rc)"
+		tail -5 "$j.log" | sed 's/^/    /' >&2
+	fi
+	local pstats="0,0,0,0,0"
+	[ -f "$j.stats.json" ] && pstats=$(python3 -c 'import json,sys
+d = json.load(open(sys.argv[1])); print(",".join(str(d[k]) for k in ("uses","hits","miss_bytes","token_uses","token_hits")))' "$j.stats.json")
+	local copies=0
+	if [ "$mode" = c ] || [ "$mode" = d ]; then
+		copies=$("$FSCTL" --socket "$FSL_SOCK" stats --json 2>/dev/null | python3 -c 'import json,sys
+d = json.load(sys.stdin); print(sum(c.get("copied_bytes", 0) for c in d.get("cards", [])))' 2>/dev/null || echo 0)
+	fi
+	echo "$w,$b,$mode,$rep,$proc,$phase,$tps,$st,$pstats,$copies,$(peak_vram "$pid"),$wall,$ncpu,$mib" >>"$CSV"
+	printf 'run.sh: %-5s %-4s %-3s rep %s %s: %s t/s (%s s) %s\n' "$w" "$b" "$mode" "$rep" "$phase" "$tps" "$wall" "$st" >&2
+}
+
+for w in ${WORKLOADS//,/ }; do
+	model=$(model_of "$w")
+	L=$(layers_of "$model")
+	for b in ${BUDGETS//,/ }; do
+		ncpu=$(python3 -c "print(round($L * (1 - $b)))")
+		mib=$(fsl_pool_mib "$model" "$ncpu")
+		modes=()
+		for m in ${MODES//,/ }; do
+			[ "$m" = a ] && [ "$b" != "${BUDGETS%%,*}" ] && continue # a: once per workload
+			modes+=("$m")
+			for r in $(seq 1 "$REPS"); do
+				if [ "$m" = d ]; then
+					for p in 1 2; do echo "$w,$b,$m,$r,tg,$p" >>"$PROMISED"; done
+				else
+					for ph in tg pp; do echo "$w,$b,$m,$r,$ph,0" >>"$PROMISED"; done
+				fi
+			done
+		done
+		for r in $(seq 1 "$REPS"); do
+			n=${#modes[@]}
+			for k in $(seq 0 $((n - 1))); do
+				m=${modes[$(((k + r) % n))]}
+				if [ $(($(date +%s) - T0)) -gt "$BUDGET_S" ]; then
+					echo "run.sh: out of time (LB_BUDGET_S=$BUDGET_S): $w $b $m rep $r not run" >&2
+					continue
+				fi
+				case $m in
+				c | d) fsl_fsd_start "$model" "$mib" ;;
+				*) fsl_fsd_stop ;;
+				esac
+				if [ "$m" = d ]; then # two engines at once on the one daemon
+					one "$w" "$b" d "$r" tg "$model" "$ncpu" "$mib" 1 &
+					one "$w" "$b" d "$r" tg "$model" "$ncpu" "$mib" 2
+					wait
+					continue
+				fi
+				for ph in tg pp; do one "$w" "$b" "$m" "$r" "$ph" "$model" "$ncpu" "$mib"; done
+			done
+		done
+	done
+	fsl_fsd_stop
+	[ -n "${LB_KEEP_MODELS:-}" ] || rm -f "$model" # the disk holds about three at once
+done
+
+python3 bench/llama/table.py "$CSV" "$PROMISED" >"$OUT/llama.md"
+rc=$?
+cat "$OUT/llama.md"
+exit $rc

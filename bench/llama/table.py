@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""bench/llama/table.py: the table of bench/llama/run.sh's runs.
+
+    python3 bench/llama/table.py llama-runs.csv llama-promised.txt
+
+Per workload and budget, per mode: decode (tg) and prefill (pp) tokens/s,
+median and range over the repetitions; c's and lru's ratio to b and to a,
+taken per repetition (the runs of one repetition ran side by side) and then
+the median and range of those ratios; the token hit rate, the bytes read in
+place and copied per second of decode, the peak VRAM of the process.  Then
+the goals of issue 31, each met or not.  Exits 1 when a promised run is
+missing or failed (its row says which), 0 otherwise: a goal that is measured
+and missed is "no" in the table, not a failure.
+"""
+import csv
+import statistics
+import sys
+from collections import defaultdict
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def rng(xs, fmt="{:.1f}"):
+    if not xs:
+        return "-"
+    return (fmt + " [" + fmt + "-" + fmt + "]").format(med(xs), min(xs), max(xs))
+
+
+def main():
+    runs = list(csv.DictReader(open(sys.argv[1])))
+    promised = [tuple(l.strip().split(",")) for l in open(sys.argv[2]) if l.strip()]
+    got = {}
+    for r in runs:
+        key = (r["workload"], r["budget"], r["mode"], r["rep"], r["phase"], r["proc"])
+        got[key] = r
+    missing = [p for p in promised if p not in got or got[p]["status"] != "ok"]
+
+    by = defaultdict(list)  # (w, b, mode, phase) -> runs
+    for r in runs:
+        if r["status"] == "ok":
+            by[(r["workload"], r["budget"], r["mode"], r["phase"])].append(r)
+
+    def tps(w, b, m, ph):
+        return [float(r["tps"]) for r in by.get((w, b, m, ph), [])]
+
+    def per_rep(w, b, m, ph):
+        return {r["rep"]: float(r["tps"]) for r in by.get((w, b, m, ph), []) if r["proc"] == "0"}
+
+    def ratio(w, b, m, ref_b, ref, ph):
+        num, den = per_rep(w, b, m, ph), per_rep(w, ref_b, ref, ph)
+        return [num[k] / den[k] for k in num if k in den and den[k] > 0]
+
+    out = []
+    out.append("| workload | budget | mode | tg t/s | pp t/s | tg vs b | tg vs a | pp vs b | token hit % | "
+               "read in place GB/s | copied GB/s | VRAM MiB |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    workloads = sorted({p[0] for p in promised}, key=lambda w: ["qwen", "gemma", "calib"].index(w)
+                       if w in ("qwen", "gemma", "calib") else 9)
+    goals = []
+    for w in workloads:
+        budgets = sorted({p[1] for p in promised if p[0] == w})
+        a_budget = next((p[1] for p in promised if p[0] == w and p[2] == "a"), None)
+        for b in budgets:
+            modes = [m for m in ("a", "b", "c", "lru", "d") if any(p[:3] == (w, b, m) for p in promised)]
+            for m in modes:
+                tg, pp = tps(w, b, m, "tg"), tps(w, b, m, "pp")
+                tgruns = by.get((w, b, m, "tg"), [])
+                hit = [100.0 * int(r["token_hits"]) / int(r["token_uses"]) for r in tgruns if int(r["token_uses"])]
+                rd = [int(r["miss_bytes"]) * float(r["tps"]) / int(TG) / 1e9 for r in tgruns if float(r["tps"]) > 0]
+                cp = [int(r["copy_bytes"]) * float(r["tps"]) / int(TG) / 1e9 for r in tgruns if float(r["tps"]) > 0]
+                vram = [float(r["vram_mib"]) for r in tgruns]
+                vb = ratio(w, b, m, b, "b", "tg") if m not in ("a", "b", "d") else []
+                va = ratio(w, b, m, a_budget, "a", "tg") if m not in ("a", "d") and a_budget else []
+                pb = ratio(w, b, m, b, "b", "pp") if m not in ("a", "b", "d") else []
+                out.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+                    w, b, m, rng(tg), rng(pp), rng(vb, "{:.2f}"), rng(va, "{:.2f}"), rng(pb, "{:.2f}"),
+                    rng(hit) if hit else "-", rng(rd, "{:.1f}") if m in ("c", "lru", "d") else "-",
+                    rng(cp, "{:.1f}") if m in ("c", "d") else "-", "{:.0f}".format(med(vram)) if vram else "-"))
+                real = w in ("qwen", "gemma")
+                if m == "c" and vb:
+                    want = 2.0 if float(b) < 0.4 else 1.5
+                    if real:
+                        goals.append((f"{w} {b}: c decode >= {want}x b", f"{med(vb):.2f}x", med(vb) >= want))
+                    goals.append((f"{w} {b}: c decode never below b", f"min {min(vb):.2f}x", min(vb) >= 1.0))
+                if m == "c" and pb:
+                    goals.append((f"{w} {b}: c prefill never below b", f"min {min(pb):.2f}x", min(pb) >= 1.0))
+                if m == "c":
+                    lr = ratio(w, b, "c", b, "lru", "tg")
+                    if lr:
+                        goals.append((f"{w} {b}: c beats the in-process LRU", f"{med(lr):.2f}x", med(lr) > 1.0))
+                if m == "d":
+                    solo = med(tps(w, b, "c", "tg"))
+                    each = [float(r["tps"]) for r in tgruns]
+                    if each and solo == solo:
+                        goals.append((f"{w} {b}: d each process >= 0.90x its solo decode",
+                                      f"min {min(each) / solo:.2f}x", min(each) / solo >= 0.9))
+    out.append("")
+    out.append("Ratios are per repetition (the runs of one repetition ran side by side), then median [range]. "
+               "Decode from an empty context, cold (a fresh foresightd per c run); tg t/s over "
+               f"{TG} tokens, pp over the prefill.")
+    out.append("")
+    if goals:
+        out.append("| goal | measured | met |")
+        out.append("|---|---|---|")
+        for g, v, ok in goals:
+            out.append(f"| {g} | {v} | {'yes' if ok else 'no'} |")
+        out.append("")
+    if missing:
+        out.append(f"MISSING or FAILED: {len(missing)} of {len(promised)} promised runs:")
+        for p in missing[:40]:
+            st = got[p]["status"] if p in got else "not run"
+            out.append(f"- {','.join(p)}: {st}")
+    else:
+        out.append(f"All {len(promised)} promised runs ok.")
+    print("\n".join(out))
+    return 1 if missing else 0
+
+
+TG = 128
+if __name__ == "__main__":
+    import os
+    TG = int(os.environ.get("LB_TG", "128"))
+    sys.exit(main())
