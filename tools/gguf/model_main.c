@@ -112,7 +112,7 @@ int main(int argc, char **argv)
 	struct overrides o;
 	memset(&o, 0, sizeof(o));
 	o.expert_type = o.down_type = o.dense_type = -1;
-	const char *shape = "tiny", *out = NULL, *route = NULL;
+	const char *shape = "tiny", *out = NULL, *route = NULL, *route_save = NULL;
 	int route_model = 0, match = 0, sync = 0;
 	uint32_t route_tokens = 4096, route_session = 500;
 	uint64_t route_seed = 1;
@@ -149,6 +149,9 @@ int main(int argc, char **argv)
 		FS_OPT_U32("route-session", "N", &route_session, 0, 1u << 24,
 			   "--route-model: tokens per session (0: one session)"),
 		FS_OPT_U64("route-seed", "N", &route_seed, 0, UINT64_MAX, "--route-model: generator seed"),
+		FS_OPT_STR(
+			"route-save", "FILE", &route_save,
+			"write the route the tables come from as a .fstrace (fs-llama-route-check reads it)"),
 		FS_OPT_FLAG("match-trace", 0, &match,
 			    "with --route: per layer, the down type that makes one expert the trace's "
 			    "expert_bytes"),
@@ -182,6 +185,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fs-gguf-model: %s\n", err);
 		return 1;
 	}
+	if (route_save && (route || route_model) &&
+	    fs_trace_write_bin(&tr, route_save, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fs-gguf-model: %s\n", err);
+		rc = -1;
+	}
 	if (route || route_model) {
 		if (m.used != tr.topk)
 			fprintf(stderr, "fs-gguf-model: expert_used_count %u (the route's top-k), not %u\n",
@@ -190,15 +198,15 @@ int main(int argc, char **argv)
 		m.route = &tr;
 	}
 	uint8_t *down = NULL;
-	if (match) {
+	if (match && rc == 0) {
+		int recorded = tr.layers >= m.layers;
+		for (uint32_t l = 0; recorded && l < m.layers; l++)
+			recorded = tr.expert_bytes[l] != 0;
 		down = calloc(m.layers, 1);
-		for (uint32_t l = 0; down && l < m.layers && l < tr.layers; l++)
-			if (!tr.expert_bytes[l])
-				route = NULL;
-		if (!down || !route || tr.layers < m.layers) {
-			fprintf(stderr,
-				"fs-gguf-model: --match-trace: the trace records no expert_bytes for every "
-				"layer of the model\n");
+		if (!recorded || !down) {
+			fprintf(stderr, "fs-gguf-model: --match-trace: %s\n",
+				down ? "the trace records no expert_bytes for some layer of the model" :
+				       "out of memory");
 			rc = -1;
 		} else {
 			m.down_types = down;
