@@ -12,13 +12,19 @@
 
 /* ---- the writer --------------------------------------------------------- */
 
+struct fsgw_tensor;
+/* A tensor's bytes [from, from + n): 0, or -1 (fsgw_write fails). */
+typedef int (*fsgw_fill_fn)(void *ctx, const struct fsgw_tensor *t, uint64_t from, uint8_t *dst, size_t n);
+
 struct fsgw_tensor {
 	char name[64];
 	uint32_t n_dims;
 	uint32_t type;
 	uint64_t ne[4];
 	uint64_t bytes;
-	uint64_t rel_off; /* from the start of the data section */
+	uint64_t rel_off;  /* from the start of the data section */
+	fsgw_fill_fn fill; /* NULL: fsgw_fill's bytes */
+	void *fill_ctx;
 };
 
 struct fsgw {
@@ -57,6 +63,10 @@ void fsgw_kv_str(struct fsgw *w, const char *key, const char *s);
 /* A tensor of ggml type `type`, dims ne[0..n_dims).  0, or -1 with w->err
  * (unknown type, a row that is not whole blocks). */
 int fsgw_tensor(struct fsgw *w, const char *name, uint32_t type, uint32_t n_dims, const uint64_t *ne);
+/* The same, with its bytes from fill(ctx, ...) (a model whose blocks must
+ * be valid, not random). */
+int fsgw_tensor_src(struct fsgw *w, const char *name, uint32_t type, uint32_t n_dims, const uint64_t *ne,
+		    fsgw_fill_fn fill, void *ctx);
 /* Write the file (the data streamed, never all in memory).  0 or -1 with
  * w->err. */
 int fsgw_write(struct fsgw *w, const char *path);

@@ -127,6 +127,12 @@ void fsgw_kv_str(struct fsgw *w, const char *key, const char *s)
 
 int fsgw_tensor(struct fsgw *w, const char *name, uint32_t type, uint32_t n_dims, const uint64_t *ne)
 {
+	return fsgw_tensor_src(w, name, type, n_dims, ne, NULL, NULL);
+}
+
+int fsgw_tensor_src(struct fsgw *w, const char *name, uint32_t type, uint32_t n_dims, const uint64_t *ne,
+		    fsgw_fill_fn fill, void *ctx)
+{
 	if (strlen(name) >= sizeof(w->t[0].name) || n_dims < 1 || n_dims > 4) {
 		snprintf(w->err, sizeof(w->err), "tensor %s: bad name or n_dims", name);
 		return -1;
@@ -157,6 +163,8 @@ int fsgw_tensor(struct fsgw *w, const char *name, uint32_t type, uint32_t n_dims
 	for (uint32_t d = 0; d < 4; d++)
 		t->ne[d] = d < n_dims ? ne[d] : 1;
 	t->bytes = bytes;
+	t->fill = fill;
+	t->fill_ctx = ctx;
 	t->rel_off = (w->data_bytes + w->alignment - 1) / w->alignment * w->alignment;
 	w->data_bytes = t->rel_off + bytes;
 	return 0;
@@ -201,6 +209,9 @@ static int zeros(FILE *f, uint64_t n)
 	return 0;
 }
 
+/* Tensor bytes are generated and written this many at a time. */
+#define CHUNK ((size_t)4 << 20)
+
 int fsgw_write(struct fsgw *w, const char *path)
 {
 	if (w->oom) {
@@ -225,7 +236,7 @@ int fsgw_write(struct fsgw *w, const char *path)
 		fsgw_put_u64(&head, t->rel_off);
 	}
 	FILE *f = fopen(path, "wb");
-	uint8_t *buf = malloc(1u << 20);
+	uint8_t *buf = malloc(CHUNK);
 	int rc = -1;
 	if (!f || !buf || head.oom) {
 		snprintf(w->err, sizeof(w->err), "%s: %s", path, f ? "out of memory" : strerror(errno));
@@ -240,8 +251,14 @@ int fsgw_write(struct fsgw *w, const char *path)
 		if (zeros(f, t->rel_off - at) < 0)
 			goto io;
 		for (uint64_t done = 0; done < t->bytes;) {
-			size_t k = t->bytes - done < (1u << 20) ? (size_t)(t->bytes - done) : (1u << 20);
-			fsgw_fill(w->seed, t->name, done, buf, k);
+			size_t k = t->bytes - done < CHUNK ? (size_t)(t->bytes - done) : CHUNK;
+			if (!t->fill)
+				fsgw_fill(w->seed, t->name, done, buf, k);
+			else if (t->fill(t->fill_ctx, t, done, buf, k) < 0) {
+				snprintf(w->err, sizeof(w->err), "%s: cannot generate tensor %s", path,
+					 t->name);
+				goto out;
+			}
 			if (fwrite(buf, 1, k, f) != k)
 				goto io;
 			done += k;
