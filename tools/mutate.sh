@@ -51,22 +51,22 @@ mutant()
 }
 
 # Unchecked before issue #24 (validation_test now guards them).
-mutant hold-timeout "daemon/fsd_hot.c daemon/fsd_hot*.c daemon/hot/*.c" \
-	'hot_finish\(\s*d\s*,\s*c\s*,\s*FS_DETACH_HOLD_TIMEOUT\s*\)\s*;' \
-	'(void)0; /* MUTANT hold-timeout: no revocation */' \
+mutant hold-timeout "daemon/engine/fse_pass.c" \
+	'fse_finish\(\s*e\s*,\s*c\s*,\s*FS_DETACH_HOLD_TIMEOUT\s*\)\s*;(\s*break\s*;)' \
+	'/* MUTANT hold-timeout: no revocation */ break;' \
 	'^validation_test$' \
 	"an epoch held past hold_timeout_ms is not revoked"
-mutant record-layer-expert-bounds "daemon/fsd_hot.c daemon/fsd_hot*.c proto/*.h proto/*.c common/*.c" \
+mutant record-layer-expert-bounds "proto/fs_rec.h" \
 	'(\w+)->layer\s*>=\s*[\w.>-]*layers\s*\|\|\s*\g1->expert\s*>=\s*[\w.>-]*experts' \
 	'0 /* MUTANT record-layer-expert-bounds */' \
 	'^validation_test$' \
 	"records with layer >= layers or expert >= experts reach the core (bad_records not counted)"
-mutant record-card-bound "daemon/fsd_hot.c daemon/fsd_hot*.c proto/*.h proto/*.c common/*.c" \
+mutant record-card-bound "proto/fs_rec.h" \
 	'(\w+)->card\s*!=\s*FS_CARD_NONE\s*&&\s*\g1->card\s*>=\s*[\w.>-]*cards' \
 	'0 /* MUTANT record-card-bound */' \
 	'^validation_test$' \
 	"records naming card >= cards reach the core (bad_records not counted)"
-mutant record-score "daemon/fsd_hot.c daemon/fsd_hot*.c proto/*.h proto/*.c common/*.c" \
+mutant record-score "proto/fs_rec.h" \
 	'fs_rec_score_ok\(uint32_t bits\)\s*\{[^}]*\}' \
 	'fs_rec_score_ok(uint32_t bits)
 {
@@ -82,12 +82,17 @@ mutant ring-resync "proto/fs_ring.h" \
 	'if (0 /* MUTANT ring-resync */)' \
 	'^fs_ring_test$' \
 	"an impossible ring tail is consumed instead of resynchronised"
-mutant grace-reclaim "daemon/residency/fsr_slots.c daemon/residency/*.c" \
+mutant ring-wake "common/fs_ring.c" \
+	'__atomic_fetch_add\(&hdr->wake_seq, 1u, __ATOMIC_SEQ_CST\);\s*fs_futex_wake\(&hdr->wake_seq, 1\);' \
+	'/* MUTANT ring-wake: NEED cleared, no wake-up */' \
+	'^fs_ring_test$' \
+	"a post to a consumer that asked to be woken does not wake it (lost wake-up)"
+mutant grace-reclaim "daemon/residency/fsr_slots.c" \
 	'slot\[cd->ret_head\]\.retire\s*<=\s*upto' \
 	'slot[cd->ret_head].retire <= (upto | UINT64_MAX) /* MUTANT grace-reclaim */' \
 	'^fsr_(test|card_test|place_test|tier_test|sched_test)$' \
 	"retiring slots are freed while a held epoch still maps them (no grace period)"
-mutant hold-epoch-check "daemon/residency/fsr_clients.c daemon/residency/*.c" \
+mutant hold-epoch-check "daemon/residency/fsr_clients.c" \
 	'if \((\w+) > r->published\) \{' \
 	'if (0 /* MUTANT hold-epoch-check */) {' \
 	'^fsr_(test|card_test|place_test|tier_test|sched_test)$' \
@@ -199,9 +204,18 @@ run_tests() # CTEST_REGEX LOG
 	fi
 }
 
-# Every pattern first: a stale one fails before anything is built.
+# Every pattern first: a stale one fails before anything is built.  Stale:
+# a file (glob) that names no file, or a pattern that matches other than
+# exactly once in the files named.
 stale=0
 for i in "${sel[@]}"; do
+	for g in ${FILES[$i]}; do
+		# shellcheck disable=SC2086 # the glob is meant to expand
+		if ! compgen -G "$g" >/dev/null; then
+			echo "mutate.sh: mutant ${NAMES[$i]}: '$g' names no file (the code moved: update the mutant)" >&2
+			stale=1
+		fi
+	done
 	total=0
 	while read -r f; do
 		[[ -n $f ]] || continue
