@@ -10,8 +10,12 @@
  *  ipc/                   two processes over memfd + MAP_SHARED: 10M
  *                         records in order; a hostile writer process
  *  wake/                  sleep/wake-up handshake stress (one ring and
- *                         futex_waitv over 8 rings): a lost wake-up fails
- *                         the test through bounded waits
+ *                         futex_waitv over 8 rings): every 16th post is
+ *                         made only once the consumer is provably parked
+ *                         in its futex wait (/proc: state S, in futex), so
+ *                         the wake-up path runs a known number of times on
+ *                         any scheduler; a wait that times out on a post
+ *                         that never bumped wake_seq is a lost wake-up
  *  futex/                 fs_futex_wait / fs_futex_waitv basics
  *
  * Every wait is bounded: each test that waits for a peer has a criterion
@@ -22,6 +26,7 @@
  * the file brings its own minimal runner (see FS_TEST_TSAN below).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -32,6 +37,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -287,6 +293,104 @@ static void drain_expect(struct fs_ring_cons *c, uint64_t *next_seq, uint32_t wa
 		}
 		want -= n;
 	}
+}
+
+/* ---- a consumer provably asleep ------------------------------------------------ */
+
+/* The caller's kernel thread id (what /proc/PID/task/ names). */
+static pid_t my_tid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+/*
+ * 1 when thread `tid` of process `pid` is blocked in the kernel: its state
+ * in /proc/PID/task/TID/stat is S (an interruptible sleep), and, where
+ * /proc/PID/task/TID/syscall can be read (same process; not across
+ * processes under Yama), the call it is blocked in is futex or
+ * futex_waitv.  The wake tests' consumers do nothing else that sleeps
+ * between setting NEED_WAKEUP and their futex wait, so with NEED set and
+ * the ring empty this is "parked on wake_seq".  0 otherwise; -1 when /proc
+ * cannot be read (the caller fails: the test cannot prove its point).
+ */
+static int task_parked(pid_t pid, pid_t tid)
+{
+	char path[96], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')'); /* the name may hold spaces and ')' */
+	if (!p || p[1] != ' ' || p[2] != 'S')
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1; /* not readable here: the state must do */
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 1;
+	buf[n] = 0;
+	long nr = strtol(buf, NULL, 10); /* "running" (woke meanwhile) reads 0: not parked */
+	return nr == SYS_futex || nr == 449 /* futex_waitv */;
+}
+
+/* 1 when the consumer of the `n` rings `h` asked each to wake it
+ * (NEED_WAKEUP), took every record, and its thread `tid` of process `pid`
+ * is blocked in a futex wait; 0 when not (yet); -1 when /proc is unreadable. */
+static int consumer_parked(struct fs_ring_hdr *const *h, int n, pid_t pid, pid_t tid)
+{
+	for (int i = 0; i < n; i++) {
+		if (!(__atomic_load_n(&h[i]->flags, __ATOMIC_SEQ_CST) & FS_RING_NEED_WAKEUP))
+			return 0;
+		if (__atomic_load_n(&h[i]->head, __ATOMIC_ACQUIRE) !=
+		    __atomic_load_n(&h[i]->tail, __ATOMIC_RELAXED))
+			return 0;
+	}
+	return task_parked(pid, tid);
+}
+
+/* Waits until consumer_parked(); returns its 1, or -1 (/proc unreadable),
+ * or 0 when *stop was set or `deadline` (now_ns) passed first.  No bound
+ * tighter than the test's deadline: a consumer of empty rings parks, and
+ * how soon depends on the scheduler only. */
+static int wait_parked(struct fs_ring_hdr *const *h, int n, pid_t pid, pid_t tid, const uint32_t *stop,
+		       uint64_t deadline)
+{
+	for (uint32_t spins = 0;; spins++) {
+		int rc = consumer_parked(h, n, pid, tid);
+		if (rc != 0)
+			return rc;
+		if (stop && __atomic_load_n(stop, __ATOMIC_RELAXED))
+			return 0;
+		if ((spins & 63) == 0 && now_ns() > deadline)
+			return 0;
+		sched_yield();
+	}
+}
+
+/*
+ * After a futex wait on `wake_seq` (armed with `seq`) timed out: 1 when a
+ * wake-up was lost, i.e. a post whose fs_ring_post() had returned
+ * (*posted, published with release after it) is not among the `consumed`
+ * records the consumer had taken before it slept, yet wake_seq never moved.
+ * Such a post came after the consumer's last look at the tail (else it
+ * would not have slept), so the handshake promises its producer saw
+ * NEED_WAKEUP and bumped wake_seq.  Not "records pending at the timeout":
+ * a producer kept off a CPU between its tail store and its wake-up makes
+ * that true with nothing lost.  *posted is read first: its acquire makes
+ * a bump made before it visible to the wake_seq load after it.
+ */
+static int lost_wakeup(const uint64_t *posted, uint64_t consumed, const uint32_t *wake_seq, uint32_t seq)
+{
+	uint64_t done = __atomic_load_n(posted, __ATOMIC_ACQUIRE);
+	return done > consumed && __atomic_load_n(wake_seq, __ATOMIC_ACQUIRE) == seq;
 }
 
 /* ---- format / attach ------------------------------------------------------- */
@@ -1227,13 +1331,21 @@ static int reap(pid_t pid, uint64_t timeout_ns)
 #define IPC_RECORDS 10000000ull
 #define IPC_DEADLINE_NS (45 * NS_PER_S)
 
+/* What the producer child tells the consumer, in a shared page. */
+struct ipc_shared {
+	uint64_t posted; /* records whose post returned (release), for lost_wakeup() */
+	uint64_t forced; /* posts made to a consumer parked in its futex wait */
+	pid_t cons_pid, cons_tid;
+};
+
 /* Producer child: map the ring again (at another address), attach, post
  * n sequenced records, one at a time or in batches of 2..64.  In the second
- * half it pauses 2 ms every n / 32 records, so the consumer (which sleeps on
- * the futex in that half) finds the ring empty and sleeps whatever the
- * relative speeds: a fast producer kept the ring full and the sleep path
- * unexercised in one CI run. */
-static int ipc_producer(int fd, size_t bytes, uint64_t n)
+ * half, every n / 32 records, it waits until the consumer (which sleeps on
+ * the futex in that half) is parked, then posts: the sleep path runs 16
+ * times whatever the relative speeds (a fast producer kept the ring full
+ * and the sleep path unexercised in one CI run; a 2 ms pause only made
+ * that unlikely). */
+static int ipc_producer(int fd, size_t bytes, uint64_t n, struct ipc_shared *sh)
 {
 	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED)
@@ -1245,9 +1357,13 @@ static int ipc_producer(int fd, size_t bytes, uint64_t n)
 	uint64_t pause_at = n / 2 + n / 64;
 	uint32_t spins = 0;
 	struct fs_rec b[64];
+	struct fs_ring_hdr *hdr = m;
 	while (seq < n) {
 		if (seq >= pause_at) {
-			usleep(2000);
+			int rc = wait_parked(&hdr, 1, sh->cons_pid, sh->cons_tid, NULL, dl);
+			if (rc <= 0)
+				return rc < 0 ? 14 : 12;
+			sh->forced++;
 			pause_at += n / 32;
 		}
 		uint64_t x = rnd(&seed);
@@ -1266,6 +1382,7 @@ static int ipc_producer(int fd, size_t bytes, uint64_t n)
 		if (rc != 0)
 			return 13;
 		seq += k;
+		__atomic_store_n(&sh->posted, seq, __ATOMIC_RELEASE);
 	}
 	munmap(m, bytes);
 	return 0;
@@ -1279,13 +1396,17 @@ Test(ipc, ten_million_in_order, .timeout = 120)
 	struct fs_ring_cons c;
 	shm_ring_create(&s, E);
 	cr_assert_eq(fs_ring_format(&c, s.mem, s.bytes, E), 0);
+	struct ipc_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+				     -1, 0);
+	cr_assert(sh != MAP_FAILED);
+	*sh = (struct ipc_shared){.cons_pid = getpid(), .cons_tid = my_tid()};
 	pid_t parent = getpid();
 	fflush(NULL);
 	pid_t pid = fork();
 	cr_assert(pid >= 0);
 	if (pid == 0) {
 		child_setup(parent);
-		_exit(ipc_producer(s.fd, s.bytes, N));
+		_exit(ipc_producer(s.fd, s.bytes, N, sh));
 	}
 	/* First half: the consumer spins (yielding when empty).  Second half:
 	 * it sleeps on the futex whenever the ring is empty. */
@@ -1320,7 +1441,7 @@ Test(ipc, ten_million_in_order, .timeout = 120)
 		sleeps++;
 		int rc = fs_futex_wait(&c.hdr->wake_seq, seq, NS_PER_S);
 		fs_ring_sleep_done(&c);
-		if (rc == -ETIMEDOUT && fs_ring_pending(&c)) {
+		if (rc == -ETIMEDOUT && lost_wakeup(&sh->posted, next, &c.hdr->wake_seq, seq)) {
 			timeouts_pending++;
 			break; /* fail fast */
 		}
@@ -1334,15 +1455,21 @@ Test(ipc, ten_million_in_order, .timeout = 120)
 	int st = reap(pid, 10 * NS_PER_S);
 	cr_assert_eq(bad_order, 0, "records out of order (at %llu)", (unsigned long long)next);
 	cr_assert_eq(torn, 0, "torn records");
-	cr_assert_eq(timeouts_pending, 0, "lost wake-up (a 1 s wait timed out with records pending)");
+	cr_assert_eq(timeouts_pending, 0, "lost wake-up (a 1 s wait timed out on a post that never woke it)");
 	cr_assert(!late, "deadline: only %llu of %llu records in %llu s", (unsigned long long)next,
 		  (unsigned long long)N, IPC_DEADLINE_NS / NS_PER_S);
 	cr_assert_eq(next, N);
+	cr_assert(!WIFEXITED(st) || WEXITSTATUS(st) != 14,
+		  "the producer could not read the consumer's /proc");
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "producer status 0x%x", st);
 	cr_assert_eq(c.consumed, N, "nothing extra (no duplicates)");
 	cr_assert_eq(c.bad_index + c.bad_record, 0);
 	cr_assert_eq(fs_ring_pending(&c), 0);
-	cr_assert(sleeps > 0, "the sleeping half never slept");
+	/* 16 posts met the consumer parked (the child's exit 0 says it waited
+	 * for each), so the sleep path ran and each of those posts woke it. */
+	cr_assert_eq(sh->forced, 16, "%llu posts to a parked consumer", (unsigned long long)sh->forced);
+	cr_assert(sleeps >= sh->forced, "%llu sleeps", (unsigned long long)sleeps);
+	munmap(sh, sizeof(*sh));
 	shm_ring_destroy(&s);
 }
 
@@ -1499,17 +1626,25 @@ struct wake_ctx {
 	uint64_t received;
 	uint64_t bad_order;
 	uint64_t sleeps;
-	uint64_t lost_wakeups; /* a wait ran its full timeout with records pending */
+	uint64_t lost_wakeups; /* a wait timed out on a post that never bumped wake_seq */
 	uint64_t woke_empty;   /* returned from a wait and found nothing: spurious */
 	uint32_t stop;         /* either side gives up */
 	uint32_t timed_out;
+	pid_t tid;       /* the consumer thread's, for task_parked() */
+	uint64_t posted; /* records whose fs_ring_post() returned (release) */
 };
+
+/* Every WAKE_FORCE_EVERY-th record the producer posts only once the
+ * consumer is parked in its futex wait (wait_parked()): those posts must
+ * wake it, whatever the scheduler did; the others race it freely. */
+#define WAKE_FORCE_EVERY 16
 
 static void *wake_consumer(void *arg)
 {
 	struct wake_ctx *w = arg;
 	struct fs_rec out[64];
 	uint64_t next = 0, seed = 0xc0ffee;
+	__atomic_store_n(&w->tid, my_tid(), __ATOMIC_RELEASE);
 	while (next < w->n && !__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
 		uint32_t n = fs_ring_consume(&w->c, out, 64);
 		for (uint32_t i = 0; i < n; i++)
@@ -1533,7 +1668,7 @@ static void *wake_consumer(void *arg)
 			rc = fs_futex_wait(&w->c.hdr->wake_seq, seq, WAKE_TIMEOUT_NS);
 		while (rc == -EINTR);
 		fs_ring_sleep_done(&w->c);
-		if (rc == -ETIMEDOUT && fs_ring_pending(&w->c)) {
+		if (rc == -ETIMEDOUT && lost_wakeup(&w->posted, next, &w->c.hdr->wake_seq, seq)) {
 			w->lost_wakeups++;
 			break; /* fail fast */
 		} else if (rc == 0 && !fs_ring_pending(&w->c))
@@ -1568,8 +1703,12 @@ static void tiny_pause(uint64_t *seed)
 
 /* The consumer sleeps whenever the ring is empty; the producer waits until
  * each record was taken, so that its next post meets a consumer going to
- * sleep or asleep.  `asym`: the membarrier handshake (where available) or
- * the seq_cst one on both sides. */
+ * sleep or asleep, and every WAKE_FORCE_EVERY-th record it posts only once
+ * the consumer is provably parked: the wake-up path runs n / 16 times on
+ * any scheduler (a count of sleeps was an assumption about one: a quiet
+ * 2-core machine ran the two threads side by side and the consumer rarely
+ * slept).  `asym`: the membarrier handshake (where available) or the
+ * seq_cst one on both sides. */
 static void handshake_stress_single_ring(int asym)
 {
 	const uint32_t E = 64;
@@ -1584,24 +1723,38 @@ static void handshake_stress_single_ring(int asym)
 	w->deadline = now_ns() + WAKE_DEADLINE_NS;
 	pthread_t th;
 	cr_assert_eq(pthread_create(&th, NULL, wake_consumer, w), 0);
-	uint64_t seed = 0xfeed, stalls = 0;
+	uint64_t seed = 0xfeed, stalls = 0, forced = 0, forced_want = 0;
+	int proc_unreadable = 0;
+	pid_t tid;
+	while (!(tid = __atomic_load_n(&w->tid, __ATOMIC_ACQUIRE)))
+		sched_yield();
 	for (uint64_t i = 0; i < w->n && !__atomic_load_n(&w->stop, __ATOMIC_RELAXED); i++) {
 		struct fs_rec r = seq_rec(i);
+		if (i % WAKE_FORCE_EVERY == WAKE_FORCE_EVERY - 1) {
+			forced_want++;
+			int rc = wait_parked(&w->c.hdr, 1, getpid(), tid, &w->stop, w->deadline);
+			if (rc <= 0) {
+				proc_unreadable = rc < 0;
+				__atomic_store_n(&w->stop, 1, __ATOMIC_RELAXED);
+				break;
+			}
+			forced++;
+		}
 		while (fs_ring_post(&w->p, &r) == -ENOBUFS) {
 			if (__atomic_load_n(&w->stop, __ATOMIC_RELAXED))
 				break;
 			sched_yield();
 		}
+		__atomic_store_n(&w->posted, i + 1, __ATOMIC_RELEASE);
 		/* Mostly wait until the consumer took it (so that the next post
 		 * finds it going to sleep or asleep: no later post can hide a lost
 		 * wake-up); then a tiny random pause to vary the race. */
 		if (rnd(&seed) % 8) {
-			uint64_t t0 = now_ns();
 			while (__atomic_load_n(&w->c.hdr->head, __ATOMIC_ACQUIRE) != w->p.tail) {
 				if (__atomic_load_n(&w->stop, __ATOMIC_RELAXED))
 					break;
-				if (now_ns() - t0 > WAKE_TIMEOUT_NS + NS_PER_S) {
-					stalls++; /* the consumer's own timeout should have fired */
+				if (now_ns() > w->deadline) {
+					stalls++;
 					__atomic_store_n(&w->stop, 1, __ATOMIC_RELAXED);
 					break;
 				}
@@ -1611,17 +1764,24 @@ static void handshake_stress_single_ring(int asym)
 		tiny_pause(&seed);
 	}
 	pthread_join(th, NULL);
+	cr_assert(!proc_unreadable, "/proc/self/task/%d/stat unreadable: cannot tell a parked consumer",
+		  (int)tid);
 	cr_assert(!w->timed_out, "deadline passed");
 	cr_assert_eq(w->lost_wakeups, 0, "%llu lost wake-ups", (unsigned long long)w->lost_wakeups);
-	cr_assert_eq(stalls, 0, "producer saw its record unconsumed for > %llu s",
-		     (unsigned long long)(WAKE_TIMEOUT_NS / NS_PER_S + 1));
+	cr_assert_eq(stalls, 0, "producer saw its record unconsumed until the deadline");
 	cr_assert_eq(w->bad_order, 0);
 	cr_assert_eq(w->received, w->n, "received %llu of %llu", (unsigned long long)w->received,
 		     (unsigned long long)w->n);
-	cr_assert(w->sleeps > w->n / 10, "the consumer slept only %llu times", (unsigned long long)w->sleeps);
-	cr_log_info("wake (%s): %llu records, %llu sleeps, %llu spurious",
+	/* Every forced post met a parked consumer and was taken (received ==
+	 * n), with no wait running out on a pending record (lost_wakeups). */
+	cr_assert_eq(forced, w->n / WAKE_FORCE_EVERY, "%llu of %llu posts met a parked consumer",
+		     (unsigned long long)forced, (unsigned long long)forced_want);
+	cr_assert(w->sleeps >= forced, "%llu sleeps, %llu forced", (unsigned long long)w->sleeps,
+		  (unsigned long long)forced);
+	cr_log_info("wake (%s): %llu records, %llu sleeps (%llu forced), %llu spurious",
 		    w->c.asym ? "membarrier" : "seq_cst", (unsigned long long)w->n,
-		    (unsigned long long)w->sleeps, (unsigned long long)w->woke_empty);
+		    (unsigned long long)w->sleeps, (unsigned long long)forced,
+		    (unsigned long long)w->woke_empty);
 	free(w);
 	free(mem);
 }
@@ -1638,7 +1798,11 @@ Test(wake, handshake_stress_single_ring_seq_cst, .timeout = 150)
 
 /* 8 rings, one consumer thread sleeping on all of them with futex_waitv,
  * two producer threads (each owns 4 rings: a ring has one producer)
- * posting to random rings of theirs. */
+ * posting to random rings of theirs.  Every WAKE_FORCE_EVERY-th record of
+ * each producer is a forced one: that producer takes the turn (`forcing`),
+ * waits until the other stands aside (or is done), until the consumer
+ * parked on all 8 rings, then posts to one of its rings: a post to any one
+ * ring must end the consumer's futex_waitv. */
 #define NRINGS 8
 #define NPROD 2
 
@@ -1654,8 +1818,15 @@ struct multi_ctx {
 	uint64_t lost_wakeups;
 	uint64_t waitv_errors;
 	uint64_t stalls[NPROD];
+	uint64_t forced[NPROD];
+	uint64_t posted[NRINGS]; /* per ring: records whose fs_ring_post() returned */
 	uint32_t stop;
 	uint32_t timed_out;
+	uint32_t proc_unreadable;
+	pid_t tid;             /* the consumer thread's */
+	int forcing;           /* -1, or the producer whose forced post is under way */
+	uint32_t aside[NPROD]; /* the producer posts nothing until `forcing` changes */
+	uint32_t done[NPROD];  /* the producer posts nothing more */
 };
 
 struct prod_arg {
@@ -1672,6 +1843,7 @@ static void *multi_consumer(void *arg)
 	uint32_t seqs[NRINGS];
 	for (int i = 0; i < NRINGS; i++)
 		words[i] = &m->c[i].hdr->wake_seq;
+	__atomic_store_n(&m->tid, my_tid(), __ATOMIC_RELEASE);
 	while (total < want) {
 		uint32_t got = 0;
 		for (int i = 0; i < NRINGS; i++) {
@@ -1705,11 +1877,8 @@ static void *multi_consumer(void *arg)
 			while (rc == -EINTR);
 			if (rc != 0 && rc != -ETIMEDOUT)
 				m->waitv_errors++;
-			int pending = 0;
-			for (int i = 0; i < NRINGS; i++)
-				pending += fs_ring_pending(&m->c[i]) != 0;
-			if (rc == -ETIMEDOUT && pending)
-				m->lost_wakeups++;
+			for (int i = 0; i < NRINGS && rc == -ETIMEDOUT; i++)
+				m->lost_wakeups += lost_wakeup(&m->posted[i], next[i], words[i], seqs[i]);
 		}
 		if (m->lost_wakeups)
 			break; /* fail fast */
@@ -1725,37 +1894,93 @@ static void *multi_consumer(void *arg)
 	return NULL;
 }
 
-static void *multi_producer(void *arg)
+/* Posts nothing while the other producer's forced post is under way. */
+static void stand_aside(struct multi_ctx *m, int id)
 {
-	struct prod_arg *a = arg;
-	struct multi_ctx *m = a->m;
-	const int per = NRINGS / NPROD, first = a->id * per;
-	uint64_t seq[NRINGS / NPROD] = {0}, seed = 0x51ed + (uint64_t)a->id;
+	__atomic_store_n(&m->aside[id], 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&m->forcing, __ATOMIC_SEQ_CST) == 1 - id &&
+	       !__atomic_load_n(&m->stop, __ATOMIC_RELAXED))
+		sched_yield();
+	__atomic_store_n(&m->aside[id], 0, __ATOMIC_SEQ_CST);
+}
+
+/* Takes the turn, waits until the other producer posts nothing and the
+ * consumer is parked on every ring: 1 then (the caller posts, then gives
+ * the turn back with forcing = -1), 0 when the test stops first. */
+static int force_turn(struct multi_ctx *m, int id)
+{
+	int none = -1;
+	while (!__atomic_compare_exchange_n(&m->forcing, &none, id, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+		stand_aside(m, id);
+		none = -1;
+		if (__atomic_load_n(&m->stop, __ATOMIC_RELAXED))
+			return 0;
+	}
+	while (!__atomic_load_n(&m->aside[1 - id], __ATOMIC_SEQ_CST) &&
+	       !__atomic_load_n(&m->done[1 - id], __ATOMIC_SEQ_CST)) {
+		if (__atomic_load_n(&m->stop, __ATOMIC_RELAXED) || now_ns() > m->deadline)
+			return 0;
+		sched_yield();
+	}
+	struct fs_ring_hdr *h[NRINGS];
+	for (int i = 0; i < NRINGS; i++)
+		h[i] = m->c[i].hdr;
+	int rc = wait_parked(h, NRINGS, getpid(), __atomic_load_n(&m->tid, __ATOMIC_ACQUIRE), &m->stop,
+			     m->deadline);
+	if (rc < 0)
+		__atomic_store_n(&m->proc_unreadable, 1, __ATOMIC_RELAXED);
+	return rc > 0;
+}
+
+static void multi_producer_run(struct multi_ctx *m, int id)
+{
+	const int per = NRINGS / NPROD, first = id * per;
+	uint64_t seq[NRINGS / NPROD] = {0}, seed = 0x51ed + (uint64_t)id;
+	while (!__atomic_load_n(&m->tid, __ATOMIC_ACQUIRE))
+		sched_yield();
 	for (uint64_t i = 0; i < m->per_prod && !__atomic_load_n(&m->stop, __ATOMIC_RELAXED); i++) {
+		int forced = i % WAKE_FORCE_EVERY == WAKE_FORCE_EVERY - 1;
+		if (forced && !force_turn(m, id)) {
+			__atomic_store_n(&m->stop, 1, __ATOMIC_RELAXED);
+			return;
+		}
+		if (!forced && __atomic_load_n(&m->forcing, __ATOMIC_SEQ_CST) == 1 - id)
+			stand_aside(m, id);
 		int k = (int)(rnd(&seed) % (uint64_t)per);
 		struct fs_ring_prod *p = &m->p[first + k];
 		struct fs_rec r = seq_rec(seq[k]);
 		while (fs_ring_post(p, &r) == -ENOBUFS) {
 			if (__atomic_load_n(&m->stop, __ATOMIC_RELAXED))
-				return NULL;
+				return;
 			sched_yield();
 		}
 		seq[k]++;
+		__atomic_store_n(&m->posted[first + k], seq[k], __ATOMIC_RELEASE);
+		if (forced) {
+			m->forced[id]++;
+			__atomic_store_n(&m->forcing, -1, __ATOMIC_SEQ_CST);
+		}
 		if (rnd(&seed) % 4) {
-			uint64_t t0 = now_ns();
 			while (__atomic_load_n(&p->hdr->head, __ATOMIC_ACQUIRE) != p->tail) {
 				if (__atomic_load_n(&m->stop, __ATOMIC_RELAXED))
-					return NULL;
-				if (now_ns() - t0 > WAKE_TIMEOUT_NS + NS_PER_S) {
-					m->stalls[a->id]++;
+					return;
+				if (now_ns() > m->deadline) {
+					m->stalls[id]++;
 					__atomic_store_n(&m->stop, 1, __ATOMIC_RELAXED);
-					return NULL;
+					return;
 				}
 				sched_yield();
 			}
 		}
 		tiny_pause(&seed);
 	}
+}
+
+static void *multi_producer(void *arg)
+{
+	struct prod_arg *a = arg;
+	multi_producer_run(a->m, a->id);
+	__atomic_store_n(&a->m->done[a->id], 1, __ATOMIC_SEQ_CST);
 	return NULL;
 }
 
@@ -1771,6 +1996,7 @@ Test(wake, futex_waitv_eight_rings, .timeout = 150)
 	}
 	m->per_prod = 50000;
 	m->deadline = now_ns() + WAKE_DEADLINE_NS;
+	m->forcing = -1;
 	pthread_t ct, pt[NPROD];
 	struct prod_arg pa[NPROD];
 	cr_assert_eq(pthread_create(&ct, NULL, multi_consumer, m), 0);
@@ -1781,16 +2007,23 @@ Test(wake, futex_waitv_eight_rings, .timeout = 150)
 	for (int i = 0; i < NPROD; i++)
 		pthread_join(pt[i], NULL);
 	pthread_join(ct, NULL);
+	cr_assert(!m->proc_unreadable, "/proc/self/task/%d/stat unreadable: cannot tell a parked consumer",
+		  (int)m->tid);
 	cr_assert(!m->timed_out, "deadline passed");
 	cr_assert_eq(m->lost_wakeups, 0, "%llu lost wake-ups", (unsigned long long)m->lost_wakeups);
 	for (int i = 0; i < NPROD; i++)
-		cr_assert_eq(m->stalls[i], 0, "producer %d saw a record unconsumed for > 3 s", i);
+		cr_assert_eq(m->stalls[i], 0, "producer %d saw a record unconsumed until the deadline", i);
 	cr_assert_eq(m->waitv_errors, 0);
 	cr_assert_eq(m->bad_order, 0);
 	cr_assert_eq(m->received, m->per_prod * NPROD);
-	cr_assert(m->sleeps > m->per_prod / 10, "only %llu sleeps", (unsigned long long)m->sleeps);
-	cr_log_info("waitv: %llu records over %d rings, %llu sleeps", (unsigned long long)m->received, NRINGS,
-		    (unsigned long long)m->sleeps);
+	/* Every forced post met a consumer parked on all 8 rings and was taken. */
+	for (int i = 0; i < NPROD; i++)
+		cr_assert_eq(m->forced[i], m->per_prod / WAKE_FORCE_EVERY, "producer %d: %llu forced posts",
+			     i, (unsigned long long)m->forced[i]);
+	cr_assert(m->sleeps >= m->forced[0] + m->forced[1], "%llu sleeps", (unsigned long long)m->sleeps);
+	cr_log_info("waitv: %llu records over %d rings, %llu sleeps (%llu forced)",
+		    (unsigned long long)m->received, NRINGS, (unsigned long long)m->sleeps,
+		    (unsigned long long)(m->forced[0] + m->forced[1]));
 	for (int i = 0; i < NRINGS; i++)
 		free(m->mem[i]);
 	free(m);

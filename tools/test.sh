@@ -9,6 +9,11 @@
 #   deps   tools/install-deps.sh (silent when everything is installed)
 #   build  cmake -S . -B build + build (normal RelWithDebInfo, -Werror)
 #   test   ctest --test-dir build: every test
+#   mutate tools/mutate.sh --no-baseline: breaks each guarded invariant in
+#          turn, rebuilds the guarding tests' targets in build/ and expects
+#          them to fail (a mutant that survives, or a pattern that no longer
+#          matches the code, fails the stage); the sources are mutated in
+#          place and restored before the next stage
 #   asan   build-asan (-DFS_SANITIZE=address: ASan+UBSan), ctest without the
 #          labels "gpu" and "bench-smoke"
 #   tsan   build-tsan (-DFS_SANITIZE=thread): ctest -L ring there (the ring
@@ -28,7 +33,7 @@
 #   lint   tools/lint.sh (clang-format + cppcheck)
 #
 # Options:
-#   --quick       deps + build + test only
+#   --quick       deps + build + test only (no mutate)
 #   --no-lint     skip the lint stage
 #   --no-deps     skip install-deps.sh (machines without a package registry:
 #                 source tools/device-setup.sh first)
@@ -75,7 +80,7 @@ for arg in "$@"; do
 	--no-deps) deps=0 ;;
 	--keep-going) keep_going=1 ;;
 	-h | --help)
-		sed -n '4,47p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+		sed -n '4,52p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -294,6 +299,11 @@ do_test()
 	run_ctest test "$B" --
 }
 
+do_mutate()
+{
+	JOBS=$JOBS FS_BUILD_DIR=$B bash tools/mutate.sh --no-baseline
+}
+
 do_asan()
 {
 	configure_build "$B-asan" -DFS_SANITIZE=address -DFS_WERROR=ON
@@ -339,9 +349,11 @@ fi
 stage build "normal build ($B/)" do_build
 stage test "ctest: all tests ($B/)" do_test
 if [[ $quick -eq 0 ]]; then
+	stage mutate "every mutant of tools/mutate.sh killed by its tests ($B/)" do_mutate
 	stage asan "ASan+UBSan build and tests, without gpu/bench-smoke ($B-asan/)" do_asan
 	stage tsan "TSan build: the ring tests, the daemon under the integration and fault tests ($B-tsan/)" do_tsan
 else
+	skip mutate
 	skip asan
 	skip tsan
 fi

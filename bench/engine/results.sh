@@ -8,8 +8,8 @@
 #   bash bench/engine/results.sh SECTION "COMMAND" FILE.csv [FILE.csv...]
 #
 # SECTION names a block of docs/results/engine.md, between the lines
-# "<!-- engine:SECTION:begin -->" and "<!-- engine:SECTION:end -->" (protocol,
-# fullsize, host); the block is replaced by: where the rows came from (the
+# "<!-- engine:SECTION:begin -->" and "<!-- engine:SECTION:end -->" (latest,
+# all-modes, fullsize); the block is replaced by: where the rows came from (the
 # files, their date, COMMAND: what made them) and `fs-engine-bench report`'s
 # tables (medians over the repetitions with 95 % bootstrap intervals, the best
 # peer, every mode against it and against zero-miss).  Exits non-zero, leaving

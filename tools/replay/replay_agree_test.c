@@ -191,10 +191,11 @@ struct ctx {
  * while the other ran on, and the stalled card's layers moved home to the
  * other card (FSR_HOME_IDLE_WINDOWS, 8 silent windows): 1373 and 76 copies
  * against fs-replay's 669 and 650.  The limit: 4 windows with no miss,
- * half of that; runs 92 ms late (under 6 windows) still agreed.  Nor is a
- * run in which the daemon fell so far behind that an engine's ring filled
- * (a post dropped: its records never reached the core; the rings hold
- * 16384 records here, about 250 layer steps). */
+ * half of that; runs 92 ms late (under 6 windows) still agreed.  A run in
+ * which the daemon fell so far behind that an engine's ring filled (a post
+ * dropped: its records never reached the core; the rings hold 16384
+ * records here, about 250 layer steps) is not a loaded machine's noise but
+ * a daemon that did not keep up with its engines: it fails. */
 static uint64_t late_limit_us(const struct setup *s)
 {
 	return (uint64_t)(4 * s->intercept_ms * 1000);
@@ -298,10 +299,13 @@ static int daemon_run(struct ctx *x, char *why, size_t whylen)
 	uint64_t dropped = 0;
 	for (uint32_t i = 0; i < CLIENTS; i++)
 		dropped += eo[i].dropped;
-	if (dropped == 0)
-		cr_assert_eq(total(st, "hits") + total(st, "misses"), (double)uses,
-			     "the daemon saw %.0f uses of %llu", total(st, "hits") + total(st, "misses"),
-			     (unsigned long long)uses);
+	cr_assert_eq(dropped, 0,
+		     "the daemon fell %llu records behind: the engines' posts were dropped on a full ring "
+		     "(16384 records, about 250 layer steps)",
+		     (unsigned long long)dropped);
+	cr_assert_eq(total(st, "hits") + total(st, "misses"), (double)uses,
+		     "the daemon saw %.0f uses of %llu", total(st, "hits") + total(st, "misses"),
+		     (unsigned long long)uses);
 
 	char line[1024];
 	int n = snprintf(line, sizeof(line), "%s:", replay_policy_name(p));
@@ -338,12 +342,8 @@ static int daemon_run(struct ctx *x, char *why, size_t whylen)
 	uint64_t late = 0;
 	for (uint32_t i = 0; i < CLIENTS; i++)
 		late = eo[i].late_us > late ? eo[i].late_us : late;
-	int disturbed = late > late_limit_us(s) || dropped > 0;
-	if (dropped > 0)
-		snprintf(why, whylen,
-			 "the daemon fell %llu records behind (posts dropped on a full ring): %s",
-			 (unsigned long long)dropped, line);
-	else if (disturbed)
+	int disturbed = late > late_limit_us(s);
+	if (disturbed)
 		snprintf(why, whylen, "an engine ran %llu us behind its schedule (limit %llu): %s",
 			 (unsigned long long)late, (unsigned long long)late_limit_us(s), line);
 	if (!disturbed) {
