@@ -20,9 +20,9 @@
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 2
-OUT=${1:?usage: check.sh OUTDIR [--full]}
+RES=${1:?usage: check.sh OUTDIR [--full]}
 FULL=${2:-}
-mkdir -p "$OUT"
+mkdir -p "$RES"
 # shellcheck source=tools/device-setup.sh
 source tools/device-setup.sh /tmp/fsdeps >/dev/null || exit 1
 # shellcheck source=bench/llama/lib.sh
@@ -30,8 +30,10 @@ source bench/llama/lib.sh
 trap fsl_fsd_stop EXIT
 
 MODELS=${FSL_MODELS:-/tmp/fsl-models}
-mkdir -p "$MODELS"
-rows="$OUT/check.md"
+OUT="$FSL_WORK/check" # the runs' logits and logs (OUTDIR gets the table only)
+rm -rf "$OUT"
+mkdir -p "$MODELS" "$OUT"
+rows="$RES/check.md"
 echo "| model | case | logits vs a | tokens | uses | hits | status |" >"$rows"
 echo "|---|---|---|---|---|---|---|" >>"$rows"
 fail=0
@@ -73,7 +75,7 @@ drive a "$tiny" "$OUT/t-a-ub4.txt" "${args[@]}" --ubatch 4
 [ -s "$OUT/t-a.txt" ] || fsl_die "the reference run failed: $(tail -5 "$OUT/t-a.txt.log")"
 row tiny "a: every expert in VRAM, ubatch 4 vs 512 (the reference's own paths)" "$OUT/t-a.txt" "$OUT/t-a-ub4.txt" none
 
-fsl_fsd_start "$tiny" 1 --slots 1
+fsl_fsd_start "$tiny" 0 --slots 1
 drive c "$tiny" "$OUT/t-c0.txt" "${args[@]}"
 row tiny "c: foresightd, 1 slot (~0 %)" "$OUT/t-a.txt" "$OUT/t-c0.txt" zero
 

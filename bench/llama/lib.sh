@@ -28,15 +28,17 @@ fsl_die() {
 }
 
 # fsl_fsd_start MODEL POOL_MIB [extra foresightd options...]: a fresh
-# foresightd on the CUDA backend, one card, a pool of POOL_MIB; returns once
-# it answers and the whole arena is loaded.
+# foresightd on the CUDA backend, one card, a pool of POOL_MIB (0: --slots
+# among the extra options); returns once it answers and the whole arena is
+# loaded.
 fsl_fsd_start() {
-	local model=$1 mib=$2
+	local model=$1 mib=$2 pool=()
 	shift 2
+	[ "$mib" = 0 ] || pool=(--pool-mib "$mib")
 	fsl_fsd_stop
 	rm -f "$FSL_SOCK"
 	setsid "$FSD" --socket "$FSL_SOCK" --backend cuda --cards 1 --model "$model" --allow-unlocked \
-		--pool-mib "$mib" "$@" >"$FSL_WORK/fsd.log" 2>&1 </dev/null &
+		"${pool[@]}" "$@" >"$FSL_WORK/fsd.log" 2>&1 </dev/null &
 	FSL_FSD_PID=$!
 	local i
 	for i in $(seq 1 600); do
@@ -66,15 +68,16 @@ fsl_fsd_stop() {
 	FSL_FSD_PID=
 }
 
-# The pool (MiB) that holds the expert bytes of layers ncpu..L-1: what
-# --n-cpu-moe ncpu leaves in VRAM.
+# The pool (MiB) of the expert weight bytes of layers ncpu..L-1: what
+# --n-cpu-moe ncpu leaves in VRAM (the slots also hold each part's zero
+# tail and alignment, so the pool holds slightly fewer experts than that).
 fsl_pool_mib() {
 	local model=$1 ncpu=$2
 	"$FSD" --model "$model" --describe 2>/dev/null | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 n = int(sys.argv[1])
-b = sum(d["expert_bytes"][n:]) * d["experts"]
+b = sum(sum(p["bytes"] for p in l["parts"]) for l in d["parts"] if l["layer"] >= n) * d["experts"]
 print(max(1, b >> 20))' "$ncpu"
 }
 
