@@ -89,7 +89,7 @@ layers_of() { "$FSD" --model "$1" --describe | python3 -c 'import json,sys; prin
 one() {
 	local w=$1 b=$2 mode=$3 rep=$4 phase=$5 model=$6 ncpu=$7 mib=$8 proc=${9:-0}
 	local j="$FSL_WORK/run-$proc"
-	local args=(--threads "$THREADS" --reps 1 --warmup 0 --jsonl "$j.jsonl")
+	local args=(--threads "$THREADS" --fa on --reps 1 --warmup 0 --jsonl "$j.jsonl")
 	if [ "$phase" = tg ]; then args+=(--pp 0 --tg "$TG"); else args+=(--pp "$PP" --tg 0); fi
 	# each repetition decodes other tokens of the calibrated model (its sessions)
 	[ "$w" = calib ] && args+=(--first-token $((rep * 1000)))
