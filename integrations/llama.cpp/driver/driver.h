@@ -32,6 +32,8 @@ struct drv_opts {
 	const char *routes_out;  /* routed experts per (token, layer) (first repetition) */
 	const char *jsonl, *csv; /* one line per repetition, then a summary line */
 	int require_identical;   /* exit 4 when repetitions' logits differ */
+	int no_repack;           /* llama_model_params.use_extra_bufts = false */
+	int load_mode;           /* index into the --load-mode choices; 0: llama.cpp's default */
 	int verbose;
 };
 

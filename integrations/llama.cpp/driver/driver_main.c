@@ -39,6 +39,9 @@ static const char tail[] =
 	"--all-logits (the last layer then computes every token); its lines are 'pos token layer ids...'.\n";
 
 static const char *const fa_choices[] = {"auto", "on", "off", NULL};
+/* llama_load_mode_from_str()'s names (it throws on others), in enum order after "default" */
+static const char *const load_choices[] = {"default", "auto",       "none", "mmap",
+					   "mlock",   "mmap+mlock", "dio",  NULL};
 
 static int ot_arg(void *dst, const char *v, char *err, size_t len)
 {
@@ -405,6 +408,13 @@ int main(int argc, char **argv)
 		FS_OPT_STR("csv", "FILE", &o.csv, "append a CSV line per repetition and a summary line"),
 		FS_OPT_FLAG("require-identical", 0, &o.require_identical,
 			    "exit 4 when a repetition's logits differ from the first's"),
+		FS_OPT_FLAG(
+			"no-repack", 0, &o.no_repack,
+			"no extra CPU buffer types (llama_model_params.use_extra_bufts = false): CPU weights "
+			"stay in the mapped file instead of a repacked copy"),
+		FS_OPT_CHOICE(
+			"load-mode", "MODE", &o.load_mode, load_choices,
+			"llama_model_params.load_mode: default, auto, none, mmap, mlock, mmap+mlock, dio"),
 		FS_OPT_FLAG("verbose", 'v', &o.verbose, "llama.cpp's log on stderr"),
 	};
 	const struct fs_opt_cmd cmd = {"fs-llama-driver", usage, tail, opts, FS_OPT_N(opts)};
@@ -423,6 +433,10 @@ int main(int argc, char **argv)
 	ggml_backend_load_all();
 	struct llama_model_params mp = llama_model_default_params();
 	mp.n_gpu_layers = o.ngl;
+	if (o.no_repack)
+		mp.use_extra_bufts = false;
+	if (o.load_mode > 0)
+		mp.load_mode = (enum llama_load_mode)(o.load_mode - 2); /* "auto" is -1 */
 	if (o.n_ot + o.n_cpu_moe) {
 		mp.tensor_buft_overrides = overrides(&o);
 		if (!mp.tensor_buft_overrides)
