@@ -14,10 +14,13 @@
 # still warm from the last call reuses it.  Two stamps: llama.cpp is rebuilt
 # only when the patches, the driver or the architectures change, foresight
 # when its sources do.  A llama.cpp build carried back from an earlier call
-# (.llama/prebuilt-*.tar.xz.part*, made by --pack) is unpacked instead of
-# rebuilt when its stamp matches.  --pack DIR: after building, write the
-# llama.cpp build's libraries and the driver there as .tar.xz parts of at
-# most 15 MiB (the device call returns files of at most 16 MiB).
+# (.llama/prebuilt-STAMP.tar.xz.part*, made by --pack, with the patched
+# tree's headers beside it: .llama/headers-STAMP.tar.xz) is unpacked instead
+# of rebuilt when its stamp matches; only a build needs the bundle
+# (.llama-bundle/gitRelease.bundle: carry one or the other, the two pass
+# the call's 64 MiB).  --pack DIR: after building, write the llama.cpp
+# build's libraries and the driver there as .tar.xz parts of at most 15 MiB
+# (a device call returns files of at most 16 MiB), and the headers.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
@@ -28,8 +31,7 @@ if [ "${1:-}" = --pack ]; then
 fi
 ARCHS=${1:-90}
 FSL_OUT=${FSL_OUT:-/tmp/fsl}
-BUNDLE=${FSL_BUNDLE:-$ROOT/.llama/gitRelease.bundle}
-[ -f "$BUNDLE" ] || { echo "setup.sh: no llama.cpp bundle at $BUNDLE (carry .llama)" >&2; exit 1; }
+BUNDLE=${FSL_BUNDLE:-$ROOT/.llama-bundle/gitRelease.bundle}
 mkdir -p "$FSL_OUT"
 
 # shellcheck source=tools/device-setup.sh
@@ -44,12 +46,27 @@ t0=$(date +%s)
 # ---- llama.cpp (patched, CUDA) and the driver ------------------------------
 if [ "$(cat "$FSL_OUT/llama.stamp" 2>/dev/null)" != "$llama_stamp" ]; then
 	pre=$(ls .llama/prebuilt-"$llama_stamp".tar.xz.part* 2>/dev/null | head -1 || true)
-	if [ -n "$pre" ]; then
+	sets=$(ls .llama/prebuilt-*.tar.xz.part00 2>/dev/null | wc -l)
+	if [ -z "$pre" ] && [ "$sets" = 1 ] && [ -z "${FSL_REQUIRE_STAMP:-}" ]; then
+		# One carried build, made for other inputs than these hash to here:
+		# say so loudly and use it (FSL_REQUIRE_STAMP=1 rebuilds instead).
+		other=$(basename "$(ls .llama/prebuilt-*.tar.xz.part00)" .tar.xz.part00)
+		other=${other#prebuilt-}
+		echo "setup.sh: WARNING: the carried llama.cpp build is stamped $other, these inputs hash to $llama_stamp:"
+		for f in integrations/llama.cpp/patches/*.patch integrations/llama.cpp/driver/* integrations/llama.cpp/build.sh; do
+			echo "setup.sh:   $(sha256sum "$f" | cut -c1-16) $f"
+		done
+		echo "setup.sh: using it anyway"
+		llama_stamp=$other
+		pre=$(ls .llama/prebuilt-"$llama_stamp".tar.xz.part* | head -1)
+	fi
+	if [ -n "$pre" ] && [ -f ".llama/headers-$llama_stamp.tar.xz" ]; then
 		echo "setup.sh: unpacking the carried llama.cpp build ($llama_stamp)"
-		rm -rf "$FSL_OUT/cuda" "$FSL_OUT/cuda-driver"
+		rm -rf "$FSL_OUT/cuda" "$FSL_OUT/cuda-driver" "$FSL_OUT/src"
 		cat .llama/prebuilt-"$llama_stamp".tar.xz.part* | tar -xJ -C "$FSL_OUT"
-		bash integrations/llama.cpp/build.sh --bundle "$BUNDLE" --out "$FSL_OUT" --fetch-only >/dev/null
+		tar -xJf ".llama/headers-$llama_stamp.tar.xz" -C "$FSL_OUT"
 	else
+		[ -f "$BUNDLE" ] || { echo "setup.sh: no llama.cpp bundle at $BUNDLE and no carried build" >&2; exit 1; }
 		bash integrations/llama.cpp/build.sh --cuda "$ARCHS" --bundle "$BUNDLE" --out "$FSL_OUT" --targets llama \
 			--jobs "$(nproc)"
 	fi
@@ -76,5 +93,6 @@ if [ -n "$PACK" ]; then
 	mkdir -p "$PACK"
 	(cd "$FSL_OUT" && find cuda/bin cuda-driver -maxdepth 1 \( -name '*.so*' -o -name fs-llama-driver \) -print0 |
 		tar --null -T - -cf - | xz -T0 -6) | split -b 15M -d - "$PACK/prebuilt-$llama_stamp.tar.xz.part"
+	tar -cJf "$PACK/headers-$llama_stamp.tar.xz" -C "$FSL_OUT" src/ggml/include src/include
 	ls -la "$PACK"/prebuilt-"$llama_stamp".*
 fi
