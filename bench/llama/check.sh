@@ -120,7 +120,7 @@ fsl_fsd_stop
 
 # ---- full size on replayed routing -------------------------------------------
 if [ "$FULL" = --full ]; then
-	qwen="$MODELS/qwen-replay.gguf"
+	qwen="$MODELS/qwen.gguf" # the name bench/llama/run.sh writes it under
 	trace=${FSL_TRACES:-$ROOT/.traces}/qwen.route.csv
 	[ -f "$qwen" ] || "$FSMODEL" --shape qwen3-30b-a3b --route "$trace" --match-trace --out "$qwen" >/dev/null ||
 		fsl_die "writing $qwen failed"
