@@ -25,8 +25,8 @@
 #include "fsgw_blocks.h"
 #include "fsgw_llama.h"
 
-#define MAX_LAYERS 512u  /* LLAMA_MAX_LAYERS */
-#define MAX_EXPERTS 1024 /* LLAMA_MAX_EXPERTS */
+#define MAX_LAYERS 512u   /* LLAMA_MAX_LAYERS */
+#define MAX_EXPERTS 1024u /* LLAMA_MAX_EXPERTS */
 #define POOL_PAGES 64u
 #define POOL_PAGE_BYTES ((size_t)64 << 10)
 #define MAX_POOLS 24u
