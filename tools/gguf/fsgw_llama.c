@@ -25,8 +25,8 @@
 #include "fsgw_blocks.h"
 #include "fsgw_llama.h"
 
-#define MAX_LAYERS 512u  /* LLAMA_MAX_LAYERS */
-#define MAX_EXPERTS 1024 /* LLAMA_MAX_EXPERTS */
+#define MAX_LAYERS 512u   /* LLAMA_MAX_LAYERS */
+#define MAX_EXPERTS 1024u /* LLAMA_MAX_EXPERTS */
 #define POOL_PAGES 64u
 #define POOL_PAGE_BYTES ((size_t)64 << 10)
 #define MAX_POOLS 24u
@@ -288,6 +288,12 @@ static void keys(struct gen *g)
 	fsgw_kv_str(&g->w, "general.architecture", m->arch);
 	fsgw_kv_str(&g->w, "general.name", m->name ? m->name : name);
 	fsgw_kv_u32(&g->w, "general.quantization_version", 2);
+	/* what llama.cpp prints as the model's type: LLAMA_FTYPE_MOSTLY_MXFP4_MOE (38), else Q4_K_M (15)
+	 * for K-quant experts, Q8_0 (7) for the rest */
+	fsgw_kv_u32(&g->w, "general.file_type",
+		    m->expert_type == (int)T("MXFP4") ? 38 :
+		    m->expert_type == (int)T("Q8_0")  ? 7 :
+							15);
 	kv_u32(g, "block_count", m->layers);
 	kv_u32(g, "context_length", m->ctx);
 	kv_u32(g, "embedding_length", m->embd);

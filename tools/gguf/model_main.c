@@ -40,7 +40,7 @@ static const char tail[] =
 	"(with --match-trace\n"
 	"                 on the gemma trace: its bytes per layer, 3.76 MiB mean)\n"
 	"  gpt-oss-20b    gpt-oss 24 x 32, top-4, 2880-wide rows, MXFP4 experts, biases, sinks\n"
-	"  gpt-oss-120b   gpt-oss 36 x 128 (about 61 GB)\n";
+	"  gpt-oss-120b   gpt-oss 36 x 128 (59 GiB)\n";
 
 static int type_arg(void *dst, const char *v, char *err, size_t len)
 {

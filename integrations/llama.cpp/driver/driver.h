@@ -22,7 +22,8 @@ struct drv_opts {
 	const char *ot[DRV_MAX_OT]; /* PATTERN=BUFT, as llama.cpp's -ot */
 	unsigned n_ot;
 	uint32_t n_cpu_moe;
-	int fa; /* index into drv_fa_choices: auto, on, off */
+	int fa;            /* index into drv_fa_choices: auto, on, off */
+	const char *label; /* a name for the configuration in the JSON/CSV lines */
 	uint32_t threads, ubatch, batch, ctx;
 	uint32_t pp, tg, reps, warmup, first_token;
 	uint32_t rep_stride;     /* run k (warm-ups first) starts at first_token + k * rep_stride */
@@ -36,6 +37,8 @@ struct drv_opts {
 	int load_mode;           /* index into the --load-mode choices; 0: llama.cpp's default */
 	int verbose;
 };
+
+extern const char *const drv_fa_choices[]; /* "auto", "on", "off", NULL */
 
 /* ---- dumps and hashes (driver_dump.c) ---- */
 

@@ -139,15 +139,39 @@ static double tg_tps(const struct drv_opts *o, const struct drv_rep *r)
 	return r->tg_s > 0 ? o->tg / r->tg_s : 0;
 }
 
+/* A JSON string (quotes, backslashes and control characters escaped). */
+static void json_str(FILE *f, const char *key, const char *s)
+{
+	fprintf(f, "\"%s\":\"", key);
+	for (const char *p = s ? s : ""; *p; p++) {
+		if ((unsigned char)*p < 0x20)
+			fprintf(f, "\\u%04x", (unsigned char)*p);
+		else if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
 static void json_head(const struct drv_opts *o, FILE *f)
 {
-	fprintf(f, "{\"model\":\"");
-	for (const char *p = o->model; *p; p++)
-		fprintf(f, *p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
+	fputc('{', f);
+	json_str(f, "label", o->label);
+	fputc(',', f);
+	json_str(f, "model", o->model);
+	fputc(',', f);
+	json_str(f, "fa", drv_fa_choices[o->fa]);
 	fprintf(f,
-		"\",\"ngl\":%d,\"n_cpu_moe\":%u,\"n_ot\":%u,\"fa\":%d,\"threads\":%u,\"ubatch\":%u,\"pp\":%u,"
-		"\"tg\":%u",
-		o->ngl, o->n_cpu_moe, o->n_ot, o->fa, o->threads, o->ubatch, o->pp, o->tg);
+		",\"ngl\":%d,\"n_cpu_moe\":%u,\"n_ot\":%u,\"threads\":%u,\"ubatch\":%u,\"pp\":%u,\"tg\":%u",
+		o->ngl, o->n_cpu_moe, o->n_ot, o->threads, o->ubatch, o->pp, o->tg);
+}
+
+/* The CSV columns every line starts with. */
+static void csv_head(const struct drv_opts *o, FILE *f)
+{
+	fprintf(f, "%s,%s,%d,%u,%u,%s,%u,%u,%u,%u", o->label ? o->label : "", o->model, o->ngl, o->n_cpu_moe,
+		o->n_ot, drv_fa_choices[o->fa], o->threads, o->ubatch, o->pp, o->tg);
 }
 
 void drv_report_rep(const struct drv_opts *o, FILE *jsonl, FILE *csv, unsigned rep, const struct drv_rep *r)
@@ -166,11 +190,11 @@ void drv_report_rep(const struct drv_opts *o, FILE *jsonl, FILE *csv, unsigned r
 			fprintf(jsonl, "%s%.4f", i ? "," : "", r->tg_ms[i]);
 		fprintf(jsonl, "]}\n");
 	}
-	if (csv)
-		fprintf(csv, "%s,%d,%u,%u,%d,%u,%u,%u,%u,%u,%.3f,%.3f,%.4f,%016llx,%llu\n", o->model, o->ngl,
-			o->n_cpu_moe, o->n_ot, o->fa, o->threads, o->ubatch, o->pp, o->tg, rep, pp_tps(o, r),
-			tg_tps(o, r), p50, (unsigned long long)r->logits_hash,
-			(unsigned long long)r->nonfinite);
+	if (csv) {
+		csv_head(o, csv);
+		fprintf(csv, ",%u,%.3f,%.3f,%.4f,%016llx,%llu\n", rep, pp_tps(o, r), tg_tps(o, r), p50,
+			(unsigned long long)r->logits_hash, (unsigned long long)r->nonfinite);
+	}
 }
 
 void drv_report_summary(const struct drv_opts *o, FILE *jsonl, FILE *csv, const struct drv_rep *reps,
@@ -213,10 +237,11 @@ void drv_report_summary(const struct drv_opts *o, FILE *jsonl, FILE *csv, const 
 					"false",
 			(unsigned long long)(n ? reps[0].logits_hash : 0), (unsigned long long)nonfinite);
 	}
-	if (csv)
-		fprintf(csv, "%s,%d,%u,%u,%d,%u,%u,%u,%u,median,%.3f,%.3f,,%016llx,%llu\n", o->model, o->ngl,
-			o->n_cpu_moe, o->n_ot, o->fa, o->threads, o->ubatch, o->pp, o->tg, ppm, tgm,
+	if (csv) {
+		csv_head(o, csv);
+		fprintf(csv, ",median,%.3f,%.3f,,%016llx,%llu\n", ppm, tgm,
 			(unsigned long long)(n ? reps[0].logits_hash : 0), (unsigned long long)nonfinite);
+	}
 	free(pp);
 	free(tg);
 }

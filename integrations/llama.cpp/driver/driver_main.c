@@ -38,7 +38,7 @@ static const char tail[] =
 	"--routes needs the names llama.cpp gives the top-k tensors (ffn_moe_topk-L) and turns on\n"
 	"--all-logits (the last layer then computes every token); its lines are 'pos token layer ids...'.\n";
 
-static const char *const fa_choices[] = {"auto", "on", "off", NULL};
+const char *const drv_fa_choices[] = {"auto", "on", "off", NULL};
 /* llama_load_mode_from_str()'s names (it throws on others), in enum order after "default" */
 static const char *const load_choices[] = {"default", "auto",       "none", "mmap",
 					   "mlock",   "mmap+mlock", "dio",  NULL};
@@ -291,12 +291,12 @@ static int run_all(const struct drv_opts *o, struct llama_model *model)
 	}
 	if (csv && ftell(csv) == 0)
 		fprintf(csv,
-			"model,ngl,n_cpu_moe,n_ot,fa,threads,ubatch,pp,tg,rep,pp_tps,tg_tps,tg_ms_p50,logits_fnv,"
+			"label,model,ngl,n_cpu_moe,n_ot,fa,threads,ubatch,pp,tg,rep,pp_tps,tg_tps,tg_ms_p50,logits_fnv,"
 			"nonfinite\n");
 	printf("model %s: ngl %d, %u -ot rules, --n-cpu-moe %u, fa %s, %u threads, ubatch %u, batch %u, ctx %u; "
 	       "pp%u tg%u x %u (+%u warm-up), tokens from %u, +%u per run\n",
-	       o->model, o->ngl, o->n_ot, o->n_cpu_moe, fa_choices[o->fa], o->threads, o->ubatch, o->batch,
-	       cp.n_ctx, o->pp, o->tg, o->reps, o->warmup, o->first_token, o->rep_stride);
+	       o->model, o->ngl, o->n_ot, o->n_cpu_moe, drv_fa_choices[o->fa], o->threads, o->ubatch,
+	       o->batch, cp.n_ctx, o->pp, o->tg, o->reps, o->warmup, o->first_token, o->rep_stride);
 	printf("| rep |     pp t/s |     tg t/s | tg ms p50 | logits fnv-1a 64 | nonfinite |\n"
 	       "|-----|------------|------------|-----------|------------------|-----------|\n");
 	struct drv_rep warm = {.tg_ms = ms + (size_t)o->reps * (o->tg ? o->tg : 1)};
@@ -380,7 +380,7 @@ int main(int argc, char **argv)
 			  "tensor buffer override, as llama.cpp's -ot (repeatable; first match wins)"),
 		FS_OPT_U32("n-cpu-moe", "N", &o.n_cpu_moe, 0, 4096,
 			   "the experts of layers 0..N-1 in host memory (llama.cpp --n-cpu-moe)"),
-		FS_OPT_CHOICE("fa", "auto|on|off", &o.fa, fa_choices, "flash attention"),
+		FS_OPT_CHOICE("fa", "auto|on|off", &o.fa, drv_fa_choices, "flash attention"),
 		FS_OPT_U32("threads", "N", &o.threads, 1, 4096, "CPU threads (default: online CPUs)"),
 		FS_OPT_U32("ubatch", "N", &o.ubatch, 1, 1 << 20, "physical batch (llama.cpp -ub)"),
 		FS_OPT_U32("batch", "N", &o.batch, 1, 1 << 20,
@@ -404,6 +404,8 @@ int main(int argc, char **argv)
 			   "raw float32 logits of every output token of the first repetition"),
 		FS_OPT_STR("routes", "FILE", &o.routes_out,
 			   "routed experts per (token, layer) of the first repetition (eval callback)"),
+		FS_OPT_STR("label", "S", &o.label,
+			   "names the configuration in --jsonl/--csv lines (no commas)"),
 		FS_OPT_STR("jsonl", "FILE", &o.jsonl, "append a JSON line per repetition and a summary line"),
 		FS_OPT_STR("csv", "FILE", &o.csv, "append a CSV line per repetition and a summary line"),
 		FS_OPT_FLAG("require-identical", 0, &o.require_identical,
