@@ -32,17 +32,7 @@
  * the seam's own declaration, so a change to it fails this build. */
 #include "ggml-cuda.h"
 #else
-/* The seam as patches/0001-expert-provider.patch declares it in ggml-cuda.h. */
-struct ggml_backend_cuda_expert_provider {
-	void *ctx;
-	const void *const *(*claim)(void *ctx, int device, const char *name, int type, const int64_t *ne,
-				    const size_t *nb);
-	bool (*check)(void *ctx, const void *const *table, const void *data, size_t offset, size_t size);
-	void (*begin)(void *ctx, int device, void *stream);
-	void (*end)(void *ctx, int device, void *stream);
-	void (*route)(void *ctx, const void *const *table, const int32_t *ids, int64_t n_used,
-		      int64_t n_tokens, int64_t ids_stride, void *stream);
-};
+#include "fsl_seam_iface.h"
 #endif
 
 #define EXPORT __attribute__((visibility("default")))
