@@ -140,11 +140,11 @@ for w in ${WORKLOADS//,/ }; do
 			[ "$m" = a ] && [ "$b" != "${BUDGETS%%,*}" ] && continue # a: once per workload
 			modes+=("$m")
 			for r in $(seq 1 "$REPS"); do
-				if [ "$m" = d ]; then
-					for p in 1 2; do echo "$w,$b,$m,$r,tg,$p" >>"$PROMISED"; done
-				else
-					for ph in tg pp; do echo "$w,$b,$m,$r,$ph,0" >>"$PROMISED"; done
-				fi
+				case $m in
+				d) for p in 1 2; do echo "$w,$b,$m,$r,tg,$p" >>"$PROMISED"; done ;;
+				lru) echo "$w,$b,$m,$r,tg,0" >>"$PROMISED" ;; # compared on decode
+				*) for ph in tg pp; do echo "$w,$b,$m,$r,$ph,0" >>"$PROMISED"; done ;;
+				esac
 			done
 		done
 		for r in $(seq 1 "$REPS"); do
@@ -157,6 +157,7 @@ for w in ${WORKLOADS//,/ }; do
 				fi
 				case $m in
 				c | d) fsl_fsd_start "$model" "$mib" ;;
+				lru) fsl_fsd_start "$model" 0 --slots 1 ;; # the arena only: the LRU has its own VRAM
 				*) fsl_fsd_stop ;;
 				esac
 				if [ "$m" = d ]; then # two engines at once on the one daemon
@@ -165,7 +166,8 @@ for w in ${WORKLOADS//,/ }; do
 					wait
 					continue
 				fi
-				for ph in tg pp; do one "$w" "$b" "$m" "$r" "$ph" "$model" "$ncpu" "$mib"; done
+				one "$w" "$b" "$m" "$r" tg "$model" "$ncpu" "$mib"
+				[ "$m" = lru ] || one "$w" "$b" "$m" "$r" pp "$model" "$ncpu" "$mib"
 			done
 		done
 	done
