@@ -55,10 +55,15 @@ MODELS=${FSL_MODELS:-/tmp/fsl-models}
 THREADS=$(nproc)
 mkdir -p "$MODELS"
 T0=$(date +%s)
-CSV="$OUT/llama-runs.csv"
-echo "workload,budget,mode,rep,proc,phase,tps,status,uses,hits,miss_bytes,token_uses,token_hits,copy_bytes,vram_mib,wall_s,n_cpu_moe,pool_mib" >"$CSV"
+# The runs so far, kept where a later call to a machine still warm finds
+# them (LB_FRESH=1 starts over): a run already there with status ok is not
+# run again, so one benchmark may span two device calls.
+CSV="$FSL_WORK/llama-runs.csv"
+[ -n "${LB_FRESH:-}" ] && rm -f "$CSV" "$FSL_WORK"/logits-*
+[ -f "$CSV" ] || echo "workload,budget,mode,rep,proc,phase,tps,status,uses,hits,miss_bytes,token_uses,token_hits,copy_bytes,vram_mib,wall_s,n_cpu_moe,pool_mib,logits" >"$CSV"
 PROMISED="$OUT/llama-promised.txt"
 : >"$PROMISED"
+ran() { grep -q "^$1,$2,$3,$4,$5,$6,[^,]*,ok," "$CSV"; } # w b mode rep proc phase: ran and ok
 
 # VRAM per process: nvidia-smi every 200 ms, in the background.
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits -lms 200 >"$FSL_WORK/smi.csv" 2>/dev/null &
@@ -89,7 +94,11 @@ layers_of() { "$FSD" --model "$1" --describe | python3 -c 'import json,sys; prin
 one() {
 	local w=$1 b=$2 mode=$3 rep=$4 phase=$5 model=$6 ncpu=$7 mib=$8 proc=${9:-0}
 	local j="$FSL_WORK/run-$proc"
-	local args=(--threads "$THREADS" --fa on --reps 1 --warmup 0 --jsonl "$j.jsonl")
+	ran "$w" "$b" "$mode" "$rep" "$proc" "$phase" && return 0
+	# the logits of every output token: a, c and lru decode the same tokens
+	# with the same flags, so theirs must be the same bytes
+	local lg="$FSL_WORK/logits-$w-$b-$mode-$rep-$proc-$phase.txt"
+	local args=(--threads "$THREADS" --fa on --reps 1 --warmup 0 --jsonl "$j.jsonl" --logits-out "$lg")
 	if [ "$phase" = tg ]; then args+=(--pp 0 --tg "$TG"); else args+=(--pp "$PP" --tg 0); fi
 	# each repetition decodes other tokens of the calibrated model (its sessions)
 	[ "$w" = calib ] && args+=(--first-token $((rep * 1000)))
@@ -125,7 +134,9 @@ d = json.load(open(sys.argv[1])); print(",".join(str(d[k]) for k in ("uses","hit
 		copies=$("$FSCTL" --socket "$FSL_SOCK" stats --json 2>/dev/null | python3 -c 'import json,sys
 d = json.load(sys.stdin); print(sum(c.get("copied_bytes", 0) for c in d.get("cards", [])))' 2>/dev/null || echo 0)
 	fi
-	echo "$w,$b,$mode,$rep,$proc,$phase,$tps,$st,$pstats,$copies,$(peak_vram "$pid"),$wall,$ncpu,$mib" >>"$CSV"
+	local fnv=-
+	[ -s "$lg" ] && fnv=$(sha256sum "$lg" | cut -c1-16)
+	echo "$w,$b,$mode,$rep,$proc,$phase,$tps,$st,$pstats,$copies,$(peak_vram "$pid"),$wall,$ncpu,$mib,$fnv" >>"$CSV"
 	printf 'run.sh: %-5s %-4s %-3s rep %s %s: %s t/s (%s s) %s\n' "$w" "$b" "$mode" "$rep" "$phase" "$tps" "$wall" "$st" >&2
 }
 
@@ -151,6 +162,12 @@ for w in ${WORKLOADS//,/ }; do
 			n=${#modes[@]}
 			for k in $(seq 0 $((n - 1))); do
 				m=${modes[$(((k + r) % n))]}
+				if ran "$w" "$b" "$m" "$r" 0 tg && { [ "$m" = lru ] || ran "$w" "$b" "$m" "$r" 0 pp; }; then
+					continue # an earlier call ran them
+				fi
+				if [ "$m" = d ] && ran "$w" "$b" d "$r" 1 tg && ran "$w" "$b" d "$r" 2 tg; then
+					continue
+				fi
 				if [ $(($(date +%s) - T0)) -gt "$BUDGET_S" ]; then
 					echo "run.sh: out of time (LB_BUDGET_S=$BUDGET_S): $w $b $m rep $r not run" >&2
 					continue
@@ -175,6 +192,7 @@ for w in ${WORKLOADS//,/ }; do
 	[ -n "${LB_KEEP_MODELS:-}" ] || rm -f "$model" # the disk holds about three at once
 done
 
+cp "$CSV" "$OUT/llama-runs.csv"
 python3 bench/llama/table.py "$CSV" "$PROMISED" >"$OUT/llama.md"
 rc=$?
 cat "$OUT/llama.md"
