@@ -53,10 +53,23 @@ def main():
         num, den = per_rep(w, b, m, ph), per_rep(w, ref_b, ref, ph)
         return [num[k] / den[k] for k in num if k in den and den[k] > 0]
 
+    def same_as_a(w, b, m, a_budget):
+        """(identical, compared): the runs' logit files against a's of the same repetition and phase."""
+        same = n = 0
+        for r in runs:
+            if (r["workload"], r["budget"], r["mode"]) != (w, b, m) or r["status"] != "ok":
+                continue
+            ref = got.get((w, a_budget, "a", r["rep"], r["phase"], "0"))
+            if not ref or ref["status"] != "ok" or r.get("logits", "-") == "-":
+                continue
+            n += 1
+            same += r["logits"] == ref["logits"]
+        return same, n
+
     out = []
     out.append("| workload | budget | mode | tg t/s | pp t/s | tg vs b | tg vs a | pp vs b | token hit % | "
-               "read in place GB/s | copied GB/s | VRAM MiB |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+               "read in place GB/s | copied GB/s | VRAM MiB | logits = a |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     workloads = sorted({p[0] for p in promised}, key=lambda w: ["qwen", "gemma", "calib"].index(w)
                        if w in ("qwen", "gemma", "calib") else 9)
     goals = []
@@ -75,10 +88,14 @@ def main():
                 vb = ratio(w, b, m, b, "b", "tg") if m not in ("a", "b", "d") else []
                 va = ratio(w, b, m, a_budget, "a", "tg") if m not in ("a", "d") and a_budget else []
                 pb = ratio(w, b, m, b, "b", "pp") if m not in ("a", "b", "d") else []
-                out.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+                same, n = same_as_a(w, b, m, a_budget) if m in ("c", "lru", "d") and a_budget else (0, 0)
+                if n:
+                    goals.append((f"{w} {b}: {m}'s logits byte-identical to a's", f"{same} of {n} runs", same == n))
+                out.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
                     w, b, m, rng(tg), rng(pp), rng(vb, "{:.2f}"), rng(va, "{:.2f}"), rng(pb, "{:.2f}"),
                     rng(hit) if hit else "-", rng(rd, "{:.1f}") if m in ("c", "lru", "d") else "-",
-                    rng(cp, "{:.1f}") if m in ("c", "d") else "-", "{:.0f}".format(med(vram)) if vram else "-"))
+                    rng(cp, "{:.1f}") if m in ("c", "d") else "-", "{:.0f}".format(med(vram)) if vram else "-",
+                    f"{same}/{n}" if n else "-"))
                 real = w in ("qwen", "gemma")
                 if m == "c" and vb:
                     want = 2.0 if float(b) < 0.4 else 1.5
