@@ -7,18 +7,18 @@
 # (qwen, gemma: 10 / 25 / 50 / 75 %, bus on, default expert sizes).  Then the tier check:
 # the default with one tier's slots left to the other.  Prints Markdown.  Deterministic.
 # tools/replay-levers.sh FS_REPLAY alone: each lever alone against the default, 5 draws per
-# workload, the paired change with its range (docs/results/replay.md, "Each lever alone").
+# workload, the paired change with its range (its last run: docs/results/HISTORY.md, replay.md, session 7).
 # tools/replay-levers.sh FS_REPLAY seeds: the model's draw (--gen-seed 1-5) at 26 and 52 %
 # for static, the tiers as they were and the default.
 # tools/replay-levers.sh FS_REPLAY why: where the misses come from (fs-replay's classes,
 # tools/replay/replay_why.h), the default, lru and static, 5 draws per workload, with the
 # predictor's ceiling ((a) never predicted against lru's misses) (docs/results/replay.md,
-# "Session 9").  FS_WHY_ARGS: extra fs-replay flags for every run (e.g. --bus-gbps 1000).
+# "Where the misses go").  FS_WHY_ARGS: extra fs-replay flags for every run (e.g. --bus-gbps 1000).
 # tools/replay-levers.sh FS_REPLAY gpu: fs-engine-bench's protocol config in the replay, the
-# bench's modes side by side (docs/results/replay.md, "GPU and replay").
+# bench's modes side by side (its last run: docs/results/HISTORY.md, replay.md, issue 18).
 # The engine posts as fs-engine-bench's does: the best 8 candidates it does not hold, per
 # target layer and horizon (--pred-max 8; FS_PRED_MAX=0: every candidate, the replay's
-# own default, which refreshes resident experts and flatters an LRU: docs/results/replay.md).
+# own default, which refreshes resident experts and flatters an LRU: docs/results/HISTORY.md).
 set -euo pipefail
 R=${1:-build/tools/replay/fs-replay}
 MODE=${2:-levers}

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# tools/replay-results.sh: regenerate docs/results/replay.md, its CSV files
-# and its plots, with fs-replay (one command, about two minutes):
+# tools/replay-results.sh: regenerate docs/results/replay.md's generated
+# part (between its "replay:generated" marker lines), its CSV files, its
+# plots and its opening table (tools/replay-head.sh), with fs-replay (one
+# command, about 25 minutes on 2 loaded cores, most of it the lever table):
 #
 #   bash tools/replay-results.sh [BUILD_DIR]
 #
@@ -175,17 +177,19 @@ plot() { # file, alt text
 }
 
 # ---- the document ------------------------------------------------------------
+# The generated part of the page: everything between the two marker lines
+# below (the rest of the page is written by hand, and its opening table by
+# tools/replay-head.sh, which this script runs last).
+BEGIN="<!-- replay:generated:begin -->"
+END="<!-- replay:generated:end -->"
+grep -qxF "$BEGIN" "$DOC" && grep -qxF "$END" "$DOC" || {
+	say "$DOC has no block $BEGIN ... $END"
+	exit 1
+}
+GEN=$(mktemp)
+trap 'rm -f "$GEN" "$GEN.doc"' EXIT
 {
 	cat <<EOF
-# fs-replay results
-
-Regenerate everything on this page (tables, CSV files, plots) with one command:
-
-    bash tools/replay-results.sh
-
-It builds \`fs-replay\` (tools/replay/) and replays routing traces through the
-daemon's own residency core (\`fs_residency\`, the library foresightd links) on a
-virtual clock.  All randomness is seeded: the same command writes the same files.
 
 ## How a run works
 
@@ -218,22 +222,21 @@ virtual clock.  All randomness is seeded: the same command writes the same files
   \`lru\` is one LRU per layer over the same slots, empty at the start; every miss
   is inserted and usable from the next window on, with no bus limit.
 - **Our policies**: \`static+recency\`, \`static+predicted\`, \`all\`: the tiers of
-  daemon/residency/ with their default sizes and the copy scheduler.  Since issue
-  18 (the lever table below) the default recency size (\`--recency pred\`) is a
-  layer's whole share less its predicted slots once an engine posts predictions
-  (\`all\`: no separate static tier; the static slots join their layer's recency
-  tier), and a 16th of the share until then (\`static+recency\`: a card-wide
-  static tier adapting to decayed use, 0.95 per token, beside it);
-  \`static+predicted\` (recency 0) keeps the card-wide static tier.  Predicted: a 16th of the share,
-  1-4 per layer; spare: one per layer, at most 1 % of
-  the slots; \`admit_value\` on.  \`--recency auto\` gives the earlier split (a
-  16th of the share for recency, the rest a card-wide static tier).  The rows
-  below that name other sizes say so.  Three of these defaults were settled while looking at these
-  traces: a static tier per card rather than per layer (layers differ in how
-  concentrated their routing is), spare slots capped at 1 % of a card, and a
-  decay clock that counts tokens (0.95 per token is 0.9 per window of the
-  discussion's ~2 tokens).  The sensitivity table below shows what the spare cap
-  and the decay are worth on qwen, so nobody has to take them on trust.
+  daemon/residency/ with their default sizes and the copy scheduler: a card-wide
+  static tier adapting to decayed use (0.95 per token) beside a 16th of each
+  layer's share as recency (rounded down: under 16 slots per layer no per-layer
+  tier), predictions or not; predicted: a 16th of the share, at most the copies
+  the planned bus lands in a layer's time (1-4 per layer); spare: one per layer,
+  at most 1 % of the slots; \`admit_value\` on.  \`static+recency\` is that with no
+  predicted tier, \`static+predicted\` with no recency tier.  The whole share as
+  recency (\`--recency all\`, or \`--recency pred\` once an engine posts
+  predictions) is an option.  The rows below that name other sizes say so.
+  Three of these defaults were settled while looking at these traces: a static
+  tier per card rather than per layer (layers differ in how concentrated their
+  routing is), spare slots capped at 1 % of a card, and a decay clock that
+  counts tokens (0.95 per token is 0.9 per window of the discussion's ~2
+  tokens).  The sensitivity table below shows what the spare cap and the decay
+  are worth on qwen, so nobody has to take them on trust.
 - **Predictions** (\`static+predicted\`, \`all\`): an oracle-noised router-ahead
   predictor.  Each routed expert is placed within the first 10 / 24 / 48 ranks
   (scaled to the trace's top-k) with the discussion's recall: 1 layer ahead
@@ -260,8 +263,10 @@ after it shows how much the model's draw moves the two that matter.
     bash tools/replay-levers.sh        # this table
 
 EOF
+	LEV=""
 	if [ -f "$TRACES/qwen.route.csv" ] && [ -f "$TRACES/gemma.route.csv" ]; then
-		FS_TRACES=$TRACES bash "$ROOT/tools/replay-levers.sh" "$R"
+		LEV=$(FS_TRACES=$TRACES bash "$ROOT/tools/replay-levers.sh" "$R")
+		echo "$LEV"
 		echo
 		FS_TRACES=$TRACES bash "$ROOT/tools/replay-levers.sh" "$R" seeds
 	else
@@ -286,9 +291,8 @@ option and an fs-replay option):
   miss on a recency ghost grows the layer's recency size by one (the card's static
   tier gives the slot), a miss on a static ghost shrinks it (the idea of Megiddo
   and Modha's ARC, FAST 2003; one slot per ghost hit, both ghost lists counted
-  over the layer's recency size).  It helps on the model and hurts at 10 % on the
-  real traces (worse than \`lru\`): one slot per ghost hit, and the 128-token
-  traces end before it settles.  Off by default.
+  over the layer's recency size).  Off by default: with the engine's posting it
+  does not help alone or with (c) (the table).
 - **(b') the static tier's slots to recency** (\`--recency all\`; where (b) heads
   on the model, as a fixed rule): each layer's whole share is one LRU, seeded with
   the layer's hottest experts by the profile, plus the predicted slots; no
@@ -299,8 +303,7 @@ option and an fs-replay option):
   decayed use of 2 and 1 more than the slot it displaces (the discussion's adapt
   rule), and one into a full recency tier a higher decayed use than the slot it
   displaces (TinyLFU's admission test, Einziger, Friedman and Manes, ACM ToS
-  2017).  On the model at 26 % the static tier's copies were 128k of 155k, most of
-  them for experts used once.  With a bus that has room it changes nothing.
+  2017).  With a bus that has room it changes nothing.
   Predictions that cannot land in time were already dropped (\`too_late\`), and
   predictions already wait behind the demand copies.
 - **(d) recency that lands sooner**: nothing added.  A miss already becomes a
@@ -310,37 +313,18 @@ option and an fs-replay option):
   of them are issued within their miss's window, so this row has no figure.
 
 **Default now** (fsr_config_tiers; foresightd's options admit_value on,
-recency_slots -1): (c), and (b') once an engine posts predictions (until then
-the split: without predictions the card-wide static tier is worth more,
-\`static+recency\` on qwen at 25 % 1.022 with it against 1.116 with the whole
-share, and at 10 % the whole share misses more than \`lru\`, 2.833 against
-2.785); (a) and (b) are options, off.  The table's "new default" row is the
-default with predictions.  Never worse than \`static\` or \`lru\` from 10 to 75 % on
-either trace: ctest \`replay_sweep_test\` (10 / 25 / 50 / 75 %;
-FS_REPLAY_SWEEP_FULL=1 adds 15 / 40 / 60 %).
-
-**Tier check** (the two rows before the bound: the default with one tier's slots
-left to the other).  Giving the predicted tier's slots to recency is worse
-everywhere but on gemma at 10 % (2.591 against 2.619).  Giving the recency
-tier's slots to a card-wide static tier is worse on the model, at 25 % and on
-qwen at 10 %, but better at 50 % (qwen 0.141 against 0.167, gemma 0.154
-against 0.161) and on gemma at 10 % (2.613 against 2.619): there the goal "no
-tier makes things worse than leaving its slots to the others" is not met.  A card-wide ranking serves the
-layers whose routing is concentrated better than equal per-layer shares; (b)
-could learn that split, but not within 128 tokens as built.
-
-**Issue 18's fs-replay goals** (default \`all\`, from the table): 25 % slots,
-qwen 0.73x LRU's distinct misses, gemma 0.69x (goal <= 0.70x: gemma met, qwen
-not); 50 %, qwen 0.32x, gemma 0.28x (goal <= 0.25x: not met).  On the model at
-26 % the default removes 27 % of static's misses, the clairvoyant bound all of
-them (goal: 80 % of the bound's: not met).
-
-replay_pin.txt moved with these defaults (tools/replay/replay_pin_test.c), at
-50 % slots: \`all\` on qwen 905 -> 1028 distinct misses, gemma 608 -> 619, the
-synthetic case 1167 -> 1025 (admit_value had moved qwen's \`static+recency\`,
-\`static+predicted\` and \`all\` by 1-20 misses before).
+recency_slots -1 = FSR_AUTO): (c), the split above, the predicted tier capped
+by the bus.  (a), (b), (b') and \`--recency pred\` are options.  Never worse
+than \`static\` or \`lru\` from 10 to 75 % on either trace: ctest
+\`replay_sweep_test\` (10 / 25 / 50 / 75 %; FS_REPLAY_SWEEP_FULL=1 adds 15 / 40 /
+60 %).
 
 EOF
+	if [ -n "$LEV" ]; then
+		# The tier check and issue 18's goals, from the table just printed
+		# (columns: 3-5 the model, 6-9 qwen, 10-13 gemma at 10/25/50/75 %).
+		echo "$LEV" | awk -F'|' -f "$ROOT/tools/replay-levers-check.awk"
+	fi
 	cat <<EOF
 ## The calibrated routing model
 
@@ -602,5 +586,12 @@ too: with both baselines started from the same prefill profile (\`lru-warm\`),
 \`static+recency\` has ${q25_vs_warm}x the misses of the warm LRU.
 EOF
 	fi
-} >"$DOC"
-say "wrote $DOC"
+} >"$GEN"
+awk -v b="$BEGIN" -v e="$END" -v f="$GEN" '
+	$0 == b { print; while ((getline l < f) > 0) print l; print ""; skip = 1; next }
+	$0 == e { skip = 0 }
+	!skip { print }' "$DOC" >"$GEN.doc"
+cat "$GEN.doc" >"$DOC"
+say "wrote the generated part of $DOC"
+FS_TRACES=$TRACES bash "$ROOT/tools/replay-head.sh" "$R" >/dev/null
+say "wrote the opening table of $DOC (tools/replay-head.sh)"
