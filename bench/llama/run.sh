@@ -60,7 +60,7 @@ T0=$(date +%s)
 # run again, so one benchmark may span two device calls.
 CSV="$FSL_WORK/llama-runs.csv"
 [ -n "${LB_FRESH:-}" ] && rm -f "$CSV" "$FSL_WORK"/logits-*
-[ -f "$CSV" ] || echo "workload,budget,mode,rep,proc,phase,tps,status,uses,hits,miss_bytes,token_uses,token_hits,copy_bytes,vram_mib,wall_s,n_cpu_moe,pool_mib,logits" >"$CSV"
+[ -f "$CSV" ] || echo "workload,budget,mode,rep,proc,phase,tps,status,uses,hits,miss_bytes,token_uses,token_hits,copy_bytes,vram_mib,wall_s,n_cpu_moe,pool_mib,logits,begin_us" >"$CSV"
 PROMISED="$OUT/llama-promised.txt"
 : >"$PROMISED"
 ran() { grep -q "^$1,$2,$3,$4,$5,$6,[^,]*,ok," "$CSV"; } # w b mode rep proc phase: ran and ok
@@ -134,9 +134,12 @@ d = json.load(open(sys.argv[1])); print(",".join(str(d[k]) for k in ("uses","hit
 		copies=$("$FSCTL" --socket "$FSL_SOCK" stats --json 2>/dev/null | python3 -c 'import json,sys
 d = json.load(sys.stdin); print(sum(c.get("copied_bytes", 0) for c in d.get("cards", [])))' 2>/dev/null || echo 0)
 	fi
-	local fnv=-
+	local fnv=- bus=0
 	[ -s "$lg" ] && fnv=$(sha256sum "$lg" | cut -c1-16)
-	echo "$w,$b,$mode,$rep,$proc,$phase,$tps,$st,$pstats,$copies,$(peak_vram "$pid"),$wall,$ncpu,$mib,$fnv" >>"$CSV"
+	# the provider's host time per evaluation (epoch, tables, upload call)
+	[ -f "$j.stats.json" ] && bus=$(python3 -c 'import json,sys
+d = json.load(open(sys.argv[1])); print(round(d["begin_ns"] / max(1, d["windows"]) / 1000, 1))' "$j.stats.json")
+	echo "$w,$b,$mode,$rep,$proc,$phase,$tps,$st,$pstats,$copies,$(peak_vram "$pid"),$wall,$ncpu,$mib,$fnv,$bus" >>"$CSV"
 	printf 'run.sh: %-5s %-4s %-3s rep %s %s: %s t/s (%s s) %s\n' "$w" "$b" "$mode" "$rep" "$phase" "$tps" "$wall" "$st" >&2
 }
 

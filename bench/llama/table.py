@@ -68,8 +68,8 @@ def main():
 
     out = []
     out.append("| workload | budget | mode | tg t/s | pp t/s | tg vs b | tg vs a | pp vs b | token hit % | "
-               "read in place GB/s | copied GB/s | VRAM MiB | logits = a |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+               "read in place GB/s | copied GB/s | VRAM MiB | host us/eval | logits = a |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     workloads = sorted({p[0] for p in promised}, key=lambda w: ["qwen", "gemma", "calib"].index(w)
                        if w in ("qwen", "gemma", "calib") else 9)
     goals = []
@@ -91,11 +91,12 @@ def main():
                 same, n = same_as_a(w, b, m, a_budget) if m in ("c", "lru", "d") and a_budget else (0, 0)
                 if n:
                     goals.append((f"{w} {b}: {m}'s logits byte-identical to a's", f"{same} of {n} runs", same == n))
-                out.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+                hus = [float(r["begin_us"]) for r in tgruns if r.get("begin_us") not in (None, "", "0")]
+                out.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
                     w, b, m, rng(tg), rng(pp), rng(vb, "{:.2f}"), rng(va, "{:.2f}"), rng(pb, "{:.2f}"),
                     rng(hit) if hit else "-", rng(rd, "{:.1f}") if m in ("c", "lru", "d") else "-",
                     rng(cp, "{:.1f}") if m in ("c", "d") else "-", "{:.0f}".format(med(vram)) if vram else "-",
-                    f"{same}/{n}" if n else "-"))
+                    "{:.0f}".format(med(hus)) if hus else "-", f"{same}/{n}" if n else "-"))
                 real = w in ("qwen", "gemma")
                 if m == "c" and vb:
                     want = 2.0 if float(b) < 0.4 else 1.5

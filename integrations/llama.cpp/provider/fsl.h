@@ -145,6 +145,7 @@ struct fsl_stats {
 	uint64_t arena_entries;  /* ... at the arena */
 	uint64_t waits;          /* begins that waited for the device to pass an old mark */
 	uint64_t check_bytes;    /* loader bytes compared with the arena */
+	uint64_t begin_ns;       /* host time in begin (epoch, tables, upload call), summed */
 	struct fsl_counters dev; /* the route kernel's */
 };
 void fsl_stats(struct fsl *p, struct fsl_stats *out);

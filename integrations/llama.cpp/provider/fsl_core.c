@@ -419,6 +419,8 @@ void fsl_begin(struct fsl *p, int device, void *stream)
 				 device, p->gpu.device);
 		return;
 	}
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	/* Let go of every evaluation the device is done with. */
 	for (unsigned j = 0; j < FSL_INFLIGHT; j++)
 		if (p->fl[j].busy && p->gpu.passed(p->gpu.ctx, j) == 1)
@@ -447,6 +449,9 @@ void fsl_begin(struct fsl *p, int device, void *stream)
 	p->last = k;
 	p->open_eval = 1;
 	p->st.windows++;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	p->st.begin_ns += (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)t1.tv_nsec -
+			  (uint64_t)t0.tv_nsec;
 }
 
 void fsl_end(struct fsl *p, int device, void *stream)
@@ -507,11 +512,11 @@ int fsl_stats_json(struct fsl *p, char *buf, size_t len)
 	return snprintf(buf, len,
 			"{\"windows\":%" PRIu64 ",\"empty_views\":%" PRIu64 ",\"slot_entries\":%" PRIu64
 			",\"arena_entries\":%" PRIu64 ",\"waits\":%" PRIu64 ",\"check_bytes\":%" PRIu64
-			",\"uses\":%" PRIu64 ",\"hits\":%" PRIu64 ",\"miss_bytes\":%" PRIu64
-			",\"token_uses\":%" PRIu64 ",\"token_hits\":%" PRIu64 ",\"posted\":%" PRIu64
-			",\"dropped\":%" PRIu64 ",\"attaches\":%" PRIu64 "}",
+			",\"begin_ns\":%" PRIu64 ",\"uses\":%" PRIu64 ",\"hits\":%" PRIu64
+			",\"miss_bytes\":%" PRIu64 ",\"token_uses\":%" PRIu64 ",\"token_hits\":%" PRIu64
+			",\"posted\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"attaches\":%" PRIu64 "}",
 			s.windows, s.empty_views, s.slot_entries, s.arena_entries, s.waits, s.check_bytes,
-			s.dev.uses, s.dev.hits, s.dev.miss_bytes, s.dev.token_uses, s.dev.token_hits,
-			s.dev.posted, fs_client_dropped(p->c) + fs_dev_ring_dropped(p->c),
+			s.begin_ns, s.dev.uses, s.dev.hits, s.dev.miss_bytes, s.dev.token_uses,
+			s.dev.token_hits, s.dev.posted, fs_client_dropped(p->c) + fs_dev_ring_dropped(p->c),
 			fs_client_attach_count(p->c));
 }
