@@ -17,10 +17,11 @@
  * expert tensors, back to back: the weights [gate | up | down] (or
  * [gate_up | down] where the model fuses gate and up), then any per-expert
  * biases and scales, each part starting on an FS_ARENA_PART_ALIGN boundary
- * of the blob and followed by a zero tail (FS_ARENA_PART_TAIL_ELEMS).
- * Entry.parts locates the table that says which part is which (ggml type,
- * shape, offset in the blob); the experts of one layer share one table.  A layer without experts (a dense layer of a MoE model) has
- * entries of 0 bytes and no table.
+ * of the blob, a quantized one followed by a zero tail
+ * (FS_ARENA_PART_TAIL_ELEMS).  Entry.parts locates the table that says
+ * which part is which (ggml type, shape, offset in the blob); the experts of
+ * one layer share one table.  A layer without experts (a dense layer of a
+ * MoE model) has entries of 0 bytes and no table.
  */
 #ifndef FS_ARENA_H
 #define FS_ARENA_H
@@ -79,11 +80,12 @@ enum fs_arena_what {
 };
 
 #define FS_ARENA_PART_ALIGN 256u /* a part's offset in its blob (CUDA's allocation alignment) */
-/* Every part of a GGUF blob is followed by at least the bytes of this many
- * of its elements, zero, inside the blob: llama.cpp's MMQ kernels may read
- * up to one 512-element tile past a row's end (ggml pads each tensor for
- * it), and a kernel reading a part in place must find zeros there, not
- * the next part or a stale slot (integrations/llama.cpp). */
+/* Every quantized part of a GGUF blob is followed by at least the bytes of
+ * this many of its elements, zero, inside the blob (float parts are not):
+ * llama.cpp's MMQ kernels may read up to one 512-element tile past a row's
+ * end (ggml pads each tensor for it), and a kernel reading a part in place
+ * must find zeros there, not the next part or a stale slot
+ * (integrations/llama.cpp). */
 #define FS_ARENA_PART_TAIL_ELEMS 512u
 #define FS_ARENA_MAX_PARTS 12u /* 4 roles x (weight, bias, scale) */
 

@@ -299,15 +299,20 @@ static int finish_layer(struct fsg_plan *p, uint32_t blk, struct fsg_err *err)
 		struct fsg_part *pt = &l->part[i];
 		off = (off + FS_ARENA_PART_ALIGN - 1) / FS_ARENA_PART_ALIGN * FS_ARENA_PART_ALIGN;
 		pt->blob_off = off;
-		/* The zero tail (FS_ARENA_PART_TAIL_ELEMS): a kernel that reads
-		 * a slot or the arena in place may read that far past a row's
-		 * end, as it may past a tensor's end in llama.cpp, where the
-		 * tensor is padded with zeros.  The blob's gaps are zero (a
-		 * fresh memfd; the write fill zeroes them), so reserving the
-		 * bytes is all it takes, and a slot copy carries them. */
+		/* The zero tail (FS_ARENA_PART_TAIL_ELEMS) of a quantized part:
+		 * a kernel that reads a slot or the arena in place (llama.cpp's
+		 * MMQ) may read that far past a row's end, as it may past a
+		 * tensor's end in llama.cpp, where the tensor is padded with
+		 * zeros.  The blob's gaps are zero (a fresh memfd; the write fill
+		 * zeroes them), so reserving the bytes is all it takes, and a
+		 * slot copy carries them.  Float parts get none: nothing tiles
+		 * them past a row, and an engine may read gate and up as one
+		 * matrix when they are adjacent (examples/torch). */
 		uint64_t tail = 0;
-		if (pt->bytes == 0 || fsg_row_bytes(pt->type, FS_ARENA_PART_TAIL_ELEMS, &tail) < 0)
-			tail = 0; /* no rows, or a type without whole 512-element rows: no kernel tiles it */
+		const struct fsg_type_info *ti = fsg_type(pt->type);
+		if (pt->bytes == 0 || !ti || ti->block <= 1 ||
+		    fsg_row_bytes(pt->type, FS_ARENA_PART_TAIL_ELEMS, &tail) < 0)
+			tail = 0;
 		if (pt->bytes > UINT64_MAX / 4 - off || tail > UINT64_MAX / 4)
 			return fsg_fail(err, FSG_NO_OFFSET, "block %u: the expert blob's size overflows",
 					blk);
