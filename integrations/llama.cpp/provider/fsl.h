@@ -48,7 +48,22 @@ struct fsl_route {
 	int64_t n_used, n_tokens, ids_stride;
 	uint32_t layer, experts, card;
 	int post; /* 0: count and fill `used`, post nothing (the LRU baseline) */
+	/* Staging (fsl_stage.h): the layer's first `stage_cap` missed experts
+	 * are copied to VRAM by a wide streaming kernel and their entries in
+	 * every claimed role's table pointed there, before the layer's
+	 * products read them; 0: off (the products read misses in place). */
+	uint8_t *stage; /* device: stage_cap slots of stage_stride bytes */
+	uint32_t stage_cap;
+	uint64_t stage_stride; /* >= blob_bytes, a multiple of 256 */
+	uint64_t blob_bytes;   /* one expert's blob in this layer (every part, tails included) */
+	void **tables[4];      /* device: the layer's table of role r + 1, NULL when unclaimed */
+	uint64_t part_off[4];  /* role r + 1's offset in the blob */
+	uint32_t poster_role;  /* the role whose table `table` is */
 };
+
+/* The most ids a layer may have for its misses to be staged (decode and
+ * small batches; a prefill's products read misses in place). */
+#define FSL_STAGE_MAX_IDS 256
 
 /* What the route kernel leaves for the host per layer, in host-mapped
  * memory: the experts the layer's tokens used, under the window they ran
@@ -66,7 +81,8 @@ struct fsl_counters {
 	uint64_t token_uses; /* (token, layer, expert) triples */
 	uint64_t token_hits; /* of those, served from a slot */
 	uint64_t posted;     /* usage records that went into the ring */
-	uint64_t pad[2];
+	uint64_t staged;     /* missed experts copied to VRAM before their layer */
+	uint64_t staged_bytes;
 };
 
 /* The runtime under the core.  Every call returns 0 or a negative errno. */
@@ -112,6 +128,8 @@ struct fsl_opts {
 	unsigned wait_s;    /* wait this long for foresightd to load every layer */
 	int check;          /* loader bytes: 0 off, 1 sample (default), 2 every byte */
 	int log;            /* 1: say what it does on stderr */
+	uint32_t stage;     /* missed experts per layer copied to VRAM before the layer's
+			     * products (fsl_route.stage); 0: read in place */
 	uint64_t lru_mib;   /* >0: an in-process per-layer LRU of this many MiB of VRAM
 			     * instead of foresightd's tier (a baseline: what an engine could
 			     * add alone); foresightd still serves the arena */

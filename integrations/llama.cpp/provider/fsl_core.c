@@ -220,6 +220,18 @@ int fsl_open(struct fsl **out, const struct fsl_opts *o, const struct fsl_gpu *g
 		r = alloc_blocks(p);
 	if (r == 0 && o->lru_mib)
 		r = fsl_lru_open(p, o->lru_mib);
+	if (r == 0 && o->stage) {
+		uint64_t max = 0;
+		for (uint64_t i = 0; i < (uint64_t)p->layers * p->experts; i++)
+			max = p->blob_bytes[i] > max ? p->blob_bytes[i] : max;
+		p->stage_stride = (max + 255u) & ~(uint64_t)255u;
+		if (o->stage > FSL_STAGE_MAX_IDS)
+			r = fsl_fail(-EINVAL, "staging %u experts a layer: at most %d", o->stage,
+				     FSL_STAGE_MAX_IDS);
+		else if (p->gpu.alloc_dev(p->gpu.ctx, o->stage * p->stage_stride, (void **)&p->stagebuf) < 0)
+			r = fsl_fail(-ENOMEM, "allocating the staging buffer (%u x %llu bytes) failed",
+				     o->stage, (unsigned long long)p->stage_stride);
+	}
 	if (r < 0) {
 		fsl_close(p);
 		return r;
@@ -494,7 +506,17 @@ void fsl_route_layer(struct fsl *p, const void *const *table, const int32_t *ids
 		.experts = p->experts,
 		.card = p->card,
 		.post = !p->lru, /* the LRU baseline posts nothing: foresightd only serves its arena */
+		.stage = p->stagebuf,
+		.stage_cap = p->stagebuf ? p->o.stage : 0,
+		.stage_stride = p->stage_stride,
+		.blob_bytes = p->blob_bytes[(uint64_t)layer * p->experts],
+		.poster_role = poster,
 	};
+	for (uint32_t k = 0; k < ROLES; k++)
+		if (q[k].claimed) {
+			r.tables[k] = (void **)(p->dev + tables_off(p, layer, k + 1));
+			r.part_off[k] = q[k].off;
+		}
 	p->gpu.route(p->gpu.ctx, &r, stream);
 }
 
@@ -514,9 +536,10 @@ int fsl_stats_json(struct fsl *p, char *buf, size_t len)
 			",\"arena_entries\":%" PRIu64 ",\"waits\":%" PRIu64 ",\"check_bytes\":%" PRIu64
 			",\"begin_ns\":%" PRIu64 ",\"uses\":%" PRIu64 ",\"hits\":%" PRIu64
 			",\"miss_bytes\":%" PRIu64 ",\"token_uses\":%" PRIu64 ",\"token_hits\":%" PRIu64
-			",\"posted\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"attaches\":%" PRIu64 "}",
+			",\"posted\":%" PRIu64 ",\"staged\":%" PRIu64 ",\"staged_bytes\":%" PRIu64
+			",\"dropped\":%" PRIu64 ",\"attaches\":%" PRIu64 "}",
 			s.windows, s.empty_views, s.slot_entries, s.arena_entries, s.waits, s.check_bytes,
 			s.begin_ns, s.dev.uses, s.dev.hits, s.dev.miss_bytes, s.dev.token_uses,
-			s.dev.token_hits, s.dev.posted, fs_client_dropped(p->c) + fs_dev_ring_dropped(p->c),
-			fs_client_attach_count(p->c));
+			s.dev.token_hits, s.dev.posted, s.dev.staged, s.dev.staged_bytes,
+			fs_client_dropped(p->c) + fs_dev_ring_dropped(p->c), fs_client_attach_count(p->c));
 }

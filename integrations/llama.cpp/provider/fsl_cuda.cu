@@ -15,8 +15,11 @@
 #include "fs_ring_dev.h"
 #include "fsl.h"
 #include "fsl_cuda.h"
+#include "fsl_stage.h"
 
 #define ROUTE_THREADS 256
+#define STAGE_BLOCKS 528 /* 4 per SM of an H100: enough 16-byte reads in flight to fill the bus */
+#define STAGE_THREADS 256
 #define ROUTE_MAX_EXPERTS 1024u
 
 struct cuda_ctx {
@@ -149,6 +152,33 @@ static int wait(void *vctx, unsigned k)
 	return ctx->ev[k] ? cerr(cudaEventSynchronize(ctx->ev[k]), "cudaEventSynchronize") : 0;
 }
 
+/*
+ * Staging: the layer's missed experts (fsl_stage.h) copied from the arena,
+ * read in place over the bus with 16-byte loads by a wide grid (what the
+ * bus needs to run near its speed; MMVQ's own reads of host memory do not
+ * get there), into VRAM, before the layer's products.  The route kernel,
+ * launched after it, points the tables at the copies.
+ */
+__global__ void fsl_stage_kernel(struct fsl_route r)
+{
+	__shared__ uint32_t list[FSL_STAGE_MAX_IDS];
+	__shared__ uint32_t n;
+	if (threadIdx.x == 0)
+		n = fsl_stage_list(&r, list);
+	__syncthreads();
+	const uint64_t words = (r.blob_bytes + 15u) /
+			       16u; /* blobs start 4 KiB apart: the round-up stays in the arena */
+	const uint64_t total = (uint64_t)n * words;
+	for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+	     i += (uint64_t)gridDim.x * blockDim.x) {
+		const uint32_t m = (uint32_t)(i / words);
+		const uint64_t w = i % words;
+		const uint4 *src = (const uint4 *)fsl_stage_src(&r, list[m]);
+		uint4 *dst = (uint4 *)(r.stage + (uint64_t)m * r.stage_stride);
+		dst[w] = src[w];
+	}
+}
+
 /* Shared memory: the bitmap, 2 + 4 words, then the records (16-aligned). */
 __host__ __device__ static inline size_t recs_at(uint32_t words)
 {
@@ -226,8 +256,22 @@ __global__ void fsl_route_kernel(struct fsl_route r)
 	uint32_t posted = 0;
 	if (r.ring_desc && r.post)
 		posted = fs_dev_ring_post_block((struct fs_dev_desc *)r.ring_desc, recs, built, ring_sh);
+	/* The staged experts' entries, now that every read of the tables
+	 * above is done: their copies in VRAM (fsl_stage_kernel ran before). */
+	__shared__ uint32_t staged[FSL_STAGE_MAX_IDS];
+	__shared__ uint32_t nstaged;
+	if (threadIdx.x == 0)
+		nstaged = fsl_stage_list(&r, staged);
+	__syncthreads();
+	for (uint32_t k = threadIdx.x; k < nstaged * 4u; k += blockDim.x) {
+		const uint32_t m = k / 4u, role = k % 4u;
+		if (r.tables[role])
+			r.tables[role][staged[m]] = r.stage + (uint64_t)m * r.stage_stride + r.part_off[role];
+	}
 	if (threadIdx.x == 0) {
 		struct fsl_counters *c = (struct fsl_counters *)r.counters;
+		atomicAdd((unsigned long long *)&c->staged, (unsigned long long)nstaged);
+		atomicAdd((unsigned long long *)&c->staged_bytes, (unsigned long long)nstaged * r.blob_bytes);
 		atomicAdd((unsigned long long *)&c->uses, (unsigned long long)built);
 		atomicAdd((unsigned long long *)&c->hits, (unsigned long long)count[1]);
 		atomicAdd((unsigned long long *)&c->miss_bytes,
@@ -244,6 +288,11 @@ static int route(void *, const struct fsl_route *r, void *stream)
 		return -EINVAL;
 	const uint32_t words = (r->experts + 31u) / 32u;
 	const size_t shmem = recs_at(words) + r->experts * sizeof(struct fs_rec);
+	if (r->stage && r->n_used * r->n_tokens <= FSL_STAGE_MAX_IDS) {
+		fsl_stage_kernel<<<STAGE_BLOCKS, STAGE_THREADS, 0, (cudaStream_t)stream>>>(*r);
+		if (cerr(cudaGetLastError(), "the stage kernel's launch") < 0)
+			return -EIO;
+	}
 	fsl_route_kernel<<<1, ROUTE_THREADS, shmem, (cudaStream_t)stream>>>(*r);
 	return cerr(cudaGetLastError(), "the route kernel's launch");
 }

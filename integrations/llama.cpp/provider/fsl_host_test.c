@@ -22,6 +22,7 @@
 #include "fsg_types.h"
 #include "fsgw.h"
 #include "fsl.h"
+#include "fsl_stage.h"
 
 /* ---- the host stand-in ---------------------------------------------------- */
 
@@ -116,6 +117,17 @@ static int h_route(void *ctx, const struct fsl_route *r, void *stream)
 		}
 	if (r->used)
 		r->used[FSL_USED_WINDOW] = *r->window + 1u;
+	/* staging, as fsl_stage_kernel then fsl_route_kernel do it */
+	uint32_t list[FSL_STAGE_MAX_IDS];
+	uint32_t n = fsl_stage_list(r, list);
+	for (uint32_t m = 0; m < n; m++)
+		memcpy(r->stage + m * r->stage_stride, fsl_stage_src(r, list[m]),
+		       (r->blob_bytes + 15) / 16 * 16);
+	for (uint32_t m = 0; m < n; m++)
+		for (int k = 0; k < 4; k++)
+			if (r->tables[k])
+				r->tables[k][list[m]] = r->stage + m * r->stage_stride + r->part_off[k];
+	cnt->staged += n;
 	h->routes++;
 	return 0;
 }
@@ -181,13 +193,14 @@ static void start_daemon(const char *slots)
 	cr_assert_eq(fsh_daemon_start(&g_d, extra), 0, "foresightd did not start");
 }
 
-static struct fsl *open_provider_lru(int check, uint64_t lru_mib)
+static struct fsl *open_provider_opts(int check, uint64_t lru_mib, uint32_t stage)
 {
 	struct fsl_opts o = {.socket = g_d.sock,
 			     .name = "fsl_host_test",
 			     .wait_s = 30,
 			     .check = check,
-			     .lru_mib = lru_mib};
+			     .lru_mib = lru_mib,
+			     .stage = stage};
 	struct fsl_gpu gpu = host_gpu();
 	struct fsl *p = NULL;
 	int r = fsl_open(&p, &o, &gpu);
@@ -195,9 +208,14 @@ static struct fsl *open_provider_lru(int check, uint64_t lru_mib)
 	return p;
 }
 
+static struct fsl *open_provider_lru(int check, uint64_t lru_mib)
+{
+	return open_provider_opts(check, lru_mib, 0);
+}
+
 static struct fsl *open_provider(int check)
 {
-	return open_provider_lru(check, 0);
+	return open_provider_opts(check, 0, 0);
 }
 
 static const char *const k_roles[] = {"gate", "up", "down"};
@@ -252,36 +270,43 @@ static const uint8_t *arena_part(fs_client *c, uint32_t l, uint32_t e, uint32_t 
 	return NULL;
 }
 
-/* What a kernel would read through every entry: the arena's bytes, then
- * the zero tail.  Returns how many entries pointed at a slot. */
-static unsigned read_all(fs_client *c, const struct claimed *cl, const struct fsl_route *unused)
+/* What a kernel would read through layer l's entries: the arena's bytes,
+ * then the zero tail.  Returns how many entries pointed at a slot (or a
+ * staged copy: outside the arena). */
+static unsigned read_layer(fs_client *c, const struct claimed *cl, uint32_t l)
 {
-	(void)unused;
 	unsigned slots = 0;
 	struct fs_arena_region reg;
 	const void *pin = fs_arena_pin(c);
 	cr_assert_eq(fs_arena_pin_region(pin, &reg), 0);
-	for (uint32_t l = 0; l < g_m.layers; l++)
-		for (int r = 0; r < 3; r++)
-			for (uint32_t e = 0; e < g_m.experts; e++) {
-				uint64_t bytes;
-				const uint8_t *want = arena_part(c, l, e, (uint32_t)(r + 1), &bytes);
-				const uint8_t *got = cl->t[l][r][e];
-				cr_assert_not_null(got);
-				cr_assert_eq(memcmp(got, want, bytes), 0,
-					     "layer %u %s expert %u: wrong bytes", l, k_roles[r], e);
-				uint64_t tail = 0;
-				cr_assert_eq(
-					fsg_row_bytes((uint32_t)g_m.type, FS_ARENA_PART_TAIL_ELEMS, &tail),
-					0);
-				for (uint64_t i = 0; i < tail; i++)
-					cr_assert_eq(got[bytes + i], 0,
-						     "layer %u %s expert %u: tail byte %llu is %u", l,
-						     k_roles[r], e, (unsigned long long)i, got[bytes + i]);
-				slots += got < (const uint8_t *)reg.base ||
-					 got >= (const uint8_t *)reg.base + reg.bytes;
-			}
+	for (int r = 0; r < 3; r++)
+		for (uint32_t e = 0; e < g_m.experts; e++) {
+			uint64_t bytes;
+			const uint8_t *want = arena_part(c, l, e, (uint32_t)(r + 1), &bytes);
+			const uint8_t *got = cl->t[l][r][e];
+			cr_assert_not_null(got);
+			cr_assert_eq(memcmp(got, want, bytes), 0, "layer %u %s expert %u: wrong bytes", l,
+				     k_roles[r], e);
+			uint64_t tail = 0;
+			cr_assert_eq(fsg_row_bytes((uint32_t)g_m.type, FS_ARENA_PART_TAIL_ELEMS, &tail), 0);
+			for (uint64_t i = 0; i < tail; i++)
+				cr_assert_eq(got[bytes + i], 0, "layer %u %s expert %u: tail byte %llu is %u",
+					     l, k_roles[r], e, (unsigned long long)i, got[bytes + i]);
+			slots += got < (const uint8_t *)reg.base ||
+				 got >= (const uint8_t *)reg.base + reg.bytes;
+		}
 	fs_arena_unpin(c, pin);
+	return slots;
+}
+
+/* Every layer's entries (staging off: a staged copy holds only the layer
+ * that ran last). */
+static unsigned read_all(fs_client *c, const struct claimed *cl, const void *unused)
+{
+	(void)unused;
+	unsigned slots = 0;
+	for (uint32_t l = 0; l < g_m.layers; l++)
+		slots += read_layer(c, cl, l);
 	return slots;
 }
 
@@ -453,6 +478,43 @@ Test(fsl_host, the_lru_baseline_keeps_what_was_used)
 		cr_expect(!(e5 >= lo && e5 < hi), "layer %u: 5 stays", l);
 	}
 	fs_arena_unpin(g_host.c, pin);
+	fsl_close(p);
+}
+
+/* Staging: the first stage_cap misses of a layer are copied and every
+ * claimed role's entry points at the copy (the right bytes and tails: the
+ * products read them); the rest stay in the arena. */
+Test(fsl_host, stages_the_first_misses)
+{
+	start_daemon("1");
+	struct fsl *p = open_provider_opts(1, 0, 1);
+	struct claimed cl;
+	claim_all(p, &cl);
+	int32_t ids[2] = {3, 9};
+	/* As the device runs it: each layer's products right after its
+	 * staging (the next layer's staging reuses the buffer). */
+	fsl_begin(p, 0, NULL);
+	for (uint32_t l = 0; l < g_m.layers; l++) {
+		for (int r = 0; r < 3; r++)
+			fsl_route_layer(p, cl.t[l][r], ids, 2, 1, 2, NULL);
+		cr_expect_eq(read_layer(g_host.c, &cl, l), 3, "layer %u: expert 3's three parts staged", l);
+	}
+	fsl_end(p, 0, NULL);
+	const void *pin = fs_arena_pin(g_host.c);
+	struct fs_arena_region reg;
+	cr_assert_eq(fs_arena_pin_region(pin, &reg), 0);
+	const uint8_t *lo = reg.base, *hi = lo + reg.bytes;
+	for (uint32_t l = 0; l < g_m.layers; l++) /* the pointers stay; the last layer's bytes do */
+		for (int r = 0; r < 3; r++) {
+			const uint8_t *e3 = cl.t[l][r][3], *e9 = cl.t[l][r][9];
+			cr_expect(!(e3 >= lo && e3 < hi), "layer %u role %d: 3, the first miss, staged", l,
+				  r);
+			cr_expect(e9 >= lo && e9 < hi, "layer %u role %d: 9 past the cap, in place", l, r);
+		}
+	fs_arena_unpin(g_host.c, pin);
+	struct fsl_stats st;
+	fsl_stats(p, &st);
+	cr_expect_eq(st.dev.staged, g_m.layers);
 	fsl_close(p);
 }
 

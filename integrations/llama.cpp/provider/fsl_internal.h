@@ -63,6 +63,8 @@ struct fsl {
 	void *used_dev;
 	uint32_t used_words; /* per layer: 2 + bitmap words */
 	struct fsl_lru *lru; /* the in-process LRU instead of foresightd's epochs, or NULL */
+	uint8_t *stagebuf;   /* device: o.stage slots of stage_stride bytes (fsl_route.stage) */
+	uint64_t stage_stride;
 };
 
 int fsl_fail(int r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
