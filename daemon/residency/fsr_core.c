@@ -38,6 +38,10 @@ void fsr_config_defaults(struct fsr_config *cfg)
 		cfg->bus_share_pct = 80;
 	if (cfg->layer_ns == 0)
 		cfg->layer_ns = 270833;
+	if (cfg->learn_decay == 0.0f)
+		cfg->learn_decay = 0.9995f;
+	if (cfg->learn_post == 0)
+		cfg->learn_post = 8;
 }
 
 /*
@@ -139,7 +143,10 @@ static int tiers_valid(const struct fsr_config *cfg)
 	if (!(cfg->pred_min_score >= 0.0f && isfinite(cfg->pred_min_score)))
 		return 0;
 	if (cfg->cross_window > FSR_CROSS_MAX || cfg->tier_adapt > 1 || cfg->admit_value > 1 ||
-	    cfg->demand_late > 1)
+	    cfg->demand_late > 1 || cfg->pred_value > 1 || cfg->learn > FSR_LEARN_AUTO)
+		return 0;
+	if (!(cfg->learn_decay > 0.0f && cfg->learn_decay <= 1.0f) ||
+	    !(cfg->learn_min_p >= 0.0f && cfg->learn_min_p <= 1.0f) || cfg->learn_post > 255)
 		return 0;
 	/* Candidates name their client in a byte. */
 	return cfg->max_clients < FSR_CAND_NOCLIENT && cfg->layer_ns > 0;
@@ -248,6 +255,7 @@ static int tiers_create(struct fsr *r, const struct fsr_config *cfg)
 	r->admit_value = cfg->admit_value && cfg->adapt; /* not the fixed baselines */
 	r->cross_window = cfg->predicted_slots == 0 ? 0 : cfg->cross_window;
 	r->demand_late = cfg->demand_late != 0; /* the baselines copy without a bus model */
+	r->pred_value = cfg->pred_value != 0;
 	for (uint32_t c = 0; c < FSR_MAX_CLIENTS; c++)
 		for (uint32_t l = 0; l < FSR_CROSS_MAX; l++)
 			r->client[c].xw_reuse[l] = FSR_XW_REUSE0;
@@ -307,6 +315,8 @@ struct fsr *fsr_create(const struct fsr_config *cfg)
 	r->layer_ready = cfg->layer_ready;
 	r->unserved = cfg->unserved;
 	r->unserved_ctx = cfg->unserved_ctx;
+	r->learned = cfg->learned;
+	r->learned_ctx = cfg->learned_ctx;
 	uint64_t *p = r->c_priv;
 	if (cfg->counters.daemon) {
 		r->c_daemon = cfg->counters.daemon;
@@ -333,7 +343,7 @@ struct fsr *fsr_create(const struct fsr_config *cfg)
 		r->serves[l] = (uint16_t)(1u << r->home[l]);
 	}
 	fsr_place_init(r, cfg->reach);
-	if (cfg->tiers && tiers_create(r, cfg) != 0)
+	if (cfg->tiers && (tiers_create(r, cfg) != 0 || fsr_learn_create(r, cfg) != 0))
 		goto nomem;
 	for (uint32_t c = 0; c < r->cards; c++)
 		if (card_init(r, c, cfg->slots[c]) != 0)
@@ -364,6 +374,7 @@ void fsr_destroy(struct fsr *r)
 		free(r->card[c].ghost);
 		free(r->card[c].ghost_head);
 	}
+	fsr_learn_destroy(r);
 	free(r->score);
 	free(r->score_tick);
 	free(r->home);

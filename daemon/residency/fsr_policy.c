@@ -183,6 +183,8 @@ void fsr_record(struct fsr *r, uint32_t client, const struct fs_rec *rec, uint64
 	note_window(r, client, rec->window);
 	if (r->tiers)
 		fsr_clock_record(r, client, rec, now_ns);
+	if (r->learn)
+		fsr_learn_record(r, client, rec);
 	if ((rec->type == FS_REC_PREDICT || rec->type == FS_REC_USAGE) && !layer_in(r, rec->layer)) {
 		not_in(r, client, rec);
 		return;
@@ -273,6 +275,10 @@ unsigned fsr_take_copies(struct fsr *r, uint32_t card, struct fsr_copy *out, uns
 {
 	if (card >= r->cards || out == NULL || !fsr_is_up(r, card))
 		return 0; /* a card that is down is never copied to again */
+	/* The learner's predictions from the records taken in since, before
+	 * the scheduler looks (the first card's call of a pass does them). */
+	if (r->learn)
+		fsr_learn_flush(r);
 	return r->tiers ? fsr_sched_take(r, card, out, max, now_ns) : fsr_pool_take(r, card, out, max);
 }
 
