@@ -98,7 +98,7 @@ struct fsr_config {
 	uint32_t cross_window; /* layers 0..N-1 of a client's next window predicted from its last */
 	uint32_t demand_late;  /* 1: a demand copy goes on the bus as late as its deadline allows */
 	uint32_t pred_value;   /* 1: the bus carries the likeliest predictions it can land (fsr_sched_value.c) */
-	/* The learned predictor (fsr_learn.c): FSR_LEARN_OFF, _ON, _AUTO. */
+	/* The learned predictor (fsr_learn.c): FSR_LEARN_OFF, _AUTO, _ON. */
 	uint32_t learn;
 	float learn_decay;    /* its counts' decay per token, (0, 1] (default 0.9995) */
 	float learn_min_p;    /* its candidates less likely than this are not posted */
@@ -229,8 +229,8 @@ struct fsr_copy {
  * from every client's usage either way.
  */
 #define FSR_LEARN_OFF 0u
-#define FSR_LEARN_ON 1u
-#define FSR_LEARN_AUTO 2u
+#define FSR_LEARN_AUTO 1u
+#define FSR_LEARN_ON 2u
 #define FSR_HORIZONS 3u
 #define FSR_LEARN_REL 10u /* reliability rows: deciles of the probability */
 struct fsr_learn_hstats {

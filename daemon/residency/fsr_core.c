@@ -143,7 +143,7 @@ static int tiers_valid(const struct fsr_config *cfg)
 	if (!(cfg->pred_min_score >= 0.0f && isfinite(cfg->pred_min_score)))
 		return 0;
 	if (cfg->cross_window > FSR_CROSS_MAX || cfg->tier_adapt > 1 || cfg->admit_value > 1 ||
-	    cfg->demand_late > 1 || cfg->pred_value > 1 || cfg->learn > FSR_LEARN_AUTO)
+	    cfg->demand_late > 1 || cfg->pred_value > 1 || cfg->learn > FSR_LEARN_ON)
 		return 0;
 	if (!(cfg->learn_decay > 0.0f && cfg->learn_decay <= 1.0f) ||
 	    !(cfg->learn_min_p >= 0.0f && cfg->learn_min_p <= 1.0f) || cfg->learn_post > 255)

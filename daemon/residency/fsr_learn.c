@@ -664,7 +664,7 @@ static void predict(struct fsr *r, uint32_t client, uint32_t tw, uint32_t M, uns
 		} else if (kept >= FSR_LEARN_RANKED) {
 			continue;
 		}
-		if (r->learned)
+		if (r->learned && posting) /* silent: it predicts nothing for this client */
 			r->learned(r->learned_ctx, client, tw, M, c->e, how);
 		g->e[kept] = c->e;
 		g->bin[kept] = (uint8_t)bin_of(c->s);

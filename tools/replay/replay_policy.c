@@ -125,6 +125,8 @@ int replay_policy_config(enum replay_policy_id p, const struct replay_model *m, 
 			cfg->learn = FSR_LEARN_ON;
 		break;
 	}
+	if (!ours)
+		cfg->learn = FSR_LEARN_OFF; /* the baselines predict nothing */
 	fsr_config_defaults(cfg); /* the core's defaults for what is left 0 */
 	return 0;
 }
