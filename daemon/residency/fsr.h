@@ -102,7 +102,7 @@ struct fsr_config {
 	uint32_t learn;
 	float learn_decay;    /* its counts' decay per token, (0, 1] (default 0.9995) */
 	float learn_min_p;    /* its candidates less likely than this are not posted */
-	uint32_t learn_post;  /* candidates it posts per (target layer, horizon), not resident (8) */
+	uint32_t learn_post;  /* candidates it posts per (target layer, horizon), not resident (8, at most 64) */
 
 	/* The copy scheduler's model of the bus (fsr_sched.c).  Times come
 	 * from the caller: the core has no clock. */

@@ -146,7 +146,7 @@ static int tiers_valid(const struct fsr_config *cfg)
 	    cfg->demand_late > 1 || cfg->pred_value > 1 || cfg->learn > FSR_LEARN_ON)
 		return 0;
 	if (!(cfg->learn_decay > 0.0f && cfg->learn_decay <= 1.0f) ||
-	    !(cfg->learn_min_p >= 0.0f && cfg->learn_min_p <= 1.0f) || cfg->learn_post > 255)
+	    !(cfg->learn_min_p >= 0.0f && cfg->learn_min_p <= 1.0f) || cfg->learn_post > FSR_LEARN_POST_MAX)
 		return 0;
 	/* Candidates name their client in a byte. */
 	return cfg->max_clients < FSR_CAND_NOCLIENT && cfg->layer_ns > 0;

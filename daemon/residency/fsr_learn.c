@@ -70,19 +70,47 @@ static inline struct fsr_learn *lrn(const struct fsr *r)
 }
 
 /* v, stored at tick `then`, aged to the learner's clock. */
+static float decay_f(const struct fsr_learn *L, uint32_t age)
+{
+	/* decay^age: two table lookups below 65536 tokens */
+	if (age < FSR_LEARN_POW_LO * FSR_LEARN_POW_HI)
+		return L->pow_lo[age % FSR_LEARN_POW_LO] * L->pow_hi[age / FSR_LEARN_POW_LO];
+	return powf(L->decay, (float)age);
+}
+
 static float aged(const struct fsr_learn *L, float v, uint32_t then)
 {
 	uint32_t age = L->tick - then;
-	if (age == 0 || v == 0.0f)
-		return v;
-	if (age < 256)
-		return v * L->decay_pow[age];
-	return v * powf(L->decay, (float)age);
+	return age == 0 || v == 0.0f ? v : v * decay_f(L, age);
 }
 
 static size_t row_of(const struct fsr_learn *L, unsigned h, uint32_t layer, uint32_t expert)
 {
 	return ((size_t)(h - 1) * L->layers + layer) * L->experts + expert;
+}
+
+/* log(x), x > 0, within about 1e-5: log(m 2^e) = e log 2 + 2 atanh(z), z =
+ * (m - 1) / (m + 1) in [0, 1/3).  The calibration absorbs the rest. */
+static inline float fast_log(float x)
+{
+	union {
+		float f;
+		uint32_t i;
+	} u = {x};
+	int e = (int)((u.i >> 23) & 0xffu) - 127;
+	u.i = (u.i & 0x007fffffu) | 0x3f800000u;
+	float z = (u.f - 1.0f) / (u.f + 1.0f), z2 = z * z;
+	return (float)e * 0.69314718f + 2.0f * z * (1.0f + z2 * (0.33333333f + z2 * (0.2f + z2 * 0.14285714f)));
+}
+
+/* A successor's lift, what seeing the row's expert adds to its log-odds:
+ * log(P(b | a) / P(b | a, b absent from the row)), P smoothed toward the
+ * base rate by `alpha` windows.  Kept with the entry and worked out when
+ * the entry is counted: the scoring only adds. */
+static float lift(const struct fsr_learn *L, float c, float base)
+{
+	float ab = L->alpha * base;
+	return fast_log((c + ab) / ab);
 }
 
 /* Bring a row's counts to the clock. */
@@ -91,28 +119,12 @@ static void row_age(struct fsr_learn *L, size_t row)
 	uint32_t age = L->tick - L->row_tick[row];
 	if (age == 0)
 		return;
-	float f = age < 256 ? L->decay_pow[age] : powf(L->decay, (float)age);
+	float f = decay_f(L, age);
 	L->row_n[row] *= f;
 	float *c = L->ent_c + row * L->m;
 	for (uint32_t k = 0; k < L->m; k++)
 		c[k] *= f;
 	L->row_tick[row] = L->tick;
-}
-
-static float base_rate(const struct fsr_learn *L, uint32_t layer, uint32_t expert)
-{
-	size_t i = (size_t)layer * L->experts + expert;
-	float n = aged(L, L->win_n[layer], L->win_tick[layer]);
-	float u = aged(L, L->use_c[i], L->use_tick[i]);
-	/* The prior: a layer's usual set spread over its experts. */
-	float set = n > 0.0f ? aged(L, L->set_n[layer], L->win_tick[layer]) / n : 1.0f;
-	float p = (u + set / (float)L->experts) / (n + 1.0f);
-	return p < 1e-4f ? 1e-4f : p > 0.999f ? 0.999f : p;
-}
-
-static float logit(float p)
-{
-	return logf(p / (1.0f - p));
 }
 
 static unsigned bin_of(float s)
@@ -125,9 +137,7 @@ static unsigned bin_of(float s)
 static float calibrated(const struct fsr_learn *L, unsigned h, float s)
 {
 	unsigned b = bin_of(s);
-	float mid = FSR_LEARN_S0 + ((float)b + 0.5f) * FSR_LEARN_BIN_W;
-	float raw = 1.0f / (1.0f + expf(-mid));
-	return (L->cal_hit[h - 1][b] + LEARN_PRIOR * raw) / (L->cal_n[h - 1][b] + LEARN_PRIOR);
+	return (L->cal_hit[h - 1][b] + LEARN_PRIOR * L->bin_raw[b]) / (L->cal_n[h - 1][b] + LEARN_PRIOR);
 }
 
 /* ---- create, destroy, clients -------------------------------------------- */
@@ -156,13 +166,18 @@ int fsr_learn_create(struct fsr *r, const struct fsr_config *cfg)
 	L->decay = cfg->learn_decay;
 	L->alpha = 1.0f;
 	L->min_p = cfg->learn_min_p;
-	for (uint32_t i = 0; i < 256; i++)
-		L->decay_pow[i] = powf(L->decay, (float)i);
+	for (uint32_t i = 0; i < FSR_LEARN_POW_LO; i++)
+		L->pow_lo[i] = powf(L->decay, (float)i);
+	for (uint32_t i = 0; i < FSR_LEARN_POW_HI; i++)
+		L->pow_hi[i] = powf(L->decay, (float)(i * FSR_LEARN_POW_LO));
+	for (uint32_t b = 0; b < FSR_LEARN_BINS; b++)
+		L->bin_raw[b] = 1.0f / (1.0f + expf(-(FSR_LEARN_S0 + ((float)b + 0.5f) * FSR_LEARN_BIN_W)));
 	size_t le = (size_t)r->layers * r->experts;
 	L->row_n = calloc(rows, sizeof(*L->row_n));
 	L->row_tick = calloc(rows, sizeof(*L->row_tick));
 	L->ent_e = malloc(rows * m * sizeof(*L->ent_e));
 	L->ent_c = calloc(rows * m, sizeof(*L->ent_c));
+	L->ent_l = calloc(rows * m, sizeof(*L->ent_l));
 	L->use_c = calloc(le, sizeof(*L->use_c));
 	L->use_tick = calloc(le, sizeof(*L->use_tick));
 	L->rep_n = calloc(le, sizeof(*L->rep_n));
@@ -172,13 +187,13 @@ int fsr_learn_create(struct fsr *r, const struct fsr_config *cfg)
 	L->set_n = calloc(r->layers, sizeof(*L->set_n));
 	L->win_tick = calloc(r->layers, sizeof(*L->win_tick));
 	L->acc = calloc(r->experts, sizeof(*L->acc));
-	L->cand = calloc(r->experts, sizeof(*L->cand));
+	L->base = calloc(r->experts, sizeof(*L->base));
 	L->rep = calloc(r->experts, sizeof(*L->rep));
 	L->touched = malloc(r->experts * sizeof(*L->touched));
 	L->mark = calloc(r->experts, 1);
 	L->cl = calloc(r->max_clients, sizeof(*L->cl));
-	if (!L->row_n || !L->row_tick || !L->ent_e || !L->ent_c || !L->use_c || !L->use_tick || !L->rep_n ||
-	    !L->rep_hit || !L->rep_tick || !L->win_n || !L->set_n || !L->win_tick || !L->acc || !L->cand || !L->rep ||
+	if (!L->row_n || !L->row_tick || !L->ent_e || !L->ent_c || !L->ent_l || !L->use_c || !L->use_tick || !L->rep_n ||
+	    !L->rep_hit || !L->rep_tick || !L->win_n || !L->set_n || !L->win_tick || !L->acc || !L->base || !L->rep ||
 	    !L->touched || !L->mark || !L->cl)
 		return -ENOMEM;
 	for (size_t i = 0; i < rows * m; i++)
@@ -216,6 +231,7 @@ void fsr_learn_destroy(struct fsr *r)
 	free(L->row_tick);
 	free(L->ent_e);
 	free(L->ent_c);
+	free(L->ent_l);
 	free(L->use_c);
 	free(L->use_tick);
 	free(L->rep_n);
@@ -225,7 +241,7 @@ void fsr_learn_destroy(struct fsr *r)
 	free(L->set_n);
 	free(L->win_tick);
 	free(L->acc);
-	free(L->cand);
+	free(L->base);
 	free(L->rep);
 	free(L->touched);
 	free(L->mark);
@@ -257,16 +273,18 @@ static void mark_set(struct fsr_learn *L, const uint16_t *set, uint32_t n, uint8
 		L->mark[set[i]] = v;
 }
 
-/* One row learns that `set` (marked 1) followed its expert. */
+/* One row learns that `set` (marked 1) followed its expert; L->base
+ * holds the set's base rates (close_layer). */
 static void row_learn(struct fsr_learn *L, size_t row, const uint16_t *set, uint32_t n)
 {
 	row_age(L, row);
 	L->row_n[row] += 1.0f;
 	uint16_t *e = L->ent_e + row * L->m;
-	float *c = L->ent_c + row * L->m;
+	float *c = L->ent_c + row * L->m, *lf = L->ent_l + row * L->m;
 	for (uint32_t k = 0; k < L->m && e[k] != FSR_LEARN_NOEXP; k++)
 		if (L->mark[e[k]] == 1) {
 			c[k] += 1.0f;
+			lf[k] = lift(L, c[k], L->base[e[k]]);
 			L->mark[e[k]] = 2; /* found */
 		}
 	for (uint32_t i = 0; i < n; i++) {
@@ -287,6 +305,7 @@ static void row_learn(struct fsr_learn *L, size_t row, const uint16_t *set, uint
 		}
 		e[w] = b;
 		c[w] = 1.0f;
+		lf[w] = lift(L, 1.0f, L->base[b]);
 	}
 }
 
@@ -365,6 +384,26 @@ static void outcomes(struct fsr *r, struct fsr_learn_client *cl, uint32_t layer,
 	t->live = 0;
 }
 
+/* The target layer's base-rate terms, the same for every candidate. */
+struct base_terms {
+	float n1;    /* windows that ran the layer, + 1 */
+	float prior; /* the prior's uses: its usual set spread over its experts */
+};
+
+static struct base_terms base_terms(const struct fsr_learn *L, uint32_t layer)
+{
+	float n = aged(L, L->win_n[layer], L->win_tick[layer]);
+	float set = n > 0.0f ? aged(L, L->set_n[layer], L->win_tick[layer]) / n : 1.0f;
+	return (struct base_terms){n + 1.0f, set / (float)L->experts};
+}
+
+static float base_of(const struct fsr_learn *L, uint32_t layer, const struct base_terms *bt, uint16_t e)
+{
+	size_t i = (size_t)layer * L->experts + e;
+	float p = (aged(L, L->use_c[i], L->use_tick[i]) + bt->prior) / bt->n1;
+	return p < 1e-4f ? 1e-4f : p > 0.999f ? 0.999f : p;
+}
+
 /* Layer `layer` of the client's window is complete: learn from it. */
 static void close_layer(struct fsr *r, uint32_t client, uint32_t layer)
 {
@@ -380,6 +419,9 @@ static void close_layer(struct fsr *r, uint32_t client, uint32_t layer)
 	const uint16_t *set = cl->cur + (size_t)layer * FSR_LEARN_SET;
 	mark_set(L, set, n, 1);
 	outcomes(r, cl, layer, n);
+	struct base_terms bt = base_terms(L, layer);
+	for (uint32_t i = 0; i < n; i++)
+		L->base[set[i]] = base_of(L, layer, &bt, set[i]); /* the lifts' (row_learn) */
 	/* What followed what: the rows of the sources 1..3 layers before. */
 	for (unsigned h = 1; h <= FSR_HORIZONS; h++) {
 		uint32_t sw = cl->win, sl = layer;
@@ -509,47 +551,86 @@ void fsr_learn_record(struct fsr *r, uint32_t client, const struct fs_rec *rec)
 
 /* ---- predicting --------------------------------------------------------- */
 
-static void touch(struct fsr_learn *L, uint16_t e)
+static void touch(struct fsr_learn *L, uint32_t layer, const struct base_terms *bt, uint16_t e)
 {
-	if (!L->mark[e]) {
-		L->mark[e] = 1;
-		L->acc[e] = 0.0f;
-		L->rep[e] = 0.0f;
-		L->touched[L->ntouched++] = e;
-	}
+	if (L->mark[e])
+		return;
+	L->mark[e] = 1;
+	L->acc[e] = 0.0f;
+	L->rep[e] = 0.0f;
+	L->base[e] = base_of(L, layer, bt, e);
+	L->touched[L->ntouched++] = e;
 }
 
 /* Add one known source layer's evidence about target layer M (h layers
- * on) to acc[].  Returns the absent-successor constant it adds to every
- * candidate, or NAN when the layer is not known. */
+ * on) to acc[]; returns the absent-successor term every candidate gets.
+ * The lifts were worked out when the rows learned (row_learn). */
 static float evidence(struct fsr_learn *L, const uint16_t *src, uint32_t ns, uint32_t tokens, unsigned h,
-		      uint32_t sl, uint32_t M)
+		      uint32_t sl, uint32_t M, const struct base_terms *bt)
 {
 	float wt = 1.0f / (float)(tokens ? tokens : 1u), cst = 0.0f;
 	for (uint32_t i = 0; i < ns; i++) {
 		size_t row = row_of(L, h, sl, src[i]);
-		row_age(L, row);
-		float n = L->row_n[row];
+		float n = aged(L, L->row_n[row], L->row_tick[row]);
 		if (n < 1e-3f)
 			continue;
-		cst += wt * logf(L->alpha / (n + L->alpha));
+		cst += wt * fast_log(L->alpha / (n + L->alpha));
 		const uint16_t *e = L->ent_e + row * L->m;
-		const float *c = L->ent_c + row * L->m;
+		const float *lf = L->ent_l + row * L->m;
 		for (uint32_t k = 0; k < L->m && e[k] != FSR_LEARN_NOEXP; k++) {
-			float ab = L->alpha * base_rate(L, M, e[k]);
-			touch(L, e[k]);
-			L->acc[e[k]] += wt * logf((c[k] + ab) / ab);
+			touch(L, M, bt, e[k]);
+			L->acc[e[k]] += wt * lf[k];
 		}
 	}
 	return cst;
 }
 
-/* Score target (tw, M) for the client whose newest usage is at cl->layer
- * of cl->win, hn layers on: every candidate any evidence names, into
- * L->cand.  Returns how many. */
-static uint32_t score(struct fsr *r, struct fsr_learn_client *cl, uint32_t tw, uint32_t M, unsigned hn)
+/* Is a ranked before b (probability, then score, then expert)? */
+static int cand_before(const struct fsr_learn_cand *a, const struct fsr_learn_cand *b)
+{
+	if (a->p != b->p)
+		return a->p > b->p;
+	if (a->s != b->s)
+		return a->s > b->s;
+	return a->e < b->e;
+}
+
+/* Insert c into v[0..*n) (best first, at most cap). */
+static void keep_best(struct fsr_learn_cand *v, uint32_t *n, uint32_t cap, const struct fsr_learn_cand *c)
+{
+	if (*n == cap && !cand_before(c, &v[cap - 1]))
+		return;
+	uint32_t j = *n < cap ? (*n)++ : cap - 1;
+	while (j > 0 && cand_before(c, &v[j - 1])) {
+		v[j] = v[j - 1];
+		j--;
+	}
+	v[j] = *c;
+}
+
+/* Where a prediction of (layer, expert) for this client goes: the card
+ * that holds it, else where the layer runs (fsr_predicted_cross's rule). */
+static uint32_t post_card(const struct fsr *r, uint32_t client, uint32_t layer, uint32_t idx, int *held)
+{
+	const struct fsr_client *c = &r->client[client];
+	uint32_t card = c->on_card ? c->card : r->home[layer];
+	uint32_t h = fsr_holder(r, card, idx);
+	*held = h != FSR_NONE;
+	return h != FSR_NONE ? h : fsr_live_card(r, card, layer);
+}
+
+/*
+ * Score target (tw, M) for the client whose newest usage is at cl->layer
+ * of cl->win, hn layers on.  Keeps the best FSR_LEARN_RANKED candidates
+ * (L->cand) and, apart, the best `post` that are not resident and likely
+ * enough (L->post_c, with their cards).  Returns how many ranked; *np
+ * how many to post.
+ */
+static uint32_t score(struct fsr *r, uint32_t client, uint32_t tw, uint32_t M, unsigned hn, uint32_t *np)
 {
 	struct fsr_learn *L = lrn(r);
+	struct fsr_learn_client *cl = &L->cl[client];
+	struct base_terms bt = base_terms(L, M);
 	L->ntouched = 0;
 	float cst = 0.0f;
 	uint32_t nev = 0;
@@ -565,60 +646,45 @@ static uint32_t score(struct fsr *r, struct fsr_learn_client *cl, uint32_t tw, u
 		const uint16_t *src = set_at(cl, sw, sl, &ns, &tok);
 		if (!src)
 			continue;
-		cst += evidence(L, src, ns, tok, h, sl, M);
+		cst += evidence(L, src, ns, tok, h, sl, M, &bt);
 		nev++;
 	}
 	/* Repetition: b used at M in the window before the target's. */
-	uint32_t np, tokp;
-	const uint16_t *pset = set_at(cl, tw - 1, M, &np, &tokp);
-	for (uint32_t i = 0; pset && i < np; i++) {
+	uint32_t npv, tokp;
+	const uint16_t *pset = set_at(cl, tw - 1, M, &npv, &tokp);
+	for (uint32_t i = 0; pset && i < npv; i++) {
 		uint16_t b = pset[i];
 		size_t k = (size_t)M * r->experts + b;
-		float base = base_rate(L, M, b);
+		touch(L, M, &bt, b);
+		float base = L->base[b];
 		float p = (aged(L, L->rep_hit[k], L->rep_tick[k]) + base) /
 			  (aged(L, L->rep_n[k], L->rep_tick[k]) + 1.0f);
-		touch(L, b);
-		L->rep[b] = logf((p < 0.999f ? p : 0.999f) / base);
+		L->rep[b] = fast_log((p < 0.999f ? p : 0.999f) / base);
 	}
+	uint32_t n = 0;
+	*np = 0;
 	for (uint32_t i = 0; i < L->ntouched; i++) {
 		uint16_t b = L->touched[i];
 		L->mark[b] = 0;
-		float s = logit(base_rate(L, M, b)) + L->rep[b];
+		float base = L->base[b];
+		float s = fast_log(base / (1.0f - base)) + L->rep[b];
 		if (nev)
 			s += (cst + L->acc[b]) / (float)nev;
-		L->cand[i] = (struct fsr_learn_cand){s, calibrated(L, hn, s), b};
+		struct fsr_learn_cand c = {s, calibrated(L, hn, s), b, 0};
+		keep_best(L->cand, &n, FSR_LEARN_RANKED, &c);
+		if (c.p < L->min_p || (*np == L->post && !cand_before(&c, &L->post_c[L->post - 1])))
+			continue;
+		int held;
+		uint32_t card = post_card(r, client, M, fsr_idx(r, M, b), &held);
+		if (held || card == FSR_NONE)
+			continue;
+		c.card = (uint16_t)card;
+		keep_best(L->post_c, np, L->post, &c);
 	}
-	return L->ntouched;
+	return n;
 }
 
-/* Is a ranked before b (probability, then score, then expert)? */
-static int cand_before(const struct fsr_learn_cand *a, const struct fsr_learn_cand *b)
-{
-	if (a->p != b->p)
-		return a->p > b->p;
-	if (a->s != b->s)
-		return a->s > b->s;
-	return a->e < b->e;
-}
-
-static int cand_cmp(const void *x, const void *y)
-{
-	const struct fsr_learn_cand *a = x, *b = y;
-	return cand_before(a, b) ? -1 : cand_before(b, a) ? 1 : 0;
-}
-
-/* Where a prediction of (layer, expert) for this client goes: the card
- * that holds it, else where the layer runs (fsr_predicted_cross's rule). */
-static uint32_t post_card(const struct fsr *r, uint32_t client, uint32_t layer, uint32_t idx, int *held)
-{
-	const struct fsr_client *c = &r->client[client];
-	uint32_t card = c->on_card ? c->card : r->home[layer];
-	uint32_t h = fsr_holder(r, card, idx);
-	*held = h != FSR_NONE;
-	return h != FSR_NONE ? h : fsr_live_card(r, card, layer);
-}
-
-static void post(struct fsr *r, uint32_t client, uint32_t card, uint32_t tw, uint32_t M, unsigned h,
+static void post(struct fsr *r, uint32_t client, uint32_t tw, uint32_t M, unsigned h,
 		 const struct fsr_learn_cand *c)
 {
 	struct fs_rec rec = {
@@ -626,12 +692,22 @@ static void post(struct fsr *r, uint32_t client, uint32_t card, uint32_t tw, uin
 		.aux = FS_PRED_AUX(h, FS_SRC_HOST),
 		.layer = (uint16_t)M,
 		.expert = c->e,
-		.card = (uint16_t)card,
+		.card = c->card,
 		.window = tw,
 	};
 	memcpy(&rec.value, &c->p, sizeof(rec.value));
 	fsr_tiers_predictions_seen(r);
-	fsr_predicted_want(r, card, client, &rec);
+	fsr_predicted_want(r, c->card, client, &rec);
+}
+
+static void remember(struct fsr_learn_guess *g, const struct fsr_learn_cand *c, uint32_t rank, int posted)
+{
+	uint32_t k = g->n++;
+	g->e[k] = c->e;
+	g->bin[k] = (uint8_t)bin_of(c->s);
+	g->p8[k] = (uint8_t)lroundf(c->p * 255.0f);
+	g->rank[k] = (uint8_t)(rank < 255 ? rank : 255);
+	g->posted[k] = (uint8_t)posted;
 }
 
 /* Score target (tw, M) h layers on, post its best candidates that are not
@@ -641,40 +717,40 @@ static void predict(struct fsr *r, uint32_t client, uint32_t tw, uint32_t M, uns
 {
 	struct fsr_learn *L = lrn(r);
 	struct fsr_learn_client *cl = &L->cl[client];
-	uint32_t n = score(r, cl, tw, M, h);
-	qsort(L->cand, n, sizeof(L->cand[0]), cand_cmp);
+	uint32_t np, n = score(r, client, tw, M, h, &np);
 	struct fsr_learn_target *t = target(cl, r->layers, tw, M, 1);
 	struct fsr_learn_guess *g = &t->h[h - 1];
-	int posting = (L->mode == FSR_LEARN_ON || !cl->self_pred) && r->cfg_predicted != 0;
-	uint32_t posted = 0, kept = 0;
-	for (uint32_t i = 0; i < n && (kept < FSR_LEARN_RANKED || (posting && posted < L->post)); i++) {
-		const struct fsr_learn_cand *c = &L->cand[i];
-		int post_it = 0;
-		uint32_t card = FSR_NONE;
-		unsigned how = FSR_LEARNED_RANKED;
-		if (posting && posted < L->post && c->p >= L->min_p) {
-			int held;
-			card = post_card(r, client, M, fsr_idx(r, M, c->e), &held);
-			post_it = !held && card != FSR_NONE;
-			how = held ? FSR_LEARNED_HELD : post_it ? FSR_LEARNED_POSTED : how;
+	g->n = 0;
+	for (uint32_t i = 0; i < np; i++)
+		post(r, client, tw, M, h, &L->post_c[i]);
+	/* The ranking, the posted ones marked; those posted below it after. */
+	uint32_t found = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		int posted = 0;
+		for (uint32_t j = 0; j < np && !posted; j++)
+			posted = L->post_c[j].e == L->cand[i].e;
+		found += (uint32_t)posted;
+		remember(g, &L->cand[i], i, posted);
+		if (r->learned) {
+			int held = 0;
+			if (!posted && L->cand[i].p >= L->min_p)
+				(void)post_card(r, client, M, fsr_idx(r, M, L->cand[i].e), &held);
+			r->learned(r->learned_ctx, client, tw, M, L->cand[i].e,
+				   posted ? FSR_LEARNED_POSTED : held ? FSR_LEARNED_HELD : FSR_LEARNED_RANKED);
 		}
-		if (post_it) {
-			post(r, client, card, tw, M, h, c);
-			posted++;
-		} else if (kept >= FSR_LEARN_RANKED) {
-			continue;
-		}
-		if (r->learned && posting) /* silent: it predicts nothing for this client */
-			r->learned(r->learned_ctx, client, tw, M, c->e, how);
-		g->e[kept] = c->e;
-		g->bin[kept] = (uint8_t)bin_of(c->s);
-		g->p8[kept] = (uint8_t)lroundf(c->p * 255.0f);
-		g->rank[kept] = (uint8_t)(i < 255 ? i : 255);
-		g->posted[kept] = (uint8_t)post_it;
-		kept++;
 	}
-	g->n = (uint8_t)kept;
-	L->st.predictions += posted;
+	for (uint32_t j = 0; j < np && found < np; j++) {
+		int ranked = 0;
+		for (uint32_t i = 0; i < n && !ranked; i++)
+			ranked = L->cand[i].e == L->post_c[j].e;
+		if (ranked)
+			continue;
+		found++;
+		remember(g, &L->post_c[j], 255, 1);
+		if (r->learned)
+			r->learned(r->learned_ctx, client, tw, M, L->post_c[j].e, FSR_LEARNED_POSTED);
+	}
+	L->st.predictions += np;
 }
 
 void fsr_learn_flush(struct fsr *r)
@@ -688,6 +764,10 @@ void fsr_learn_flush(struct fsr *r)
 			continue;
 		cl->dirty = 0;
 		if (!r->client[c].live || cl->layer == FSR_NONE || cl->ncur[cl->layer] == FSR_LEARN_OVER)
+			continue;
+		/* Silent for this client (auto, it predicts itself), or nowhere
+		 * to copy a prediction to: learning is all (close_layer). */
+		if ((L->mode != FSR_LEARN_ON && cl->self_pred) || r->cfg_predicted == 0)
 			continue;
 		for (unsigned h = 1; h <= FSR_HORIZONS; h++) {
 			uint32_t M = cl->layer + h, tw = cl->win;

@@ -16,8 +16,9 @@
 /* Scored candidates remembered per (target, horizon): the best
  * FSR_LEARN_RANKED, and those posted below them: the calibration's
  * outcomes and the recall statistics (at k and 2k). */
-#define FSR_LEARN_RANKED 48u
-#define FSR_LEARN_PEND 64u
+#define FSR_LEARN_RANKED 32u
+#define FSR_LEARN_POST_MAX 64u /* learn_post at most */
+#define FSR_LEARN_PEND (FSR_LEARN_RANKED + FSR_LEARN_POST_MAX)
 /* Targets in flight per client: the next three layers, and the one that
  * is closing. */
 #define FSR_LEARN_TARGETS 4u
@@ -30,6 +31,9 @@
 #define FSR_LEARN_ROW_MAX 32u /* successors per row at most */
 #define FSR_LEARN_ROW_MIN 4u  /* fewer than this fit the bound: the learner stays off */
 #define FSR_LEARN_NOEXP 0xffffu
+/* decay^n tables: n mod FSR_LEARN_POW_LO, and its multiples up to 65536 */
+#define FSR_LEARN_POW_LO 1024u
+#define FSR_LEARN_POW_HI 64u
 
 /* What one (target, horizon) was predicted: candidates best first. */
 struct fsr_learn_guess {
@@ -62,8 +66,9 @@ struct fsr_learn_client {
 };
 
 struct fsr_learn_cand {
-	float s, p; /* raw log-odds, calibrated probability */
+	float s, p;    /* raw log-odds, calibrated probability */
 	uint16_t e;
+	uint16_t card; /* where it is posted (the posting list) */
 };
 
 struct fsr_learn {
@@ -72,11 +77,14 @@ struct fsr_learn {
 	int mode;                    /* FSR_LEARN_ON, FSR_LEARN_AUTO */
 	float decay, alpha, min_p;
 	uint32_t tick;                     /* tokens of the windows ended: the decay clock */
-	float decay_pow[256];              /* decay^n */
+	float pow_lo[FSR_LEARN_POW_LO];    /* decay^n */
+	float pow_hi[FSR_LEARN_POW_HI];    /* decay^(n FSR_LEARN_POW_LO) */
+	float bin_raw[FSR_LEARN_BINS];     /* a calibration bin's raw probability (its middle's) */
 	float *row_n;                      /* [rows]: occurrences of the row's expert */
 	uint32_t *row_tick;                /* [rows] */
 	uint16_t *ent_e;                   /* [rows][m] successor, FSR_LEARN_NOEXP empty */
 	float *ent_c;                      /* [rows][m] co-occurrences, as of row_tick */
+	float *ent_l;                      /* [rows][m] their lifts (fsr_learn.c: lift) */
 	float *use_c;                      /* [layers][experts] uses (decayed) */
 	uint32_t *use_tick;                /* [layers][experts] */
 	float *win_n;                      /* [layers] windows that ran the layer (decayed) */
@@ -87,7 +95,9 @@ struct fsr_learn {
 	float cal_n[FSR_HORIZONS][FSR_LEARN_BINS], cal_hit[FSR_HORIZONS][FSR_LEARN_BINS];
 	/* scratch for one target's scoring */
 	float *acc;                  /* [experts] the layers' evidence */
-	struct fsr_learn_cand *cand; /* [experts] the scored candidates */
+	float *base;                 /* [experts] the target layer's base rate of each touched */
+	struct fsr_learn_cand cand[FSR_LEARN_RANKED];
+	struct fsr_learn_cand post_c[FSR_LEARN_POST_MAX]; /* the best not resident, to post */
 	float *rep;        /* [experts] the repetition's */
 	uint16_t *touched; /* [experts] */
 	uint8_t *mark;     /* [experts] */
