@@ -3,14 +3,19 @@
  * fs-bench-learn: what the learned predictor (daemon/residency/fsr_learn.c)
  * costs the hot thread, against the same core without it, in one run.
  *
- * An engine's decode is played through the residency core as foresightd's
- * hot thread plays it: per layer, the layer's usage records (fsr_record),
- * then the pass's copies (fsr_take_copies: the learner's predictions are
- * made there, before the scheduler looks), landed at once, the table
- * published, holds read, slots reclaimed.  Timed per layer: from the first
- * record in to take_copies' return, which is the core's part of every
- * post -> copy issued of that pass: what the learner adds to it is what
- * it adds to that latency.
+ * An engine's decode is played through the residency core in the order of
+ * foresightd's hot engine (daemon/engine/fse_pass.c): per layer, the
+ * layer's usage records (fsr_record), the pass's copies (fsr_take_copies),
+ * landed at once, the table published, holds read, slots reclaimed, then
+ * the learner's work (fsr_learn_flush), and a second pass that copies what
+ * it predicted.  Timed per layer, on the core's clock of the pass:
+ *  - issue path: from the first record in to take_copies' return, the
+ *    core's part of every post -> copy issued of the pass (the learner's
+ *    part of it is the records' bookkeeping only: it learns and predicts
+ *    after the copies went out);
+ *  - learner: the fsr_learn_flush steps per layer, each after a pass's
+ *    copies went out;
+ *  - its longest step: what a record that arrives meanwhile waits for.
  *
  * Modes, interleaved per repetition (A B C A B C ...), each on a fresh
  * core over the same routing:
@@ -49,7 +54,9 @@ struct opts {
 };
 
 struct one {
-	double ns_per_rec, p50, p99; /* per-layer times, ns */
+	double ns_per_rec, p50, p99; /* the issue path: per record, and its per-layer p50, p99 (ns) */
+	double l50, l99;             /* the learner's work per layer (ns) */
+	double a50, a99;             /* its longest step per layer (ns): what a record may wait */
 	int ok;
 };
 
@@ -91,7 +98,7 @@ static int run_mode(const struct opts *op, const struct fs_trace *t, int mode, s
 	uint64_t cd[FS_N_DAEMON] = {0}, *cc = calloc(FS_N_CARD, 8), *cl = calloc((size_t)t->layers * FS_N_LAYER, 8),
 		 *ccl = calloc(FS_N_CLIENT, 8), *table = calloc((size_t)t->layers * t->experts, 8);
 	uint32_t nw = fs_trace_windows(t, op->tpw);
-	uint64_t *lt = calloc((size_t)nw * t->layers, sizeof(uint64_t));
+	uint64_t *lt = calloc((size_t)nw * t->layers * 3, sizeof(uint64_t));
 	struct fs_trace_iter it;
 	int rc = fs_trace_iter_init(&it, t, op->tpw);
 	if (!cc || !cl || !ccl || !table || !lt || rc) {
@@ -137,22 +144,34 @@ static int run_mode(const struct opts *op, const struct fs_trace *t, int mode, s
 				memcpy(&v, &one, sizeof(v));
 				post(r, FS_REC_PREDICT, FS_PRED_AUX(1, FS_SRC_HOST), l + 1, ex[0], w, v, vt);
 			}
-			unsigned nc = fsr_take_copies(r, 0, cp, 64, vt);
-			uint64_t t1 = now_ns();
+			uint64_t t1 = 0, t2 = 0, step = 0;
+			for (int pass = 0, more = 1; more && pass < 64; pass++) { /* until nothing is left */
+				unsigned nc = fsr_take_copies(r, 0, cp, 64, vt);
+				if (pass == 0)
+					t1 = now_ns();
+				for (unsigned i = 0; i < nc; i++)
+					fsr_copy_done(r, 0, cp[i].slot, cp[i].gen, vt + layer_vt / 2);
+				if (fsr_dirty(r)) {
+					fsr_fill(r, table);
+					fsr_publish(r);
+				}
+				uint64_t holds[FS_MAX_HOLDS] = {0};
+				fsr_client_holds(r, 0, holds);
+				fsr_reclaim(r);
+				uint64_t tf = now_ns();
+				more = nc > 0 || fsr_learn_flush(r) > 0;
+				uint64_t d = now_ns() - tf;
+				t2 += d;
+				step = d > step ? d : step;
+			}
 			if (timed) {
-				lt[nlt++] = t1 - t0;
+				lt[3 * nlt] = t1 - t0;
+				lt[3 * nlt + 1] = t2;
+				lt[3 * nlt + 2] = step;
+				nlt++;
 				sum += t1 - t0;
 				recs += n + (mode == M_SILENT && l + 1 < t->layers && n);
 			}
-			for (unsigned i = 0; i < nc; i++)
-				fsr_copy_done(r, 0, cp[i].slot, cp[i].gen, vt + layer_vt / 2);
-			if (fsr_dirty(r)) {
-				fsr_fill(r, table);
-				fsr_publish(r);
-			}
-			uint64_t holds[FS_MAX_HOLDS] = {0};
-			fsr_client_holds(r, 0, holds);
-			fsr_reclaim(r);
 			vt += layer_vt;
 		}
 		post(r, FS_REC_WIN_END, 0, 0, 0, w, 0, vt);
@@ -166,11 +185,18 @@ static int run_mode(const struct opts *op, const struct fs_trace *t, int mode, s
 	fsr_destroy(r);
 	fs_trace_iter_free(&it);
 	if (nlt && recs && learner_ok) {
-		qsort(lt, nlt, sizeof(lt[0]), cmp_u64);
+		uint64_t *col = malloc(nlt * sizeof(uint64_t));
+		double *q[3][2] = {{&o->p50, &o->p99}, {&o->l50, &o->l99}, {&o->a50, &o->a99}};
+		for (int k = 0; col && k < 3; k++) {
+			for (uint64_t i = 0; i < nlt; i++)
+				col[i] = lt[3 * i + k];
+			qsort(col, nlt, sizeof(col[0]), cmp_u64);
+			*q[k][0] = (double)col[nlt / 2];
+			*q[k][1] = (double)col[nlt * 99 / 100];
+		}
 		o->ns_per_rec = (double)sum / (double)recs;
-		o->p50 = (double)lt[nlt / 2];
-		o->p99 = (double)lt[nlt * 99 / 100];
-		o->ok = 1;
+		o->ok = col != NULL;
+		free(col);
 	}
 	free(cc), free(cl), free(ccl), free(table), free(lt);
 	return o->ok ? 0 : -EIO;
@@ -225,7 +251,8 @@ int main(int argc, char **argv)
 	       "%u timed windows after %u, %u repetitions, modes interleaved\n",
 	       t.layers, t.experts, t.topk, op.tpw, op.trace ? op.trace : "calibrated routing model",
 	       100 * op.slots_frac, op.windows, op.warm, op.reps);
-	double v[M_N][3][100], ratio[M_N][3][100];
+	enum { NQ = 7 };
+	double v[M_N][NQ][100], ratio[M_N][NQ][100];
 	int fail = 0;
 	for (uint32_t rep = 0; rep < op.reps; rep++) {
 		struct one o[M_N];
@@ -239,32 +266,36 @@ int main(int argc, char **argv)
 			}
 		}
 		for (int m = 0; m < M_N; m++) {
-			double x[3] = {o[m].ns_per_rec, o[m].p50, o[m].p99}, b[3] = {o[0].ns_per_rec, o[0].p50, o[0].p99};
-			for (int k = 0; k < 3; k++) {
+			double x[NQ] = {o[m].ns_per_rec, o[m].p50, o[m].p99, o[m].l50, o[m].l99, o[m].a50, o[m].a99};
+			double b[NQ] = {o[0].ns_per_rec, o[0].p50, o[0].p99, o[0].l50, o[0].l99, o[0].a50, o[0].a99};
+			for (int k = 0; k < NQ; k++) {
 				v[m][k][rep] = x[k];
 				ratio[m][k][rep] = b[k] > 0 ? x[k] / b[k] : 0;
 			}
 		}
 	}
-	printf("\n| mode | ns per record | per-layer time p50 (us) | p99 (us) | ns per record / bare | p50 / bare | "
-	       "p99 / bare |\n|---|---:|---:|---:|---:|---:|---:|\n");
+	printf("\n| mode | issue path: ns per record | issue path per layer p50 (us) | p99 (us) | learner per layer "
+	       "p50 (us) | p99 (us) | its longest step p50 (us) | p99 (us) | issue path p50 / bare | p99 / bare |\n"
+	       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
 	for (int m = 0; m < M_N; m++) {
-		double a[3][3], q[3][3];
-		for (int k = 0; k < 3; k++) {
+		double a[NQ][3], q[NQ][3];
+		for (int k = 0; k < NQ; k++) {
 			med(v[m][k], op.reps, &a[k][0], &a[k][1], &a[k][2]);
 			med(ratio[m][k], op.reps, &q[k][0], &q[k][1], &q[k][2]);
 		}
-		printf("| %s | %.0f (%.0f..%.0f) | %.2f (%.2f..%.2f) | %.2f (%.2f..%.2f) |", mode_name[m], a[0][0],
-		       a[0][1], a[0][2], a[1][0] / 1e3, a[1][1] / 1e3, a[1][2] / 1e3, a[2][0] / 1e3, a[2][1] / 1e3,
-		       a[2][2] / 1e3);
+		printf("| %s | %.0f (%.0f..%.0f) |", mode_name[m], a[0][0], a[0][1], a[0][2]);
+		for (int k = 1; k < NQ; k++)
+			printf(" %.2f (%.2f..%.2f) |", a[k][0] / 1e3, a[k][1] / 1e3, a[k][2] / 1e3);
 		if (m == M_BARE)
-			printf(" 1 (reference) | 1 | 1 |\n");
+			printf(" 1 (reference) | 1 |\n");
 		else
-			printf(" %.2f (%.2f..%.2f) | %.2f (%.2f..%.2f) | %.2f (%.2f..%.2f) |\n", q[0][0], q[0][1],
-			       q[0][2], q[1][0], q[1][1], q[1][2], q[2][0], q[2][1], q[2][2]);
+			printf(" %.2f (%.2f..%.2f) | %.2f (%.2f..%.2f) |\n", q[1][0], q[1][1], q[1][2], q[2][0], q[2][1],
+			       q[2][2]);
 	}
-	printf("\nmedian (range) over the repetitions; ratios paired per repetition.  The per-layer time is the\n"
-	       "core's part of a pass: the layer's records in, then take_copies (the learner predicts there).\n");
+	printf("\nmedian (range) over the repetitions; ratios paired per repetition.  Issue path: the layer's\n"
+	       "records in, then take_copies (the core's part of post -> copy issued).  Learner: fsr_learn_flush,\n"
+	       "one step a pass, after the pass's copies went out.  Its longest step: what a\n"
+	       "record arriving meanwhile waits for at most.\n");
 	fs_trace_free(&t);
 	if (fail)
 		printf("fs-bench-learn: FAILED: a promised row was not measured\n");

@@ -252,6 +252,15 @@ struct fsr_learn_stats {
 	uint64_t rel_n[FSR_LEARN_REL], rel_hit[FSR_LEARN_REL];
 	double rel_p[FSR_LEARN_REL];
 };
+/* One step of the learner's work on the records taken in so far: learn
+ * from a layer they completed, or score one target layer and post its
+ * predictions (as fsr_record would take PREDICT records).  The host calls
+ * it once per pass, after the pass's copies were handed to the backend
+ * and its epoch published, so it never delays them, and runs another pass
+ * while it returns nonzero (a step did work; a take_copies copies what it
+ * predicted).  A step is a few microseconds: a record that arrives
+ * meanwhile waits no longer than one.  0 when no learner runs. */
+unsigned fsr_learn_flush(struct fsr *r);
 /* 0, -EINVAL; all zero when no learner runs. */
 int fsr_learn_stats(const struct fsr *r, struct fsr_learn_stats *out);
 /* A record of the client's past that only the learner takes in (USAGE,

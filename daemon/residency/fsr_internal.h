@@ -394,7 +394,6 @@ FSR_INTERNAL int fsr_learn_create(struct fsr *r, const struct fsr_config *cfg);
 FSR_INTERNAL void fsr_learn_destroy(struct fsr *r);
 FSR_INTERNAL void fsr_learn_client_reset(struct fsr *r, uint32_t client);
 FSR_INTERNAL void fsr_learn_record(struct fsr *r, uint32_t client, const struct fs_rec *rec);
-FSR_INTERNAL void fsr_learn_flush(struct fsr *r);
 
 /* fsr_cands.c: per (card, layer) copy candidates. */
 FSR_INTERNAL void fsr_cand_put(struct fsr *r, uint32_t card, uint32_t layer, const struct fsr_cand *c);

@@ -103,17 +103,14 @@ static inline float fast_log(float x)
 	return (float)e * 0.69314718f + 2.0f * z * (1.0f + z2 * (0.33333333f + z2 * (0.2f + z2 * 0.14285714f)));
 }
 
-/* A successor's lift, what seeing the row's expert adds to its log-odds:
- * log(P(b | a) / P(b | a, b absent from the row)), P smoothed toward the
- * base rate by `alpha` windows.  Kept with the entry and worked out when
- * the entry is counted: the scoring only adds. */
-static float lift(const struct fsr_learn *L, float c, float base)
-{
-	float ab = L->alpha * base;
-	return fast_log((c + ab) / ab);
-}
-
-/* Bring a row's counts to the clock. */
+/*
+ * A row's counts decay without being rewritten: they are stored divided by
+ * the row's scale, and aging a row multiplies its scale (and its n).  A
+ * count adds 1 / scale; a scale that has fallen below FSR_LEARN_RESCALE is
+ * folded back into the counts.  The row keeps its successors roughly in
+ * decreasing count: a counted one moves up past weaker ones, so the last
+ * is (about) the weakest, the one a new successor replaces.
+ */
 static void row_age(struct fsr_learn *L, size_t row)
 {
 	uint32_t age = L->tick - L->row_tick[row];
@@ -121,10 +118,14 @@ static void row_age(struct fsr_learn *L, size_t row)
 		return;
 	float f = decay_f(L, age);
 	L->row_n[row] *= f;
-	float *c = L->ent_c + row * L->m;
-	for (uint32_t k = 0; k < L->m; k++)
-		c[k] *= f;
+	L->row_sc[row] *= f;
 	L->row_tick[row] = L->tick;
+	if (L->row_sc[row] < FSR_LEARN_RESCALE) {
+		float *c = L->ent_c + row * L->m;
+		for (uint32_t k = 0; k < L->m; k++)
+			c[k] *= L->row_sc[row];
+		L->row_sc[row] = 1.0f;
+	}
 }
 
 static unsigned bin_of(float s)
@@ -177,7 +178,13 @@ int fsr_learn_create(struct fsr *r, const struct fsr_config *cfg)
 	L->row_tick = calloc(rows, sizeof(*L->row_tick));
 	L->ent_e = malloc(rows * m * sizeof(*L->ent_e));
 	L->ent_c = calloc(rows * m, sizeof(*L->ent_c));
-	L->ent_l = calloc(rows * m, sizeof(*L->ent_l));
+	L->row_sc = malloc(rows * sizeof(*L->row_sc));
+	/* Written through now, so the hot thread never faults a page in. */
+	if (L->row_n && L->row_tick && L->ent_c) {
+		memset(L->row_n, 0, rows * sizeof(*L->row_n));
+		memset(L->row_tick, 0, rows * sizeof(*L->row_tick));
+		memset(L->ent_c, 0, rows * m * sizeof(*L->ent_c));
+	}
 	L->use_c = calloc(le, sizeof(*L->use_c));
 	L->use_tick = calloc(le, sizeof(*L->use_tick));
 	L->rep_n = calloc(le, sizeof(*L->rep_n));
@@ -192,12 +199,14 @@ int fsr_learn_create(struct fsr *r, const struct fsr_config *cfg)
 	L->touched = malloc(r->experts * sizeof(*L->touched));
 	L->mark = calloc(r->experts, 1);
 	L->cl = calloc(r->max_clients, sizeof(*L->cl));
-	if (!L->row_n || !L->row_tick || !L->ent_e || !L->ent_c || !L->ent_l || !L->use_c || !L->use_tick || !L->rep_n ||
+	if (!L->row_n || !L->row_tick || !L->ent_e || !L->ent_c || !L->row_sc || !L->use_c || !L->use_tick || !L->rep_n ||
 	    !L->rep_hit || !L->rep_tick || !L->win_n || !L->set_n || !L->win_tick || !L->acc || !L->base || !L->rep ||
 	    !L->touched || !L->mark || !L->cl)
 		return -ENOMEM;
 	for (size_t i = 0; i < rows * m; i++)
 		L->ent_e[i] = FSR_LEARN_NOEXP;
+	for (size_t i = 0; i < rows; i++)
+		L->row_sc[i] = 1.0f;
 	for (uint32_t c = 0; c < r->max_clients; c++) {
 		struct fsr_learn_client *cl = &L->cl[c];
 		cl->cur = malloc((size_t)r->layers * FSR_LEARN_SET * sizeof(*cl->cur));
@@ -206,7 +215,7 @@ int fsr_learn_create(struct fsr *r, const struct fsr_config *cfg)
 		cl->nprev = calloc(r->layers, 1);
 		if (!cl->cur || !cl->prev || !cl->ncur || !cl->nprev)
 			return -ENOMEM;
-		cl->layer = FSR_NONE;
+		cl->layer = cl->pend = FSR_NONE;
 	}
 	L->st.on = 1;
 	L->st.row_entries = L->m;
@@ -231,7 +240,7 @@ void fsr_learn_destroy(struct fsr *r)
 	free(L->row_tick);
 	free(L->ent_e);
 	free(L->ent_c);
-	free(L->ent_l);
+	free(L->row_sc);
 	free(L->use_c);
 	free(L->use_tick);
 	free(L->rep_n);
@@ -257,8 +266,8 @@ void fsr_learn_client_reset(struct fsr *r, uint32_t client)
 	if (!L || client >= r->max_clients)
 		return;
 	struct fsr_learn_client *cl = &L->cl[client];
-	cl->valid = cl->prev_valid = cl->self_pred = cl->dirty = 0;
-	cl->layer = FSR_NONE;
+	cl->valid = cl->prev_valid = cl->self_pred = cl->dirty = cl->todo = 0;
+	cl->layer = cl->pend = FSR_NONE;
 	cl->tokens = cl->prev_tokens = cl->tok_win_n = 0;
 	memset(cl->ncur, 0, r->layers);
 	memset(cl->nprev, 0, r->layers);
@@ -273,39 +282,36 @@ static void mark_set(struct fsr_learn *L, const uint16_t *set, uint32_t n, uint8
 		L->mark[set[i]] = v;
 }
 
-/* One row learns that `set` (marked 1) followed its expert; L->base
- * holds the set's base rates (close_layer). */
+/* One row learns that `set` (marked 1) followed its expert. */
 static void row_learn(struct fsr_learn *L, size_t row, const uint16_t *set, uint32_t n)
 {
 	row_age(L, row);
 	L->row_n[row] += 1.0f;
 	uint16_t *e = L->ent_e + row * L->m;
-	float *c = L->ent_c + row * L->m, *lf = L->ent_l + row * L->m;
-	for (uint32_t k = 0; k < L->m && e[k] != FSR_LEARN_NOEXP; k++)
-		if (L->mark[e[k]] == 1) {
-			c[k] += 1.0f;
-			lf[k] = lift(L, c[k], L->base[e[k]]);
-			L->mark[e[k]] = 2; /* found */
+	float *c = L->ent_c + row * L->m, one = 1.0f / L->row_sc[row];
+	uint32_t k = 0;
+	for (; k < L->m && e[k] != FSR_LEARN_NOEXP; k++) {
+		if (L->mark[e[k]] != 1)
+			continue;
+		c[k] += one;
+		L->mark[e[k]] = 2; /* found */
+		for (uint32_t j = k; j > 0 && c[j] > c[j - 1]; j--) {
+			float tc = c[j];
+			uint16_t te = e[j];
+			c[j] = c[j - 1], e[j] = e[j - 1];
+			c[j - 1] = tc, e[j - 1] = te;
 		}
+	}
+	/* New successors: the empty entries, then the last's place. */
 	for (uint32_t i = 0; i < n; i++) {
 		uint16_t b = set[i];
 		if (L->mark[b] == 2) {
 			L->mark[b] = 1;
 			continue;
 		}
-		/* A new successor: an empty entry, else the weakest's place. */
-		uint32_t w = 0;
-		for (uint32_t k = 0; k < L->m; k++) {
-			if (e[k] == FSR_LEARN_NOEXP) {
-				w = k;
-				break;
-			}
-			if (c[k] < c[w])
-				w = k;
-		}
+		uint32_t w = k < L->m ? k++ : L->m - 1;
 		e[w] = b;
-		c[w] = 1.0f;
-		lf[w] = lift(L, 1.0f, L->base[b]);
+		c[w] = one;
 	}
 }
 
@@ -419,9 +425,6 @@ static void close_layer(struct fsr *r, uint32_t client, uint32_t layer)
 	const uint16_t *set = cl->cur + (size_t)layer * FSR_LEARN_SET;
 	mark_set(L, set, n, 1);
 	outcomes(r, cl, layer, n);
-	struct base_terms bt = base_terms(L, layer);
-	for (uint32_t i = 0; i < n; i++)
-		L->base[set[i]] = base_of(L, layer, &bt, set[i]); /* the lifts' (row_learn) */
 	/* What followed what: the rows of the sources 1..3 layers before. */
 	for (unsigned h = 1; h <= FSR_HORIZONS; h++) {
 		uint32_t sw = cl->win, sl = layer;
@@ -466,7 +469,10 @@ static void roll(struct fsr *r, uint32_t client, uint32_t win)
 	struct fsr_learn *L = lrn(r);
 	struct fsr_learn_client *cl = &L->cl[client];
 	if (cl->valid) {
-		if (cl->layer != FSR_NONE && !cl->closed)
+		/* Once a window: what is still open is learned from now. */
+		if (cl->pend != FSR_NONE)
+			close_layer(r, client, cl->pend);
+		if (cl->layer != FSR_NONE)
 			close_layer(r, client, cl->layer);
 		uint16_t *t = cl->prev;
 		cl->prev = cl->cur;
@@ -483,8 +489,7 @@ static void roll(struct fsr *r, uint32_t client, uint32_t win)
 	memset(cl->ncur, 0, r->layers);
 	cl->valid = 1;
 	cl->win = win;
-	cl->layer = FSR_NONE;
-	cl->closed = 0;
+	cl->layer = cl->pend = FSR_NONE;
 	cl->tokens = cl->tok_win_n && cl->tok_win == win ? cl->tok_win_n : 0;
 }
 
@@ -499,10 +504,13 @@ static void usage(struct fsr *r, uint32_t client, const struct fs_rec *rec)
 	}
 	uint32_t l = rec->layer;
 	if (cl->layer == FSR_NONE || l > cl->layer) {
-		if (cl->layer != FSR_NONE && !cl->closed)
-			close_layer(r, client, cl->layer);
+		/* The layer before is complete: it is learned from at the next
+		 * flush, after the pass's copies went out (two layers within
+		 * one pass: the older one now). */
+		if (cl->pend != FSR_NONE)
+			close_layer(r, client, cl->pend);
+		cl->pend = cl->layer;
 		cl->layer = l;
-		cl->closed = 0;
 	} else if (l < cl->layer) {
 		return; /* out of order within the window: that layer is closed */
 	}
@@ -564,22 +572,25 @@ static void touch(struct fsr_learn *L, uint32_t layer, const struct base_terms *
 
 /* Add one known source layer's evidence about target layer M (h layers
  * on) to acc[]; returns the absent-successor term every candidate gets.
- * The lifts were worked out when the rows learned (row_learn). */
+ * A successor b of a row adds its lift, log(P(b | a) / P(b | a, b absent
+ * from the row)) with P smoothed toward b's base rate by `alpha` windows. */
 static float evidence(struct fsr_learn *L, const uint16_t *src, uint32_t ns, uint32_t tokens, unsigned h,
 		      uint32_t sl, uint32_t M, const struct base_terms *bt)
 {
 	float wt = 1.0f / (float)(tokens ? tokens : 1u), cst = 0.0f;
 	for (uint32_t i = 0; i < ns; i++) {
 		size_t row = row_of(L, h, sl, src[i]);
-		float n = aged(L, L->row_n[row], L->row_tick[row]);
+		uint32_t age = L->tick - L->row_tick[row];
+		float f = age ? decay_f(L, age) : 1.0f, n = L->row_n[row] * f, sc = L->row_sc[row] * f;
 		if (n < 1e-3f)
 			continue;
 		cst += wt * fast_log(L->alpha / (n + L->alpha));
 		const uint16_t *e = L->ent_e + row * L->m;
-		const float *lf = L->ent_l + row * L->m;
+		const float *c = L->ent_c + row * L->m;
 		for (uint32_t k = 0; k < L->m && e[k] != FSR_LEARN_NOEXP; k++) {
 			touch(L, M, bt, e[k]);
-			L->acc[e[k]] += wt * lf[k];
+			float ab = L->alpha * L->base[e[k]];
+			L->acc[e[k]] += wt * fast_log((c[k] * sc + ab) / ab);
 		}
 	}
 	return cst;
@@ -753,31 +764,57 @@ static void predict(struct fsr *r, uint32_t client, uint32_t tw, uint32_t M, uns
 	L->st.predictions += np;
 }
 
-void fsr_learn_flush(struct fsr *r)
+/* One step of a client's work: a complete layer to learn from, else the
+ * next of its targets to predict.  0 when it has none. */
+static int step(struct fsr *r, uint32_t c)
+{
+	struct fsr_learn *L = lrn(r);
+	struct fsr_learn_client *cl = &L->cl[c];
+	if (cl->pend != FSR_NONE) {
+		close_layer(r, c, cl->pend);
+		cl->pend = FSR_NONE;
+		return 1;
+	}
+	if (cl->dirty) {
+		/* New usage: its targets anew, nearest first. */
+		cl->dirty = 0;
+		cl->todo = 0;
+		if (!r->client[c].live || cl->layer == FSR_NONE || cl->ncur[cl->layer] == FSR_LEARN_OVER)
+			return 0;
+		/* Silent for this client (auto, it predicts itself), or nowhere
+		 * to copy a prediction to: learning is all. */
+		if ((L->mode != FSR_LEARN_ON && cl->self_pred) || r->cfg_predicted == 0)
+			return 0;
+		cl->todo = FSR_HORIZONS;
+	}
+	if (!cl->todo)
+		return 0;
+	unsigned h = FSR_HORIZONS - --cl->todo;
+	uint32_t M = cl->layer + h, tw = cl->win;
+	if (M >= r->layers) {
+		M -= r->layers;
+		tw++;
+	}
+	predict(r, c, tw, M, h);
+	return 1;
+}
+
+/* One step of work per call, the clients in turn: a call is a few
+ * microseconds, so a record that comes meanwhile waits no longer than that
+ * (the host's next pass drains it before the learner's next step). */
+unsigned fsr_learn_flush(struct fsr *r)
 {
 	struct fsr_learn *L = lrn(r);
 	if (!L)
-		return;
-	for (uint32_t c = 0; c < r->max_clients; c++) {
-		struct fsr_learn_client *cl = &L->cl[c];
-		if (!cl->dirty)
-			continue;
-		cl->dirty = 0;
-		if (!r->client[c].live || cl->layer == FSR_NONE || cl->ncur[cl->layer] == FSR_LEARN_OVER)
-			continue;
-		/* Silent for this client (auto, it predicts itself), or nowhere
-		 * to copy a prediction to: learning is all (close_layer). */
-		if ((L->mode != FSR_LEARN_ON && cl->self_pred) || r->cfg_predicted == 0)
-			continue;
-		for (unsigned h = 1; h <= FSR_HORIZONS; h++) {
-			uint32_t M = cl->layer + h, tw = cl->win;
-			if (M >= r->layers) {
-				M -= r->layers;
-				tw++;
-			}
-			predict(r, c, tw, M, h);
+		return 0;
+	for (uint32_t k = 0; k < r->max_clients; k++) {
+		uint32_t c = (L->next + k) % r->max_clients;
+		if (step(r, c)) {
+			L->next = c; /* the same client until it has nothing left */
+			return 1;
 		}
 	}
+	return 0;
 }
 
 void fsr_learn_observe(struct fsr *r, uint32_t client, const struct fs_rec *rec)

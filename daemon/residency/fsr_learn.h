@@ -28,9 +28,10 @@
 #define FSR_LEARN_BIN_W 0.5f
 /* Successor entries the model may hold in all (memory bound: 6 bytes each). */
 #define FSR_LEARN_MAX_ENTRIES (8u << 20)
-#define FSR_LEARN_ROW_MAX 32u /* successors per row at most */
+#define FSR_LEARN_ROW_MAX 16u /* successors per row at most */
 #define FSR_LEARN_ROW_MIN 4u  /* fewer than this fit the bound: the learner stays off */
 #define FSR_LEARN_NOEXP 0xffffu
+#define FSR_LEARN_RESCALE 1e-6f /* a row's scale below this is folded into its counts */
 /* decay^n tables: n mod FSR_LEARN_POW_LO, and its multiples up to 65536 */
 #define FSR_LEARN_POW_LO 1024u
 #define FSR_LEARN_POW_HI 64u
@@ -55,11 +56,12 @@ struct fsr_learn_client {
 	uint8_t valid, prev_valid;
 	uint8_t self_pred; /* it posted predictions of its own */
 	uint8_t dirty;     /* usage since the last flush */
-	uint8_t closed;    /* `layer` was closed (learned from) */
+	uint8_t todo;      /* targets still to predict for `layer` (fsr_learn_flush: one a step) */
 	uint32_t win, prev_win;
 	uint32_t tokens, prev_tokens; /* WIN_BEGIN's count, 0: unknown */
 	uint32_t tok_win, tok_win_n;  /* the newest WIN_BEGIN: its window and count */
 	uint32_t layer;               /* newest layer with usage in win, FSR_NONE: none */
+	uint32_t pend;                /* the layer before it, complete, not learned from yet */
 	uint16_t *cur, *prev;         /* [layers][FSR_LEARN_SET] */
 	uint8_t *ncur, *nprev;        /* [layers]; FSR_LEARN_OVER: overflowed */
 	struct fsr_learn_target tgt[FSR_LEARN_TARGETS];
@@ -84,7 +86,7 @@ struct fsr_learn {
 	uint32_t *row_tick;                /* [rows] */
 	uint16_t *ent_e;                   /* [rows][m] successor, FSR_LEARN_NOEXP empty */
 	float *ent_c;                      /* [rows][m] co-occurrences, as of row_tick */
-	float *ent_l;                      /* [rows][m] their lifts (fsr_learn.c: lift) */
+	float *row_sc;                     /* [rows] the scale its counts are stored at (fsr_learn.c) */
 	float *use_c;                      /* [layers][experts] uses (decayed) */
 	uint32_t *use_tick;                /* [layers][experts] */
 	float *win_n;                      /* [layers] windows that ran the layer (decayed) */
@@ -102,6 +104,7 @@ struct fsr_learn {
 	uint16_t *touched; /* [experts] */
 	uint8_t *mark;     /* [experts] */
 	uint32_t ntouched;
+	uint32_t next; /* the client fsr_learn_flush looks at first */
 	struct fsr_learn_client *cl; /* [max_clients] */
 	struct fsr_learn_stats st;
 };

@@ -73,7 +73,7 @@ struct drive {
 
 /* What the daemon's pass does after records: copies issued land at once,
  * the table is published, no hold keeps a slot. */
-static void pass(struct fsr *r, struct drive *d)
+static unsigned one_pass(struct fsr *r, struct drive *d)
 {
 	struct fsr_copy cp[64];
 	unsigned n = fsr_take_copies(r, 0, cp, 64, d->now);
@@ -88,6 +88,14 @@ static void pass(struct fsr *r, struct drive *d)
 	uint64_t holds[FS_MAX_HOLDS] = {0};
 	fsr_client_holds(r, 0, holds);
 	fsr_reclaim(r);
+	return n + fsr_learn_flush(r); /* the hot engine's order (fse_pass.c) */
+}
+
+/* Passes until one finds nothing to do, as the hot thread runs them. */
+static void pass(struct fsr *r, struct drive *d)
+{
+	for (int i = 0; i < 64 && one_pass(r, d); i++)
+		;
 }
 
 /* One window (one token) of client 0, layer by layer; a pass after each
@@ -203,7 +211,7 @@ Test(learn, auto_is_silent_for_a_client_that_predicts)
 	cr_assert_eq(fsr_learn_stats(r, &s), 0);
 	cr_expect_eq(s.predictions, 0u);
 	cr_expect_gt(s.records, 0u);
-	cr_expect_gt(s.h[0].targets, 0u); /* it still ranks (and is judged) */
+	cr_expect_gt(s.windows, 0u);
 	fsr_destroy(r);
 
 	/* on: it posts for that client too */
@@ -258,21 +266,25 @@ Test(learn, predicts_the_next_windows_first_layers)
 		for (uint32_t l = 0; l < NL; l++) {
 			for (uint32_t k = 0; k < 2; k++)
 				post(r, 0, FS_REC_USAGE, FS_USE_MISS, l, (9u * (w - 1) + l + 16u * k) % NE, w, 0, now);
-			struct fsr_copy cp[64];
-			unsigned n = fsr_take_copies(r, 0, cp, 64, now);
-			for (unsigned i = 0; i < n; i++) {
-				if (cp[i].tier == FSR_TIER_PREDICTED && cp[i].layer == 0 && cp[i].window == w + 1 &&
-				    (cp[i].expert == (9u * w) % NE || cp[i].expert == (9u * w + 16u) % NE))
-					predicted_l0++;
-				fsr_copy_done(r, 0, cp[i].slot, cp[i].gen, now + 1);
+			for (int pass = 0, more = 1; more && pass < 64; pass++) { /* until nothing is left */
+				struct fsr_copy cp[64];
+				unsigned n = fsr_take_copies(r, 0, cp, 64, now);
+				for (unsigned i = 0; i < n; i++) {
+					if (cp[i].tier == FSR_TIER_PREDICTED && cp[i].layer == 0 &&
+					    cp[i].window == w + 1 &&
+					    (cp[i].expert == (9u * w) % NE || cp[i].expert == (9u * w + 16u) % NE))
+						predicted_l0++;
+					fsr_copy_done(r, 0, cp[i].slot, cp[i].gen, now + 1);
+				}
+				if (fsr_dirty(r)) {
+					fsr_fill(r, table_);
+					fsr_publish(r);
+				}
+				uint64_t holds[FS_MAX_HOLDS] = {0};
+				fsr_client_holds(r, 0, holds);
+				fsr_reclaim(r);
+				more = n > 0 || fsr_learn_flush(r) > 0;
 			}
-			if (fsr_dirty(r)) {
-				fsr_fill(r, table_);
-				fsr_publish(r);
-			}
-			uint64_t holds[FS_MAX_HOLDS] = {0};
-			fsr_client_holds(r, 0, holds);
-			fsr_reclaim(r);
 			now += 100000;
 		}
 		post(r, 0, FS_REC_WIN_END, 0, 0, 0, w, 0, now);
@@ -299,8 +311,7 @@ Test(learn, prefill_batches_and_clients_that_go)
 		for (uint32_t e = 0; e < 100; e++)
 			post(r, 0, FS_REC_USAGE, FS_USE_MISS, l, e, 1, 0, 0);
 	post(r, 0, FS_REC_USAGE, FS_USE_MISS, 0, 5, 2, 0, 0); /* window 2: window 1 is closed */
-	struct fsr_copy cp[64];
-	(void)fsr_take_copies(r, 0, cp, 64, 0);
+	(void)fsr_learn_flush(r); /* learns what it can: nothing from window 1 */
 	struct fsr_learn_stats s;
 	cr_assert_eq(fsr_learn_stats(r, &s), 0);
 	cr_expect_eq(s.records, 2u * 64u + 1u, "records %llu", (unsigned long long)s.records);

@@ -275,10 +275,6 @@ unsigned fsr_take_copies(struct fsr *r, uint32_t card, struct fsr_copy *out, uns
 {
 	if (card >= r->cards || out == NULL || !fsr_is_up(r, card))
 		return 0; /* a card that is down is never copied to again */
-	/* The learner's predictions from the records taken in since, before
-	 * the scheduler looks (the first card's call of a pass does them). */
-	if (r->learn)
-		fsr_learn_flush(r);
 	return r->tiers ? fsr_sched_take(r, card, out, max, now_ns) : fsr_pool_take(r, card, out, max);
 }
 
