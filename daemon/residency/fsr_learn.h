@@ -28,7 +28,7 @@
 #define FSR_LEARN_BIN_W 0.5f
 /* Successor entries the model may hold in all (memory bound: 6 bytes each). */
 #define FSR_LEARN_MAX_ENTRIES (8u << 20)
-#define FSR_LEARN_ROW_MAX 16u /* successors per row at most */
+#define FSR_LEARN_ROW_MAX 32u /* successors per row at most */
 #define FSR_LEARN_ROW_MIN 4u  /* fewer than this fit the bound: the learner stays off */
 #define FSR_LEARN_NOEXP 0xffffu
 #define FSR_LEARN_RESCALE 1e-6f /* a row's scale below this is folded into its counts */
