@@ -708,6 +708,7 @@ static void post(struct fsr *r, uint32_t client, uint32_t tw, uint32_t M, unsign
 	};
 	memcpy(&rec.value, &c->p, sizeof(rec.value));
 	fsr_tiers_predictions_seen(r);
+	fsr_ctr_add(&r->card[c->card].ctr[FS_CC_learned], 1);
 	fsr_predicted_want(r, c->card, client, &rec);
 }
 
