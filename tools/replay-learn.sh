@@ -11,7 +11,8 @@
 #              name (why_info unseen: the expert's layer never used it before)
 #   horizons   the learned predictor's recall at k and 2k per horizon and its posting's
 #              precision, and its calibration (reliability per decile)
-#   sense      learned, one knob at a time against its defaults (qwen and gemma at 25 and 50 %)
+#   sense      learned, one knob at a time against its defaults (qwen and gemma at 25 and 50 %:
+#              a learned run on a real trace has nothing random, one run each)
 # FS_TRACES (../shared/data/route-traces): the traces; absent: the real-trace rows are skipped.
 set -euo pipefail
 R=${1:-build/tools/replay/fs-replay}
@@ -108,7 +109,7 @@ elif MODE == "sense":
              ("learn_min_p 0.5", ["--learn-min-p", "0.5"]), ("learn_decay 0.99", ["--learn-decay", "0.99"]),
              ("learn_decay 1 (no decay)", ["--learn-decay", "1"]), ("pred_value on", ["--pred-value", "on"]),
              ("--learn-past", ["--learn-past"])]
-    wls = [w for w in WLS if w[1] in (0.25, 0.50)] + [("model", 0.259)]
+    wls = [w for w in WLS if w[1] in (0.25, 0.50)]  # the traces: nothing random in a learned run
     print("| learned, one knob | " + " | ".join("%s %g %%" % (w, 100 * f) for w, f in wls) + " |")
     print("|---|" + "---|" * len(wls))
     base = {}
