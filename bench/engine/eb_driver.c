@@ -101,7 +101,7 @@ struct row {
 	double tps, hit, mplw, late_seen, late_cpu, late_daemon, bus_gbps, secs, predictions, too_late;
 	double landed_late, dropped, layer_windows, peer, down_reads, down_seen, held, held_twice;
 	double copies, swaps, pool_bytes;
-	double learned; /* predictions foresightd's learned predictor made (the daemon's count) */
+	double learned;  /* predictions foresightd's learned predictor made (the daemon's count) */
 	char recall[96]; /* --predictor kernel: engine 0's measured recall */
 	uint64_t uses, windows;
 };

@@ -95,8 +95,9 @@ static void post(struct fsr *r, uint8_t type, uint8_t aux, uint32_t layer, uint3
 /* One mode over the routing; fills o.  0 or -errno. */
 static int run_mode(const struct opts *op, const struct fs_trace *t, int mode, struct one *o)
 {
-	uint64_t cd[FS_N_DAEMON] = {0}, *cc = calloc(FS_N_CARD, 8), *cl = calloc((size_t)t->layers * FS_N_LAYER, 8),
-		 *ccl = calloc(FS_N_CLIENT, 8), *table = calloc((size_t)t->layers * t->experts, 8);
+	uint64_t cd[FS_N_DAEMON] = {0}, *cc = calloc(FS_N_CARD, 8),
+		 *cl = calloc((size_t)t->layers * FS_N_LAYER, 8), *ccl = calloc(FS_N_CLIENT, 8),
+		 *table = calloc((size_t)t->layers * t->experts, 8);
 	uint32_t nw = fs_trace_windows(t, op->tpw);
 	uint64_t *lt = calloc((size_t)nw * t->layers * 3, sizeof(uint64_t));
 	struct fs_trace_iter it;
@@ -135,7 +136,8 @@ static int run_mode(const struct opts *op, const struct fs_trace *t, int mode, s
 			for (uint32_t k = 0; k < n; k++) {
 				uint32_t s = fsr_lookup(r, 0, l, ex[k]);
 				struct fsr_slot_info si;
-				int hit = s != FSR_NONE && fsr_slot_info(r, 0, s, &si) == 0 && si.state == FSR_RESIDENT;
+				int hit = s != FSR_NONE && fsr_slot_info(r, 0, s, &si) == 0 &&
+					  si.state == FSR_RESIDENT;
 				post(r, FS_REC_USAGE, hit ? FS_USE_HIT : FS_USE_MISS, l, ex[k], w, 0, vt);
 			}
 			if (mode == M_SILENT && l + 1 < t->layers && n) {
@@ -180,8 +182,10 @@ static int run_mode(const struct opts *op, const struct fs_trace *t, int mode, s
 	}
 	struct fsr_learn_stats st;
 	fsr_learn_stats(r, &st);
-	int learner_ok = mode == M_BARE ? !st.on : st.on && st.records > 0 &&
-							   (mode == M_LEARNED ? st.predictions > 0 : st.predictions == 0);
+	int learner_ok = mode == M_BARE ?
+				 !st.on :
+				 st.on && st.records > 0 &&
+					 (mode == M_LEARNED ? st.predictions > 0 : st.predictions == 0);
 	fsr_destroy(r);
 	fs_trace_iter_free(&it);
 	if (nlt && recs && learner_ok) {
@@ -212,7 +216,13 @@ static void med(double *v, unsigned n, double *m, double *lo, double *hi)
 
 int main(int argc, char **argv)
 {
-	struct opts op = {.layers = 48, .experts = 128, .topk = 6, .tpw = 1, .windows = 300, .warm = 100, .reps = 5,
+	struct opts op = {.layers = 48,
+			  .experts = 128,
+			  .topk = 6,
+			  .tpw = 1,
+			  .windows = 300,
+			  .warm = 100,
+			  .reps = 5,
 			  .slots_frac = 0.25};
 	const struct fs_opt opts[] = {
 		FS_OPT_U32("layers", "N", &op.layers, 1, 1024, "layers of the calibrated routing model (48)"),
@@ -222,7 +232,8 @@ int main(int argc, char **argv)
 		FS_OPT_U32("windows", "N", &op.windows, 1, 1000000, "timed windows per run (300)"),
 		FS_OPT_U32("warm", "N", &op.warm, 0, 1000000, "windows before the timed ones (100)"),
 		FS_OPT_U32("reps", "N", &op.reps, 1, 100, "repetitions, modes interleaved (5)"),
-		FS_OPT_DBL("slots-frac", "F", &op.slots_frac, 0.01, 1.0, "slots as a share of all experts (0.25)"),
+		FS_OPT_DBL("slots-frac", "F", &op.slots_frac, 0.01, 1.0,
+			   "slots as a share of all experts (0.25)"),
 		FS_OPT_STR("trace", "FILE", &op.trace, "a route CSV / .fstrace instead of the model"),
 		FS_OPT_FLAG("quick", 'q', &op.quick, "a smoke run: 2 repetitions of 30 windows"),
 	};
@@ -242,7 +253,8 @@ int main(int argc, char **argv)
 	char err[256] = "";
 	uint32_t tokens = (op.warm + op.windows) * op.tpw;
 	int rc = op.trace ? fs_trace_load(&t, op.trace, err, sizeof(err)) :
-			    fs_trace_model_simple(&t, op.layers, op.experts, op.topk, tokens, 500, 1, err, sizeof(err));
+			    fs_trace_model_simple(&t, op.layers, op.experts, op.topk, tokens, 500, 1, err,
+						  sizeof(err));
 	if (rc) {
 		fprintf(stderr, "fs-bench-learn: %s\n", err);
 		return 2;
@@ -266,8 +278,10 @@ int main(int argc, char **argv)
 			}
 		}
 		for (int m = 0; m < M_N; m++) {
-			double x[NQ] = {o[m].ns_per_rec, o[m].p50, o[m].p99, o[m].l50, o[m].l99, o[m].a50, o[m].a99};
-			double b[NQ] = {o[0].ns_per_rec, o[0].p50, o[0].p99, o[0].l50, o[0].l99, o[0].a50, o[0].a99};
+			double x[NQ] = {o[m].ns_per_rec, o[m].p50, o[m].p99, o[m].l50,
+					o[m].l99,        o[m].a50, o[m].a99};
+			double b[NQ] = {o[0].ns_per_rec, o[0].p50, o[0].p99, o[0].l50,
+					o[0].l99,        o[0].a50, o[0].a99};
 			for (int k = 0; k < NQ; k++) {
 				v[m][k][rep] = x[k];
 				ratio[m][k][rep] = b[k] > 0 ? x[k] / b[k] : 0;
@@ -289,8 +303,8 @@ int main(int argc, char **argv)
 		if (m == M_BARE)
 			printf(" 1 (reference) | 1 |\n");
 		else
-			printf(" %.2f (%.2f..%.2f) | %.2f (%.2f..%.2f) |\n", q[1][0], q[1][1], q[1][2], q[2][0], q[2][1],
-			       q[2][2]);
+			printf(" %.2f (%.2f..%.2f) | %.2f (%.2f..%.2f) |\n", q[1][0], q[1][1], q[1][2],
+			       q[2][0], q[2][1], q[2][2]);
 	}
 	printf("\nmedian (range) over the repetitions; ratios paired per repetition.  Issue path: the layer's\n"
 	       "records in, then take_copies (the core's part of post -> copy issued).  Learner: fsr_learn_flush,\n"

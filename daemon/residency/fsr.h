@@ -97,12 +97,12 @@ struct fsr_config {
 	uint32_t admit_value;  /* 1: a copy must be worth more than the resident it displaces */
 	uint32_t cross_window; /* layers 0..N-1 of a client's next window predicted from its last */
 	uint32_t demand_late;  /* 1: a demand copy goes on the bus as late as its deadline allows */
-	uint32_t pred_value;   /* 1: the bus carries the likeliest predictions it can land (fsr_sched_value.c) */
+	uint32_t pred_value;   /* 1: the likeliest predictions the bus can land go (fsr_sched_value.c) */
 	/* The learned predictor (fsr_learn.c): FSR_LEARN_OFF, _AUTO, _ON. */
 	uint32_t learn;
-	float learn_decay;    /* its counts' decay per token, (0, 1] (default 0.9995) */
-	float learn_min_p;    /* its candidates less likely than this are not posted */
-	uint32_t learn_post;  /* candidates it posts per (target layer, horizon), not resident (8, at most 64) */
+	float learn_decay;   /* its counts' decay per token, (0, 1] (default 0.9995) */
+	float learn_min_p;   /* its candidates less likely than this are not posted */
+	uint32_t learn_post; /* it posts per (target layer, horizon), not resident (8, <= 64) */
 
 	/* The copy scheduler's model of the bus (fsr_sched.c).  Times come
 	 * from the caller: the core has no clock. */
@@ -156,7 +156,7 @@ enum fsr_learned_how {
 	X(TOO_LATE, too_late, "the bus could not land it before its layer's run, given the copies queued")   \
 	X(ADMIT, admit, "the predicted tier was full of this window's predictions scored higher")            \
 	X(CAND_FULL, cand_full, "the layer's copy candidates were full and it was the weakest")              \
-	X(VALUE, value, "the bus could land only likelier predictions due by then (pred_value)")              \
+	X(VALUE, value, "the bus could land only likelier predictions due by then (pred_value)")             \
 	X(REFUSED, refused,                                                                                  \
 	  "not taken at its record: no predicted slots on the layer, score too low, or its layer had run")
 #define FSR_UNSERVED_ENUM(NAME, name, what) FSR_UNS_##NAME,
@@ -240,12 +240,12 @@ struct fsr_learn_hstats {
 	uint64_t posted, posted_used; /* posted (not resident), and of them used there */
 };
 struct fsr_learn_stats {
-	int on;                /* a learner runs (off: not configured, or too big a model) */
-	uint32_t row_entries;  /* successors kept per (horizon, layer, expert) */
-	uint64_t bytes;        /* its memory */
-	uint64_t records;      /* usage records learned from */
-	uint64_t windows;      /* client windows completed */
-	uint64_t predictions;  /* predictions posted (not resident) */
+	int on;               /* a learner runs (off: not configured, or too big a model) */
+	uint32_t row_entries; /* successors kept per (horizon, layer, expert) */
+	uint64_t bytes;       /* its memory */
+	uint64_t records;     /* usage records learned from */
+	uint64_t windows;     /* client windows completed */
+	uint64_t predictions; /* predictions posted (not resident) */
 	struct fsr_learn_hstats h[FSR_HORIZONS];
 	/* reliability: per decile of the posted probability, candidates
 	 * judged, their probabilities summed, and how many were used */

@@ -100,7 +100,8 @@ static inline float fast_log(float x)
 	int e = (int)((u.i >> 23) & 0xffu) - 127;
 	u.i = (u.i & 0x007fffffu) | 0x3f800000u;
 	float z = (u.f - 1.0f) / (u.f + 1.0f), z2 = z * z;
-	return (float)e * 0.69314718f + 2.0f * z * (1.0f + z2 * (0.33333333f + z2 * (0.2f + z2 * 0.14285714f)));
+	return (float)e * 0.69314718f +
+	       2.0f * z * (1.0f + z2 * (0.33333333f + z2 * (0.2f + z2 * 0.14285714f)));
 }
 
 /*
@@ -199,9 +200,9 @@ int fsr_learn_create(struct fsr *r, const struct fsr_config *cfg)
 	L->touched = malloc(r->experts * sizeof(*L->touched));
 	L->mark = calloc(r->experts, 1);
 	L->cl = calloc(r->max_clients, sizeof(*L->cl));
-	if (!L->row_n || !L->row_tick || !L->ent_e || !L->ent_c || !L->row_sc || !L->use_c || !L->use_tick || !L->rep_n ||
-	    !L->rep_hit || !L->rep_tick || !L->win_n || !L->set_n || !L->win_tick || !L->acc || !L->base || !L->rep ||
-	    !L->touched || !L->mark || !L->cl)
+	if (!L->row_n || !L->row_tick || !L->ent_e || !L->ent_c || !L->row_sc || !L->use_c || !L->use_tick ||
+	    !L->rep_n || !L->rep_hit || !L->rep_tick || !L->win_n || !L->set_n || !L->win_tick || !L->acc ||
+	    !L->base || !L->rep || !L->touched || !L->mark || !L->cl)
 		return -ENOMEM;
 	for (size_t i = 0; i < rows * m; i++)
 		L->ent_e[i] = FSR_LEARN_NOEXP;
@@ -220,7 +221,8 @@ int fsr_learn_create(struct fsr *r, const struct fsr_config *cfg)
 	L->st.on = 1;
 	L->st.row_entries = L->m;
 	L->st.bytes = rows * (sizeof(float) + sizeof(uint32_t) + m * (sizeof(uint16_t) + sizeof(float))) +
-		      le * 5 * sizeof(float) + (size_t)r->max_clients * 2 * r->layers * (FSR_LEARN_SET * 2 + 1);
+		      le * 5 * sizeof(float) +
+		      (size_t)r->max_clients * 2 * r->layers * (FSR_LEARN_SET * 2 + 1);
 	return 0;
 }
 
@@ -748,7 +750,9 @@ static void predict(struct fsr *r, uint32_t client, uint32_t tw, uint32_t M, uns
 			if (!posted && L->cand[i].p >= L->min_p)
 				(void)post_card(r, client, M, fsr_idx(r, M, L->cand[i].e), &held);
 			r->learned(r->learned_ctx, client, tw, M, L->cand[i].e,
-				   posted ? FSR_LEARNED_POSTED : held ? FSR_LEARNED_HELD : FSR_LEARNED_RANKED);
+				   posted ? FSR_LEARNED_POSTED :
+				   held   ? FSR_LEARNED_HELD :
+					    FSR_LEARNED_RANKED);
 		}
 	}
 	for (uint32_t j = 0; j < np && found < np; j++) {

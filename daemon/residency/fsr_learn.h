@@ -68,7 +68,7 @@ struct fsr_learn_client {
 };
 
 struct fsr_learn_cand {
-	float s, p;    /* raw log-odds, calibrated probability */
+	float s, p; /* raw log-odds, calibrated probability */
 	uint16_t e;
 	uint16_t card; /* where it is posted (the posting list) */
 };
@@ -78,33 +78,33 @@ struct fsr_learn {
 	uint32_t post;               /* candidates posted per (target, horizon) */
 	int mode;                    /* FSR_LEARN_ON, FSR_LEARN_AUTO */
 	float decay, alpha, min_p;
-	uint32_t tick;                     /* tokens of the windows ended: the decay clock */
-	float pow_lo[FSR_LEARN_POW_LO];    /* decay^n */
-	float pow_hi[FSR_LEARN_POW_HI];    /* decay^(n FSR_LEARN_POW_LO) */
-	float bin_raw[FSR_LEARN_BINS];     /* a calibration bin's raw probability (its middle's) */
-	float *row_n;                      /* [rows]: occurrences of the row's expert */
-	uint32_t *row_tick;                /* [rows] */
-	uint16_t *ent_e;                   /* [rows][m] successor, FSR_LEARN_NOEXP empty */
-	float *ent_c;                      /* [rows][m] co-occurrences, as of row_tick */
-	float *row_sc;                     /* [rows] the scale its counts are stored at (fsr_learn.c) */
-	float *use_c;                      /* [layers][experts] uses (decayed) */
-	uint32_t *use_tick;                /* [layers][experts] */
-	float *win_n;                      /* [layers] windows that ran the layer (decayed) */
-	float *set_n;                      /* [layers] their experts used, summed (decayed) */
-	uint32_t *win_tick;                /* [layers] */
-	float *rep_n, *rep_hit;            /* [layers][experts] used in a window; and in the next */
-	uint32_t *rep_tick;                /* [layers][experts] */
+	uint32_t tick;                  /* tokens of the windows ended: the decay clock */
+	float pow_lo[FSR_LEARN_POW_LO]; /* decay^n */
+	float pow_hi[FSR_LEARN_POW_HI]; /* decay^(n FSR_LEARN_POW_LO) */
+	float bin_raw[FSR_LEARN_BINS];  /* a calibration bin's raw probability (its middle's) */
+	float *row_n;                   /* [rows]: occurrences of the row's expert */
+	uint32_t *row_tick;             /* [rows] */
+	uint16_t *ent_e;                /* [rows][m] successor, FSR_LEARN_NOEXP empty */
+	float *ent_c;                   /* [rows][m] co-occurrences, as of row_tick */
+	float *row_sc;                  /* [rows] the scale its counts are stored at (fsr_learn.c) */
+	float *use_c;                   /* [layers][experts] uses (decayed) */
+	uint32_t *use_tick;             /* [layers][experts] */
+	float *win_n;                   /* [layers] windows that ran the layer (decayed) */
+	float *set_n;                   /* [layers] their experts used, summed (decayed) */
+	uint32_t *win_tick;             /* [layers] */
+	float *rep_n, *rep_hit;         /* [layers][experts] used in a window; and in the next */
+	uint32_t *rep_tick;             /* [layers][experts] */
 	float cal_n[FSR_HORIZONS][FSR_LEARN_BINS], cal_hit[FSR_HORIZONS][FSR_LEARN_BINS];
 	/* scratch for one target's scoring */
-	float *acc;                  /* [experts] the layers' evidence */
-	float *base;                 /* [experts] the target layer's base rate of each touched */
+	float *acc;  /* [experts] the layers' evidence */
+	float *base; /* [experts] the target layer's base rate of each touched */
 	struct fsr_learn_cand cand[FSR_LEARN_RANKED];
 	struct fsr_learn_cand post_c[FSR_LEARN_POST_MAX]; /* the best not resident, to post */
-	float *rep;        /* [experts] the repetition's */
-	uint16_t *touched; /* [experts] */
-	uint8_t *mark;     /* [experts] */
+	float *rep;                                       /* [experts] the repetition's */
+	uint16_t *touched;                                /* [experts] */
+	uint8_t *mark;                                    /* [experts] */
 	uint32_t ntouched;
-	uint32_t next; /* the client fsr_learn_flush looks at first */
+	uint32_t next;               /* the client fsr_learn_flush looks at first */
 	struct fsr_learn_client *cl; /* [max_clients] */
 	struct fsr_learn_stats st;
 };

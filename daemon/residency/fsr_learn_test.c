@@ -110,7 +110,8 @@ static void window(struct fsr *r, struct drive *d, uint32_t w, int predict)
 			uint32_t e = expert_at(t, l, k);
 			struct fsr_slot_info si;
 			uint32_t s = fsr_lookup(r, 0, l, e);
-			int hit = s != FSR_NONE && fsr_slot_info(r, 0, s, &si) == 0 && si.state == FSR_RESIDENT;
+			int hit = s != FSR_NONE && fsr_slot_info(r, 0, s, &si) == 0 &&
+				  si.state == FSR_RESIDENT;
 			if (hit && si.tier == FSR_TIER_PREDICTED)
 				d->hits_predicted++;
 			post(r, 0, FS_REC_USAGE, hit ? FS_USE_HIT : FS_USE_MISS, l, e, w, 0, d->now);
@@ -119,8 +120,8 @@ static void window(struct fsr *r, struct drive *d, uint32_t w, int predict)
 			float one = 1.0f;
 			uint32_t v;
 			memcpy(&v, &one, sizeof(v));
-			post(r, 0, FS_REC_PREDICT, FS_PRED_AUX(1, FS_SRC_HOST), l + 1, expert_at(t, l + 1, 0), w, v,
-			     d->now);
+			post(r, 0, FS_REC_PREDICT, FS_PRED_AUX(1, FS_SRC_HOST), l + 1, expert_at(t, l + 1, 0),
+			     w, v, d->now);
 		}
 		pass(r, d);
 		d->now += 100000;
@@ -265,14 +266,16 @@ Test(learn, predicts_the_next_windows_first_layers)
 		post(r, 0, FS_REC_WIN_BEGIN, 0, 0, 0, w, 1, now);
 		for (uint32_t l = 0; l < NL; l++) {
 			for (uint32_t k = 0; k < 2; k++)
-				post(r, 0, FS_REC_USAGE, FS_USE_MISS, l, (9u * (w - 1) + l + 16u * k) % NE, w, 0, now);
+				post(r, 0, FS_REC_USAGE, FS_USE_MISS, l, (9u * (w - 1) + l + 16u * k) % NE, w,
+				     0, now);
 			for (int pass = 0, more = 1; more && pass < 64; pass++) { /* until nothing is left */
 				struct fsr_copy cp[64];
 				unsigned n = fsr_take_copies(r, 0, cp, 64, now);
 				for (unsigned i = 0; i < n; i++) {
 					if (cp[i].tier == FSR_TIER_PREDICTED && cp[i].layer == 0 &&
 					    cp[i].window == w + 1 &&
-					    (cp[i].expert == (9u * w) % NE || cp[i].expert == (9u * w + 16u) % NE))
+					    (cp[i].expert == (9u * w) % NE ||
+					     cp[i].expert == (9u * w + 16u) % NE))
 						predicted_l0++;
 					fsr_copy_done(r, 0, cp[i].slot, cp[i].gen, now + 1);
 				}
@@ -290,7 +293,8 @@ Test(learn, predicts_the_next_windows_first_layers)
 		post(r, 0, FS_REC_WIN_END, 0, 0, 0, w, 0, now);
 	}
 	ok(r);
-	cr_expect_gt(predicted_l0, 20u, "layer 0 of the next window predicted and copied %u times", predicted_l0);
+	cr_expect_gt(predicted_l0, 20u, "layer 0 of the next window predicted and copied %u times",
+		     predicted_l0);
 	fsr_destroy(r);
 }
 
@@ -311,7 +315,7 @@ Test(learn, prefill_batches_and_clients_that_go)
 		for (uint32_t e = 0; e < 100; e++)
 			post(r, 0, FS_REC_USAGE, FS_USE_MISS, l, e, 1, 0, 0);
 	post(r, 0, FS_REC_USAGE, FS_USE_MISS, 0, 5, 2, 0, 0); /* window 2: window 1 is closed */
-	(void)fsr_learn_flush(r); /* learns what it can: nothing from window 1 */
+	(void)fsr_learn_flush(r);                             /* learns what it can: nothing from window 1 */
 	struct fsr_learn_stats s;
 	cr_assert_eq(fsr_learn_stats(r, &s), 0);
 	cr_expect_eq(s.records, 2u * 64u + 1u, "records %llu", (unsigned long long)s.records);

@@ -53,8 +53,22 @@ static const double ring_target[4] = {-27.0, -18.0, -12.0, -3.5};
 static const uint32_t reuse_lag[3] = {1, 2, 10};
 static const uint32_t distinct_span[2] = {16, 64};
 const struct replay_trace_target replay_trace_targets[2] = {
-	{"qwen", 48, 128, 6, {0.380, 0.289, 0.230}, {33.16, 53.25}, {{0.5637, 0.7458}, {0.5582, 0.7405}, {0.5521, 0.7384}}, 128},
-	{"gemma", 30, 128, 6, {0.357, 0.293, 0.252}, {34.53, 57.57}, {{0.5432, 0.7277}, {0.5372, 0.7201}, {0.5228, 0.7108}}, 128},
+	{"qwen",
+	 48,
+	 128,
+	 6,
+	 {0.380, 0.289, 0.230},
+	 {33.16, 53.25},
+	 {{0.5637, 0.7458}, {0.5582, 0.7405}, {0.5521, 0.7384}},
+	 128},
+	{"gemma",
+	 30,
+	 128,
+	 6,
+	 {0.357, 0.293, 0.252},
+	 {34.53, 57.57},
+	 {{0.5432, 0.7277}, {0.5372, 0.7201}, {0.5228, 0.7108}},
+	 128},
 };
 
 struct row {
@@ -254,10 +268,15 @@ static int print_rows(FILE *out, const struct rows *rsp, enum calib_format forma
 				r->info ? "false" : "true", i + 1 < rs.n ? "," : "");
 		else if (format == CALIB_MARKDOWN)
 			fprintf(out, "| %s | %.3f | %.3f | %.3f | %s |\n", r->name, r->target, r->measured,
-				r->tol, ok ? "yes" : r->info ? "no (not counted yet)" : "**no**");
+				r->tol,
+				ok      ? "yes" :
+				r->info ? "no (not counted yet)" :
+					  "**no**");
 		else
 			fprintf(out, "%-26s %9.3f %9.3f %9.3f  %s\n", r->name, r->target, r->measured, r->tol,
-				ok ? "ok" : r->info ? "out (not counted)" : "OUT");
+				ok      ? "ok" :
+				r->info ? "out (not counted)" :
+					  "OUT");
 	}
 	if (format == CALIB_JSON)
 		fprintf(out, "]\n");
@@ -265,7 +284,8 @@ static int print_rows(FILE *out, const struct rows *rsp, enum calib_format forma
 		int info = 0;
 		for (int i = 0; i < rs.n; i++)
 			info += rs.r[i].info;
-		fprintf(out, "%d of %d statistics counted are within tolerance", rs.n - info - bad, rs.n - info);
+		fprintf(out, "%d of %d statistics counted are within tolerance", rs.n - info - bad,
+			rs.n - info);
 		if (info)
 			fprintf(out, " (%d more printed, not counted: the routing-only recall rows)", info);
 		fputc('\n', out);
@@ -326,7 +346,8 @@ int replay_calibrate_trace(FILE *out, const struct fs_trace_model *box, enum cal
 		tt.distinct[i] = distinct_span[i] <= t->tokens ? calib_distinct(t, 0, distinct_span[i]) : 0.0;
 	for (unsigned h = 1; h <= 3; h++)
 		if (calib_route_recall(t, 0, h, &tt.route[h - 1][0], &tt.route[h - 1][1]) != 0) {
-			fprintf(stderr, "fs-replay: calibrate: %s: routing-only recall: out of memory or top-k\n",
+			fprintf(stderr,
+				"fs-replay: calibrate: %s: routing-only recall: out of memory or top-k\n",
 				name);
 			return -1;
 		}

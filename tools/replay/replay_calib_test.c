@@ -160,7 +160,8 @@ Test(calib, trace_targets_match_the_files)
 			double k, k2;
 			cr_assert_eq(calib_route_recall(&t, 0, h, &k, &k2), 0);
 			cr_assert_float_eq(k, tt->route[h - 1][0], 0.00006, "%s %u ahead at k", tt->name, h);
-			cr_assert_float_eq(k2, tt->route[h - 1][1], 0.00006, "%s %u ahead at 2k", tt->name, h);
+			cr_assert_float_eq(k2, tt->route[h - 1][1], 0.00006, "%s %u ahead at 2k", tt->name,
+					   h);
 		}
 		fs_trace_free(&t);
 	}

@@ -42,7 +42,8 @@ void replay_report_learn_json(FILE *out, const struct replay_result *r)
 	for (unsigned d = 0, first = 1; d < FSR_LEARN_REL; d++) {
 		if (!s->rel_n[d])
 			continue;
-		fprintf(out, "%s{\"p_from\": %.2f, \"p_to\": %.2f, \"n\": %llu, \"mean_p\": %.6f, \"used\": %.6f}",
+		fprintf(out,
+			"%s{\"p_from\": %.2f, \"p_to\": %.2f, \"n\": %llu, \"mean_p\": %.6f, \"used\": %.6f}",
 			first ? "" : ", ", (double)d / FSR_LEARN_REL, (double)(d + 1) / FSR_LEARN_REL,
 			(unsigned long long)s->rel_n[d], s->rel_p[d] / (double)s->rel_n[d],
 			ratio(s->rel_hit[d], s->rel_n[d]));
@@ -62,22 +63,25 @@ void replay_report_learn(FILE *out, const struct replay_result *res, int n, int 
 		fprintf(out, "\n| policy | horizon | recall at k | at 2k | posted | posted and used |\n"
 			     "|---|---:|---:|---:|---:|---:|\n");
 	else
-		fprintf(out, "\nthe learned predictor (fsr_learn.c): per horizon, recall at k and 2k of the "
-			     "experts used (k: those\nused at the layer), and what it posted (not resident):\n"
-			     "%-17s %7s %9s %9s %9s %9s\n",
+		fprintf(out,
+			"\nthe learned predictor (fsr_learn.c): per horizon, recall at k and 2k of the "
+			"experts used (k: those\nused at the layer), and what it posted (not resident):\n"
+			"%-17s %7s %9s %9s %9s %9s\n",
 			"policy", "horizon", "at k", "at 2k", "posted", "used");
 	for (int i = 0; i < n; i++) {
 		const struct fsr_learn_stats *s = &res[i].learn;
 		for (unsigned h = 0; s->on && h < FSR_HORIZONS; h++) {
 			const struct fsr_learn_hstats *x = &s->h[h];
 			if (markdown)
-				fprintf(out, "| %s | %u | %.3f | %.3f | %llu | %.1f %% |\n", res[i].policy, h + 1,
-					ratio(x->at_k, x->used), ratio(x->at_2k, x->used),
-					(unsigned long long)x->posted, 100.0 * ratio(x->posted_used, x->posted));
+				fprintf(out, "| %s | %u | %.3f | %.3f | %llu | %.1f %% |\n", res[i].policy,
+					h + 1, ratio(x->at_k, x->used), ratio(x->at_2k, x->used),
+					(unsigned long long)x->posted,
+					100.0 * ratio(x->posted_used, x->posted));
 			else
 				fprintf(out, "%-17s %7u %9.3f %9.3f %9llu %8.1f%%\n", res[i].policy, h + 1,
 					ratio(x->at_k, x->used), ratio(x->at_2k, x->used),
-					(unsigned long long)x->posted, 100.0 * ratio(x->posted_used, x->posted));
+					(unsigned long long)x->posted,
+					100.0 * ratio(x->posted_used, x->posted));
 		}
 	}
 	if (markdown)

@@ -28,8 +28,8 @@
 
 #include "replay.h"
 
-static const char *const names[RP_N] = {"static",   "lru",          "static+recency", "static+predicted", "all",
-					"learned",  "lru-warm",     "static-layer",   "strata-adapt"};
+static const char *const names[RP_N] = {"static",  "lru",      "static+recency", "static+predicted", "all",
+					"learned", "lru-warm", "static-layer",   "strata-adapt"};
 
 const char *replay_policy_name(enum replay_policy_id p)
 {
@@ -127,6 +127,6 @@ int replay_policy_config(enum replay_policy_id p, const struct replay_model *m, 
 	}
 	if (!ours)
 		cfg->learn = FSR_LEARN_OFF; /* the baselines predict nothing */
-	fsr_config_defaults(cfg); /* the core's defaults for what is left 0 */
+	fsr_config_defaults(cfg);           /* the core's defaults for what is left 0 */
 	return 0;
 }

@@ -82,9 +82,9 @@ struct run {
 	uint32_t cards, nclients;
 	struct replay_bus bus[FS_MAX_CARDS];
 	struct replay_predictor pred;
-	int predicts;         /* the engine posts the oracle's predictions */
-	int why_predicts;     /* someone predicts (the oracle, or the core's learner) */
-	int learns;           /* the core's learner posts for the engines (policy learned) */
+	int predicts;     /* the engine posts the oracle's predictions */
+	int why_predicts; /* someone predicts (the oracle, or the core's learner) */
+	int learns;       /* the core's learner posts for the engines (policy learned) */
 	struct engine *cl;
 	struct fs_daemon_hdr *dh;
 	uint32_t publish_us, liveness_ms, hold_timeout_ms, hold_pressure_ms, dev_poll_us;
@@ -582,19 +582,24 @@ static void learn_past(struct run *x, const struct replay_input *in, const struc
 		fsr_learn_observe(x->r, client, &b);
 		for (uint32_t l = 0; l < t->layers; l++) {
 			for (uint32_t k = 0; k < n; k++) {
-				const uint16_t *e = i < pre ? t->prefill + ((size_t)first * t->layers + l) * t->topk :
+				const uint16_t *e = i < pre ? t->prefill + ((size_t)first * t->layers + l) *
+										   t->topk :
 							      fs_trace_token(t, first + k, l);
 				for (uint32_t j = 0; j < t->topk; j++) {
 					if (e[j] >= t->experts || seen[e[j]])
 						continue;
 					seen[e[j]] = 1;
-					struct fs_rec u = {.type = FS_REC_USAGE, .layer = (uint16_t)l,
-							   .expert = e[j], .card = (uint16_t)c->card, .window = w};
+					struct fs_rec u = {.type = FS_REC_USAGE,
+							   .layer = (uint16_t)l,
+							   .expert = e[j],
+							   .card = (uint16_t)c->card,
+							   .window = w};
 					fsr_learn_observe(x->r, client, &u);
 				}
 			}
 			for (uint32_t k = 0; k < n; k++) {
-				const uint16_t *e = i < pre ? t->prefill + ((size_t)first * t->layers + l) * t->topk :
+				const uint16_t *e = i < pre ? t->prefill + ((size_t)first * t->layers + l) *
+										   t->topk :
 							      fs_trace_token(t, first + k, l);
 				for (uint32_t j = 0; j < t->topk; j++)
 					if (e[j] < t->experts)

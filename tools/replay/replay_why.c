@@ -106,8 +106,8 @@ int replay_why_init(struct replay_why *w, uint32_t layers, uint32_t experts, uin
 	w->uns_why = calloc(w->le, 1);
 	w->pend = calloc(w->le, sizeof(*w->pend));
 	int bad = !w->pred_win || !w->cand_win || !w->pred_t || !w->last_t || !w->pred_cover ||
-		  !w->pred_flags || !w->issue_t || !w->evicted_by || !w->copy_tier || !w->copy_used || !w->seen ||
-		  !w->uns_t || !w->uns_why || !w->pend;
+		  !w->pred_flags || !w->issue_t || !w->evicted_by || !w->copy_tier || !w->copy_used ||
+		  !w->seen || !w->uns_t || !w->uns_why || !w->pend;
 	for (uint32_t c = 0; c < cards && !bad; c++) {
 		w->copy_slot[c] = calloc(w->le, sizeof(uint32_t));
 		w->copy_gen[c] = calloc(w->le, sizeof(uint32_t));

@@ -65,11 +65,13 @@ static int check(const struct fs_trace_model *m, char *err, size_t errlen)
 				     "routing model: sigma must be in 0..8, spread in 0..2");
 	if (!in01(m->reuse) || !in01(m->reuse_decay) || !in01(m->topic) || !in01(m->topic_drift) ||
 	    !in01(m->topic_stay) || !in01(m->path) || m->reuse + m->topic + m->path > 1.0)
-		return fs_trace_fail(err, errlen, -EINVAL,
-				     "routing model: shares and chances must be in 0..1, reuse + topic + path <= 1");
-	if (m->path > 0.0 && (!m->paths || m->paths > MODEL_MAX_PATHS || !(m->path_size > 0.0 && m->path_size <= 64.0) ||
-			      !(m->path_temper >= 0.0 && m->path_temper <= 2.0) || !in01(m->path_stay) ||
-			      !(m->path_skew >= 0.0 && m->path_skew <= 4.0)))
+		return fs_trace_fail(
+			err, errlen, -EINVAL,
+			"routing model: shares and chances must be in 0..1, reuse + topic + path <= 1");
+	if (m->path > 0.0 &&
+	    (!m->paths || m->paths > MODEL_MAX_PATHS || !(m->path_size > 0.0 && m->path_size <= 64.0) ||
+	     !(m->path_temper >= 0.0 && m->path_temper <= 2.0) || !in01(m->path_stay) ||
+	     !(m->path_skew >= 0.0 && m->path_skew <= 4.0)))
 		return fs_trace_fail(err, errlen, -EINVAL, "routing model: paths 1..%u, path size in (0, 64]",
 				     MODEL_MAX_PATHS);
 	if (!m->topics || m->topics > MODEL_MAX_TOPICS || !(m->topic_size > 0.0 && m->topic_size <= 64.0) ||
@@ -261,7 +263,8 @@ int fs_trace_model_generate(struct fs_trace *t, const struct fs_trace_model *m, 
 	/* The model's paths, after its popularity (without paths the draws
 	 * are the ones the model always made). */
 	for (size_t i = 0; s.path_set && i < (size_t)m->paths * s.L * s.psize; i++)
-		s.path_set[i] = (uint16_t)cdf_pick(s.pcdf + (i / s.psize % s.L) * s.E, s.E, fs_rng_double(&s.rng));
+		s.path_set[i] = (uint16_t)cdf_pick(s.pcdf + (i / s.psize % s.L) * s.E, s.E,
+						   fs_rng_double(&s.rng));
 	if (s.path_cdf) {
 		double sum = 0.0;
 		for (uint32_t i = 0; i < m->paths; i++)

@@ -78,8 +78,8 @@ struct fs_trace_model {
 	double topic_drift;  /* chance per token that a topic member is replaced, 0..1 */
 	double topic_stay;   /* chance a token keeps the previous token's topic, 0..1 */
 	/* expert paths (issue 32): what one layer's routing says of the next */
-	double path;      /* share of slots drawn from the token's path, 0..1 */
-	uint32_t paths;   /* paths of the model (all sessions), >= 1 */
+	double path;        /* share of slots drawn from the token's path, 0..1 */
+	uint32_t paths;     /* paths of the model (all sessions), >= 1 */
 	double path_size;   /* experts per path and layer, in units of topk, > 0 */
 	double path_temper; /* path members drawn from popularity^temper, 0..2 */
 	double path_stay;   /* chance a token keeps the previous token's path, 0..1 */
