@@ -69,6 +69,9 @@ struct drive {
 	uint64_t now;
 	uint64_t copies_predicted; /* copies the scheduler issued into the predicted tier */
 	uint64_t hits_predicted;   /* uses served by a slot copied for a prediction */
+	uint32_t win;              /* the window being run (for `seen`) */
+	uint32_t seen;             /* copies the test's `want` accepted */
+	int (*want)(const struct fsr_copy *cp, uint32_t win);
 };
 
 /* What the daemon's pass does after records: copies issued land at once,
@@ -79,6 +82,7 @@ static unsigned one_pass(struct fsr *r, struct drive *d)
 	unsigned n = fsr_take_copies(r, 0, cp, 64, d->now);
 	for (unsigned i = 0; i < n; i++) {
 		d->copies_predicted += cp[i].tier == FSR_TIER_PREDICTED;
+		d->seen += d->want && d->want(&cp[i], d->win);
 		fsr_copy_done(r, 0, cp[i].slot, cp[i].gen, d->now + 1);
 	}
 	if (fsr_dirty(r)) {
@@ -249,8 +253,16 @@ Test(learn, no_predicted_tier_no_posting)
 
 /* The next window's first layers come from the last layers of this one:
  * with the routing above, layer 0 of token t+1 is not what layer 7 of t
- * says (7(t+1) mod 32 against 7t + 7 + 1), so use a routing where it is
- * (every use a miss here: the test is what gets predicted and copied). */
+ * says (7(t+1) mod 32 against 7t + 7 + 1), so use a routing where it is:
+ * window w uses 9(w-1) + l + 16k at layer l, so layer 0 of w+1 is layer
+ * 7's experts plus 2 (every use a miss here: the test is what gets
+ * predicted and copied). */
+static int next_window_layer0(const struct fsr_copy *cp, uint32_t w)
+{
+	return cp->tier == FSR_TIER_PREDICTED && cp->layer == 0 && cp->window == w + 1 &&
+	       (cp->expert == (9u * w) % NE || cp->expert == (9u * w + 16u) % NE);
+}
+
 Test(learn, predicts_the_next_windows_first_layers)
 {
 	struct fsr_config c = lcfg(FSR_LEARN_ON);
@@ -258,43 +270,21 @@ Test(learn, predicts_the_next_windows_first_layers)
 	struct fsr *r = fsr_create(&c);
 	cr_assert_not_null(r);
 	cr_assert_eq(fsr_client_add(r, 0), 0);
-	uint64_t now = 0;
-	/* one chain across the windows: window w uses e = 9(w-1) + l + 16k at
-	 * layer l, so layer 0 of w+1 is layer 7's experts plus 2 */
-	uint32_t predicted_l0 = 0;
+	struct drive d = {.want = next_window_layer0};
 	for (uint32_t w = 1; w <= 80; w++) {
-		post(r, 0, FS_REC_WIN_BEGIN, 0, 0, 0, w, 1, now);
+		d.win = w;
+		post(r, 0, FS_REC_WIN_BEGIN, 0, 0, 0, w, 1, d.now);
 		for (uint32_t l = 0; l < NL; l++) {
 			for (uint32_t k = 0; k < 2; k++)
 				post(r, 0, FS_REC_USAGE, FS_USE_MISS, l, (9u * (w - 1) + l + 16u * k) % NE, w,
-				     0, now);
-			for (int pass = 0, more = 1; more && pass < 64; pass++) { /* until nothing is left */
-				struct fsr_copy cp[64];
-				unsigned n = fsr_take_copies(r, 0, cp, 64, now);
-				for (unsigned i = 0; i < n; i++) {
-					if (cp[i].tier == FSR_TIER_PREDICTED && cp[i].layer == 0 &&
-					    cp[i].window == w + 1 &&
-					    (cp[i].expert == (9u * w) % NE ||
-					     cp[i].expert == (9u * w + 16u) % NE))
-						predicted_l0++;
-					fsr_copy_done(r, 0, cp[i].slot, cp[i].gen, now + 1);
-				}
-				if (fsr_dirty(r)) {
-					fsr_fill(r, table_);
-					fsr_publish(r);
-				}
-				uint64_t holds[FS_MAX_HOLDS] = {0};
-				fsr_client_holds(r, 0, holds);
-				fsr_reclaim(r);
-				more = n > 0 || fsr_learn_flush(r) > 0;
-			}
-			now += 100000;
+				     0, d.now);
+			pass(r, &d);
+			d.now += 100000;
 		}
-		post(r, 0, FS_REC_WIN_END, 0, 0, 0, w, 0, now);
+		post(r, 0, FS_REC_WIN_END, 0, 0, 0, w, 0, d.now);
 	}
 	ok(r);
-	cr_expect_gt(predicted_l0, 20u, "layer 0 of the next window predicted and copied %u times",
-		     predicted_l0);
+	cr_expect_gt(d.seen, 20u, "layer 0 of the next window predicted and copied %u times", d.seen);
 	fsr_destroy(r);
 }
 
