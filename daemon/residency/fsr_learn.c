@@ -12,17 +12,27 @@
  * (learn_decay, lazily, like the static tier's scores):
  *  - per (horizon h = 1..3, layer L, expert a): how often a was used at L
  *    in a window, and which experts b were used at L+h in the same window,
- *    with their counts (a row of at most `m` successors, the weakest
- *    replaced: bounded memory, FSR_LEARN_MAX_ENTRIES in all).  L+h past
+ *    with their counts (a row of at most `m` successors, 32, kept in about
+ *    decreasing count, a new one replacing the last: bounded memory,
+ *    FSR_LEARN_MAX_ENTRIES in all; 16 cost recall at k one layer ahead
+ *    0.601 -> 0.570 on qwen, docs/results/replay.md).  L+h past
  *    the last layer is the next window's layer L+h-layers: the first layers
  *    of the next token from the last token's routing;
  *  - per (layer, expert): how often it was used in a window (the base
  *    rate), and how often a window's use came back in the next window (the
  *    per-layer repetition).
  *
- * How it predicts: after each pass's records (fsr_learn_flush, from the
- * first take_copies of the pass), for each client whose routing moved on,
- * the three layers after its newest one are scored.  A candidate b of
+ * When: a usage record only appends its expert to the client's set of the
+ * (window, layer); the first record of a later layer completes the one
+ * before.  The work is done in steps by fsr_learn_flush, which the host
+ * calls once per pass after the pass's copies and epoch went out (so it
+ * never delays them; fse_pass.c): a step learns from a completed layer,
+ * or scores one of the three layers after the client's newest one (the
+ * nearest first) and posts its predictions; a pass that did a step is
+ * followed by another at once, which copies what it predicted and drains
+ * whatever came meanwhile.  A record waits one step at most.
+ *
+ * How it predicts: a candidate b of
  * target layer M gets naive-Bayes log-odds: its base rate's, plus, for
  * each known layer j of M-3..M-1 and each expert a used there, the log of
  * P(b | a) over b's base rate (P smoothed toward the base rate with
@@ -30,10 +40,10 @@
  * weighted 1/tokens) vote as independent evidence, and the known layers
  * are averaged (successive layers' routing says much the same about a
  * token, so they are not counted twice); the previous window's use of b
- * at M adds its repetition's log-ratio.  On qwen and gemma (offline, the
- * traces' decode) this ranks 0.60 of the routed experts into the first k
- * one layer ahead, against 0.55 for the mean of P(b | a) over the layer's
- * experts (the issue's sketch).
+ * at M adds its repetition's log-ratio.  On qwen and gemma this ranks 0.60
+ * and 0.58 of the routed experts into the first k one layer ahead, against
+ * 0.56 and 0.54 for the mean of P(b | a) over the layer's experts (the
+ * issue's sketch).
  *
  * Calibration: the raw log-odds are overconfident (the evidence is not
  * independent), so each horizon keeps bins of them with how often a
@@ -45,15 +55,19 @@
  *
  * What it posts: per (target, horizon) the best `post` candidates not
  * resident whose probability is at least `min_p`, as predictions of the
- * client (fsr_predicted_want, the path of a posted PREDICT); a resident
- * one ranked before them is protected for the window the same way.  With
- * FSR_LEARN_AUTO, only for clients that post no prediction of their own.
+ * client (fsr_predicted_want, the path of a posted PREDICT).  With
+ * FSR_LEARN_AUTO, only for clients that post no prediction of their own
+ * (it keeps learning from their usage); nothing where no layer has
+ * predicted slots.  A client's windows are forgotten when it goes; the
+ * model is never reset (a daemon that served the model before starts
+ * warm).
  *
- * Cost: per closing layer, per horizon and per expert a used at the
- * source layer, one row update (its m entries); per scored target, the
- * source rows' entries (3 layers x experts used x m) and a small sort.
- * Fixed arrays, nothing allocated after create (bench/residency measures
- * it per record: fs-bench-learn).
+ * Cost: a step learning a layer updates, per horizon and per expert used
+ * at the source layer, one row (its m entries); a step scoring a target
+ * reads the source rows' entries (3 layers x experts used x m) and keeps
+ * the best in bounded insertions.  Fixed arrays, written through at
+ * create, nothing allocated after (bench/residency, fs-bench-learn,
+ * measures it against the core without it).
  */
 #include <errno.h>
 #include <math.h>
