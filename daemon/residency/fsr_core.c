@@ -116,6 +116,18 @@ void fsr_config_defaults(struct fsr_config *cfg)
  *  - cross_window: off.  Predicting a window's first layers from the last
  *    window's routing there changed nothing measurable: the recency tier
  *    already copies the last window's misses for the next window.
+ *  - learn: off here, auto in foresightd (its `learn` option, 1; every
+ *    host of the core that takes foresightd's options gets it).  For an
+ *    engine that posts only usage the learned predictor (fsr_learn.c)
+ *    removes 10-11 % of the default tiers' misses on the real traces at
+ *    25 % slots, 3-7 % at 50 %, nothing at 10 and 75 %, 1-3 % on the
+ *    calibrated model; an engine that predicts itself keeps its own
+ *    (docs/results/replay.md, "Issue 32").  learn_decay 0.9995 per token
+ *    (half-life ~1400 tokens: the model's routing statistics, not a
+ *    session's), learn_post 8 (the engine bench's posting), learn_min_p
+ *    0 here, 0.01 in foresightd.
+ *  - pred_value: off.  With the learner's calibrated scores it moved the
+ *    real traces by under 1 %.
  */
 void fsr_config_tiers(struct fsr_config *cfg)
 {
