@@ -34,6 +34,10 @@ void fsd_config_residency(const struct fsd_config *c, struct fsr_config *rc)
 		rc->tier_adapt = c->tier_adapt;
 		rc->cross_window = c->cross_window ? FSR_CROSS_DEFAULT : 0;
 		rc->demand_late = c->demand_late;
+		rc->pred_value = c->pred_value;
+		rc->learn = c->learn;
+		rc->learn_min_p = (float)c->learn_min_p;
+		rc->learn_decay = (float)c->learn_decay;
 		rc->bus_gbps =
 			c->bus_gbps; /* the host backend's emulated link; a card's x8 Gen4 by default */
 	}

@@ -161,6 +161,16 @@
 	X(demand_late, demand_late, ONOFF, 0, 0, 0, 1, FSD_POLICY, \
 	  "hand a copy for a missed expert to the bus only when its deadline (the layer's next run) " \
 	  "nears, leaving the bus to predictions until then") \
+	X(pred_value, pred_value, ONOFF, 0, 0, 0, 1, FSD_POLICY, \
+	  "the bus carries the likeliest predictions it can land in time, not the soonest due") \
+	/* Issue 32: predictions from the usage records alone (fsr_learn.c). */ \
+	X(learn, learn, U32, 0, 1, 0, 2, FSD_POLICY, \
+	  "the learned predictor, which predicts the next layers' experts from the routing engines " \
+	  "post: 0 off, 1 for engines that post no predictions of their own, 2 for every engine") \
+	X(learn_min_p, learn_min_p, DBL, 0, 0.01, 0.001, 1, FSD_POLICY, \
+	  "the learned predictor posts no candidate whose measured chance of use is below this") \
+	X(learn_decay, learn_decay, DBL, 0, 0.9995, 0.5, 1, FSD_POLICY, \
+	  "the learned predictor: decay of what it learned, per token") \
 	X(metrics_listen, metrics_listen, STR, 64, "", 0, 0, FSD_RELOAD, \
 	  "serve Prometheus metrics at http://ADDR:PORT/metrics; ADDR an IP literal, loopback " \
 	  "unless metrics_allow_remote (e.g. 127.0.0.1:9464 or [::1]:9464; port 0: any free one; " \

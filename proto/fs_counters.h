@@ -72,7 +72,8 @@
 	X(abandoned, "copies in flight when the card went down: they never land")          \
 	X(done_after_down, "copy completions reported after the card went down, ignored")  \
 	FS_TIER_SIZES(X)  /* size_<name>: each tier's reserved size (gauge) */             \
-	FS_TIER_GHOSTS(X) /* ghost_<name>: misses its ghost list caught */
+	FS_TIER_GHOSTS(X) /* ghost_<name>: misses its ghost list caught */                 \
+	X(learned, "predictions foresightd's learned predictor made for this card (learn)")
 
 /* Per layer (all cards). */
 #define FS_COUNTERS_LAYER(X)                                          \

@@ -24,8 +24,10 @@
 /* The modes, in table order.  Peers: what users run without foresightd,
  * in-process on the engine's own slots (static: the frozen profile, the
  * baseline of issue #10; strata-adapt; lru).  Daemon modes: foresightd's
- * tiers (perfect: both tiers fed by an oracle that is never wrong, a
- * bound, not a predictor).  zero: every expert resident, the ceiling. */
+ * tiers (learned: the engine posts usage only and foresightd's learned
+ * predictor predicts, no oracle; perfect: both tiers fed by an oracle that
+ * is never wrong, a bound, not a predictor).  zero: every expert
+ * resident, the ceiling. */
 #define EB_MODES(X)                           \
 	X(EB_STATIC, "static", 1, 0, 0)       \
 	X(EB_STRATA, "strata-adapt", 1, 0, 0) \
@@ -33,6 +35,7 @@
 	X(EB_RECENCY, "recency", 0, 1, 0)     \
 	X(EB_PREDICT, "predict", 0, 1, 1)     \
 	X(EB_BOTH, "both", 0, 1, 1)           \
+	X(EB_LEARNED, "learned", 0, 1, 0)     \
 	X(EB_PERFECT, "perfect", 0, 1, 1)     \
 	X(EB_ALT, "alt", 0, 1, 1)             \
 	X(EB_ZERO, "zero", 0, 0, 0)
@@ -232,7 +235,7 @@ int eb_cuda_ra_sync(struct eb_cuda *g); /* 1 when done, 0 on error */
 /* ---- control plane ------------------------------------------------------- */
 
 struct eb_stats {
-	double bytes, copied, late, landed_late, too_late, hits, misses, loading, predicted;
+	double bytes, copied, late, landed_late, too_late, hits, misses, loading, predicted, learned;
 };
 int eb_ctl_stats(const char *socket, struct eb_stats *out, char *err, size_t errlen);
 int eb_ctl_profile_load(const char *socket, uint32_t L, uint32_t E, const uint32_t *counts, char *err,

@@ -48,7 +48,8 @@ int eb_ctl_stats(const char *socket, struct eb_stats *out, char *err, size_t err
 				 .hits = num(t, "hits"),
 				 .misses = num(t, "misses"),
 				 .loading = num(t, "loading"),
-				 .predicted = num(t, "predicted")};
+				 .predicted = num(t, "predicted"),
+				 .learned = num(t, "learned")};
 	cJSON_Delete(rep);
 	return 0;
 }

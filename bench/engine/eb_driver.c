@@ -101,6 +101,7 @@ struct row {
 	double tps, hit, mplw, late_seen, late_cpu, late_daemon, bus_gbps, secs, predictions, too_late;
 	double landed_late, dropped, layer_windows, peer, down_reads, down_seen, held, held_twice;
 	double copies, swaps, pool_bytes;
+	double learned;  /* predictions foresightd's learned predictor made (the daemon's count) */
 	char recall[96]; /* --predictor kernel: engine 0's measured recall */
 	uint64_t uses, windows;
 };
@@ -524,6 +525,10 @@ static pid_t daemon_start(struct drv *d, int policy, char *err, size_t errlen)
 	if (policy == EB_ALT)
 		for (int i = 0; i < d->altargs.n; i++)
 			av[n++] = d->altargs.v[i];
+	if (policy == EB_LEARNED) { /* the engine posts usage only: the learner predicts (auto) */
+		av[n++] = "--learn";
+		av[n++] = "1";
+	}
 	av[n] = NULL;
 	unlink(d->sock);
 	pid_t p = fork();
@@ -843,6 +848,7 @@ static int run_mode(struct drv *d, int mode, struct row *row, char *err, size_t 
 	row->late_daemon = eb_mode_daemon(mode) ? s1.late - s0.late : 0;
 	row->landed_late = eb_mode_daemon(mode) ? s1.landed_late - s0.landed_late : 0;
 	row->too_late = eb_mode_daemon(mode) ? s1.too_late - s0.too_late : 0;
+	row->learned = eb_mode_daemon(mode) ? s1.learned - s0.learned : 0;
 	row->bus_gbps = eb_mode_daemon(mode) && wall > 0 ? (s1.bytes - s0.bytes) / wall / 1e9 : 0;
 	if (eb_mode_peer(mode)) /* the peers' own copies, over the timed windows */
 		row->bus_gbps = row->secs > 0 ? row->pool_bytes / row->secs / 1e9 : 0;
@@ -1012,6 +1018,11 @@ static void table(struct drv *d, const struct row *rows)
 		if (r->recall[0])
 			snprintf(recall, sizeof(recall), "%s", r->recall);
 	}
+	printf("predictions posted (the engines' own / foresightd's learned predictor's):");
+	for (int m = 0; m < EB_NMODES; m++)
+		if (rows[m].ok && eb_mode_daemon(m))
+			printf(" %s %.0f / %.0f;", eb_mode_name(m), rows[m].predictions, rows[m].learned);
+	printf("\n");
 	printf("held at the end (one epoch, distinct experts / held on more than one card):");
 	for (int m = 0; m < EB_NMODES; m++)
 		if (rows[m].ok && eb_mode_daemon(m))
@@ -1173,15 +1184,16 @@ int eb_driver_main(int argc, char **argv, const char *self)
 	uint64_t bad = 0, compared = 0;
 	int modes_checked = 0;
 	/* daemon A: the peers and zero (arena only), recency; B: predict; C:
-	 * both; D: perfect; E: alt.  Each daemon mode on a fresh daemon (fresh
-	 * tiers). */
-	enum { NGROUPS = 5 };
+	 * both; D: learned; E: perfect; F: alt.  Each daemon mode on a fresh
+	 * daemon (fresh tiers, and a fresh learner). */
+	enum { NGROUPS = 6 };
 	static const int groups[NGROUPS][5] = {{EB_STATIC, EB_STRATA, EB_LRU, EB_ZERO, EB_RECENCY},
 					       {EB_PREDICT, -1, -1, -1, -1},
 					       {EB_BOTH, -1, -1, -1, -1},
+					       {EB_LEARNED, -1, -1, -1, -1},
 					       {EB_PERFECT, -1, -1, -1, -1},
 					       {EB_ALT, -1, -1, -1, -1}};
-	static const int policy[NGROUPS] = {EB_RECENCY, EB_PREDICT, EB_BOTH, EB_PERFECT, EB_ALT};
+	static const int policy[NGROUPS] = {EB_RECENCY, EB_PREDICT, EB_BOTH, EB_LEARNED, EB_PERFECT, EB_ALT};
 	for (int bi = 0; bi < d.nbudgets; bi++) {
 		d.budget = d.budgets[bi];
 		d.slots_card = (uint64_t)llround(d.budget * d.layers * d.experts / d.cards);

@@ -109,7 +109,7 @@ SET=${EB_SET:-$([ -n "${EB_CONFIGS:-}" ] && echo legacy || echo protocol)}
 # shellcheck source=bench/rows.sh
 source bench/rows.sh
 rows_init "$OUTDIR/engine-rows.tsv"
-ALL="static,strata-adapt,lru,recency,predict,both,perfect,zero"
+ALL="static,strata-adapt,lru,recency,predict,both,learned,perfect,zero"
 
 # Seconds left of the call's EB_CALL_S (530: a device call must end within
 # 9 minutes; the report and the copy-back need the rest).

@@ -468,6 +468,10 @@ int fse_pass(struct fse *e, uint64_t now)
 	 * (issue 20: post -> copy issued with a full pool was three passes). */
 	if (freed)
 		work += issue(e, now);
+	/* The learned predictor's work on this pass's records, after its
+	 * copies and epoch went out (it never delays them); what it predicts
+	 * is copied by the next pass, which its work runs at once. */
+	work += fsr_learn_flush(e->core);
 	if (now - e->last_check >= FSE_CHECK_NS) {
 		fse_holds(e);
 		liveness(e, now);

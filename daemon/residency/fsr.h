@@ -97,6 +97,12 @@ struct fsr_config {
 	uint32_t admit_value;  /* 1: a copy must be worth more than the resident it displaces */
 	uint32_t cross_window; /* layers 0..N-1 of a client's next window predicted from its last */
 	uint32_t demand_late;  /* 1: a demand copy goes on the bus as late as its deadline allows */
+	uint32_t pred_value;   /* 1: the likeliest predictions the bus can land go (fsr_sched_value.c) */
+	/* The learned predictor (fsr_learn.c): FSR_LEARN_OFF, _AUTO, _ON. */
+	uint32_t learn;
+	float learn_decay;   /* its counts' decay per token, (0, 1] (default 0.9995) */
+	float learn_min_p;   /* its candidates less likely than this are not posted */
+	uint32_t learn_post; /* it posts per (target layer, horizon), not resident (8, <= 64) */
 
 	/* The copy scheduler's model of the bus (fsr_sched.c).  Times come
 	 * from the caller: the core has no clock. */
@@ -126,6 +132,19 @@ struct fsr_config {
 	 * nothing is told.  Called on the thread that runs the core. */
 	void (*unserved)(void *ctx, uint32_t card, uint32_t layer, uint32_t expert, unsigned why);
 	void *unserved_ctx;
+	/* Optional (the same decomposition): told what the learned predictor
+	 * did with a candidate of `client`'s `window` (enum fsr_learned_how).
+	 * NULL: nothing is told. */
+	void (*learned)(void *ctx, uint32_t client, uint32_t window, uint32_t layer, uint32_t expert,
+			unsigned how);
+	void *learned_ctx;
+};
+
+/* What the learned predictor did with a candidate (fsr_config.learned). */
+enum fsr_learned_how {
+	FSR_LEARNED_RANKED = 0, /* ranked, not posted */
+	FSR_LEARNED_POSTED,     /* posted as a prediction: not resident */
+	FSR_LEARNED_HELD,       /* ranked among those posted, and resident (protected) */
 };
 
 /* Why a prediction left without a copy (fsr_config.unserved).  WAIT is 0:
@@ -137,6 +156,7 @@ struct fsr_config {
 	X(TOO_LATE, too_late, "the bus could not land it before its layer's run, given the copies queued")   \
 	X(ADMIT, admit, "the predicted tier was full of this window's predictions scored higher")            \
 	X(CAND_FULL, cand_full, "the layer's copy candidates were full and it was the weakest")              \
+	X(VALUE, value, "the bus could land only likelier predictions due by then (pred_value)")             \
 	X(REFUSED, refused,                                                                                  \
 	  "not taken at its record: no predicted slots on the layer, score too low, or its layer had run")
 #define FSR_UNSERVED_ENUM(NAME, name, what) FSR_UNS_##NAME,
@@ -200,6 +220,55 @@ struct fsr_copy {
 	uint32_t window;      /* window of the record that wanted it */
 	uint64_t deadline_ns; /* when it is needed (tiers); UINT64_MAX: no deadline */
 };
+
+/*
+ * The learned predictor (fsr_learn.c): the core predicts the next layers'
+ * experts from the usage records themselves, for engines that post only
+ * their routing.  FSR_LEARN_AUTO: for the clients that post no prediction
+ * of their own (a client's first PREDICT record takes it out); it learns
+ * from every client's usage either way.
+ */
+#define FSR_LEARN_OFF 0u
+#define FSR_LEARN_AUTO 1u
+#define FSR_LEARN_ON 2u
+#define FSR_HORIZONS 3u
+#define FSR_LEARN_REL 10u /* reliability rows: deciles of the probability */
+struct fsr_learn_hstats {
+	uint64_t targets;             /* (window, layer) scored at this horizon and then run */
+	uint64_t used;                /* the experts those used */
+	uint64_t at_k, at_2k;         /* of them, ranked within the first k, 2k (k: the used count) */
+	uint64_t posted, posted_used; /* posted (not resident), and of them used there */
+};
+struct fsr_learn_stats {
+	int on;               /* a learner runs (off: not configured, or too big a model) */
+	uint32_t row_entries; /* successors kept per (horizon, layer, expert) */
+	uint64_t bytes;       /* its memory */
+	uint64_t records;     /* usage records learned from */
+	uint64_t windows;     /* client windows completed */
+	uint64_t predictions; /* predictions posted (not resident) */
+	struct fsr_learn_hstats h[FSR_HORIZONS];
+	/* reliability: per decile of the posted probability, candidates
+	 * judged, their probabilities summed, and how many were used */
+	uint64_t rel_n[FSR_LEARN_REL], rel_hit[FSR_LEARN_REL];
+	double rel_p[FSR_LEARN_REL];
+};
+/* One step of the learner's work on the records taken in so far: learn
+ * from a layer they completed, or score one target layer and post its
+ * predictions (as fsr_record would take PREDICT records).  The host calls
+ * it once per pass, after the pass's copies were handed to the backend
+ * and its epoch published, so it never delays them, and runs another pass
+ * while it returns nonzero (a step did work; a take_copies copies what it
+ * predicted).  A step is a few microseconds: a record that arrives
+ * meanwhile waits no longer than one.  0 when no learner runs. */
+unsigned fsr_learn_flush(struct fsr *r);
+/* 0, -EINVAL; all zero when no learner runs. */
+int fsr_learn_stats(const struct fsr *r, struct fsr_learn_stats *out);
+/* A record of the client's past that only the learner takes in (USAGE,
+ * WIN_BEGIN; the tiers do not act on it): a host that has the routing of
+ * what ran before the core did (fs-replay: the trace's prefill and warm-up
+ * windows, which the static profile also counts).  Window numbers run
+ * before the client's first live one. */
+void fsr_learn_observe(struct fsr *r, uint32_t client, const struct fs_rec *rec);
 
 /* Fill in defaults for fields left 0; then fsr_create() validates. */
 void fsr_config_defaults(struct fsr_config *cfg);

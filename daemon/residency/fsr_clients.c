@@ -19,6 +19,7 @@ int fsr_client_add(struct fsr *r, uint32_t client)
 	 * engine may acquire. */
 	memset(cl, 0, sizeof(*cl));
 	cl->live = 1;
+	fsr_learn_client_reset(r, client);
 	fsr_ctr_set(&fsr_client_ctr(r, client)[FS_CCL_holds], 0);
 	return 0;
 }
@@ -28,6 +29,7 @@ void fsr_client_remove(struct fsr *r, uint32_t client)
 	if (client >= r->max_clients || !r->client[client].live)
 		return;
 	memset(&r->client[client], 0, sizeof(r->client[client]));
+	fsr_learn_client_reset(r, client);
 	fsr_ctr_set(&fsr_client_ctr(r, client)[FS_CCL_holds], 0);
 }
 

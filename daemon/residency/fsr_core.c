@@ -38,6 +38,10 @@ void fsr_config_defaults(struct fsr_config *cfg)
 		cfg->bus_share_pct = 80;
 	if (cfg->layer_ns == 0)
 		cfg->layer_ns = 270833;
+	if (cfg->learn_decay == 0.0f)
+		cfg->learn_decay = 0.9995f;
+	if (cfg->learn_post == 0)
+		cfg->learn_post = 8;
 }
 
 /*
@@ -112,6 +116,18 @@ void fsr_config_defaults(struct fsr_config *cfg)
  *  - cross_window: off.  Predicting a window's first layers from the last
  *    window's routing there changed nothing measurable: the recency tier
  *    already copies the last window's misses for the next window.
+ *  - learn: off here, auto in foresightd (its `learn` option, 1; every
+ *    host of the core that takes foresightd's options gets it).  For an
+ *    engine that posts only usage the learned predictor (fsr_learn.c)
+ *    removes 10-11 % of the default tiers' misses on the real traces at
+ *    25 % slots, 3-7 % at 50 %, nothing at 10 and 75 %, 1-3 % on the
+ *    calibrated model; an engine that predicts itself keeps its own
+ *    (docs/results/replay.md, "Issue 32").  learn_decay 0.9995 per token
+ *    (half-life ~1400 tokens: the model's routing statistics, not a
+ *    session's), learn_post 8 (the engine bench's posting), learn_min_p
+ *    0 here, 0.01 in foresightd.
+ *  - pred_value: off.  With the learner's calibrated scores it moved the
+ *    real traces by under 1 %.
  */
 void fsr_config_tiers(struct fsr_config *cfg)
 {
@@ -139,7 +155,10 @@ static int tiers_valid(const struct fsr_config *cfg)
 	if (!(cfg->pred_min_score >= 0.0f && isfinite(cfg->pred_min_score)))
 		return 0;
 	if (cfg->cross_window > FSR_CROSS_MAX || cfg->tier_adapt > 1 || cfg->admit_value > 1 ||
-	    cfg->demand_late > 1)
+	    cfg->demand_late > 1 || cfg->pred_value > 1 || cfg->learn > FSR_LEARN_ON)
+		return 0;
+	if (!(cfg->learn_decay > 0.0f && cfg->learn_decay <= 1.0f) ||
+	    !(cfg->learn_min_p >= 0.0f && cfg->learn_min_p <= 1.0f) || cfg->learn_post > FSR_LEARN_POST_MAX)
 		return 0;
 	/* Candidates name their client in a byte. */
 	return cfg->max_clients < FSR_CAND_NOCLIENT && cfg->layer_ns > 0;
@@ -248,6 +267,7 @@ static int tiers_create(struct fsr *r, const struct fsr_config *cfg)
 	r->admit_value = cfg->admit_value && cfg->adapt; /* not the fixed baselines */
 	r->cross_window = cfg->predicted_slots == 0 ? 0 : cfg->cross_window;
 	r->demand_late = cfg->demand_late != 0; /* the baselines copy without a bus model */
+	r->pred_value = cfg->pred_value != 0;
 	for (uint32_t c = 0; c < FSR_MAX_CLIENTS; c++)
 		for (uint32_t l = 0; l < FSR_CROSS_MAX; l++)
 			r->client[c].xw_reuse[l] = FSR_XW_REUSE0;
@@ -307,6 +327,8 @@ struct fsr *fsr_create(const struct fsr_config *cfg)
 	r->layer_ready = cfg->layer_ready;
 	r->unserved = cfg->unserved;
 	r->unserved_ctx = cfg->unserved_ctx;
+	r->learned = cfg->learned;
+	r->learned_ctx = cfg->learned_ctx;
 	uint64_t *p = r->c_priv;
 	if (cfg->counters.daemon) {
 		r->c_daemon = cfg->counters.daemon;
@@ -333,7 +355,7 @@ struct fsr *fsr_create(const struct fsr_config *cfg)
 		r->serves[l] = (uint16_t)(1u << r->home[l]);
 	}
 	fsr_place_init(r, cfg->reach);
-	if (cfg->tiers && tiers_create(r, cfg) != 0)
+	if (cfg->tiers && (tiers_create(r, cfg) != 0 || fsr_learn_create(r, cfg) != 0))
 		goto nomem;
 	for (uint32_t c = 0; c < r->cards; c++)
 		if (card_init(r, c, cfg->slots[c]) != 0)
@@ -364,6 +386,7 @@ void fsr_destroy(struct fsr *r)
 		free(r->card[c].ghost);
 		free(r->card[c].ghost_head);
 	}
+	fsr_learn_destroy(r);
 	free(r->score);
 	free(r->score_tick);
 	free(r->home);

@@ -39,6 +39,7 @@
 #include "fs_atomic.h"
 #include "fs_counters.h"
 #include "fsr.h"
+#include "fsr_learn.h"
 
 /* Calls between the core's files: kept out of a shared library's exports. */
 #define FSR_INTERNAL __attribute__((visibility("hidden")))
@@ -188,6 +189,9 @@ struct fsr {
 	const uint32_t *layer_ready; /* [layers] or NULL (fsr_config.layer_ready) */
 	void (*unserved)(void *ctx, uint32_t card, uint32_t layer, uint32_t expert, unsigned why);
 	void *unserved_ctx; /* fsr_config.unserved */
+	void (*learned)(void *ctx, uint32_t client, uint32_t window, uint32_t layer, uint32_t expert,
+			unsigned how);
+	void *learned_ctx; /* fsr_config.learned */
 	/* placement across cards (fsr_place.c) */
 	uint16_t *home;                   /* [layers]: card that last reported a use (one tier: see fsr.h) */
 	uint16_t *serves;                 /* [layers]: bit c: card c keeps the layer's reserved sizes */
@@ -214,6 +218,7 @@ struct fsr {
 	int admit_value;       /* a copy that displaces a resident must be worth more (fsr_sched.c) */
 	uint32_t cross_window; /* layers 0..N-1 of the next window predicted from the last */
 	int demand_late;       /* demand copies handed out as late as their deadlines allow */
+	int pred_value;        /* predictions chosen by score within the bus (fsr_sched_value.c) */
 	uint32_t cfg_recency, cfg_predicted, cfg_spare; /* as configured, FSR_AUTO/ALL kept */
 	uint32_t pred_auto_max; /* FSR_AUTO predicted size's cap: copies the bus lands per layer time */
 	uint32_t cand_per_layer;
@@ -230,6 +235,7 @@ struct fsr {
 	uint64_t window_ns;      /* window period (EWMA), 0 until measured */
 	int layer_measured;      /* layer_ns is a measurement, not the configured guess */
 	uint32_t take_serial;    /* counts fsr_take_copies() calls */
+	struct fsr_learn *learn; /* the learned predictor (fsr_learn.c), NULL: off */
 };
 
 /* Counters: one writer (the core), readers anywhere, so a relaxed load and
@@ -383,6 +389,12 @@ FSR_INTERNAL void fsr_predicted_want(struct fsr *r, uint32_t card, uint32_t clie
 FSR_INTERNAL void fsr_predicted_seen(struct fsr *r, uint32_t client, uint32_t layer, uint32_t expert);
 FSR_INTERNAL void fsr_predicted_cross(struct fsr *r, uint32_t client, uint32_t window);
 
+/* fsr_learn.c: the learned predictor. */
+FSR_INTERNAL int fsr_learn_create(struct fsr *r, const struct fsr_config *cfg);
+FSR_INTERNAL void fsr_learn_destroy(struct fsr *r);
+FSR_INTERNAL void fsr_learn_client_reset(struct fsr *r, uint32_t client);
+FSR_INTERNAL void fsr_learn_record(struct fsr *r, uint32_t client, const struct fs_rec *rec);
+
 /* fsr_cands.c: per (card, layer) copy candidates. */
 FSR_INTERNAL void fsr_cand_put(struct fsr *r, uint32_t card, uint32_t layer, const struct fsr_cand *c);
 FSR_INTERNAL void fsr_cand_del(struct fsr *r, uint32_t card, uint32_t layer, uint32_t i);
@@ -401,6 +413,7 @@ FSR_INTERNAL int fsr_clock_on_pace(const struct fsr *r, uint32_t client, uint64_
 /* fsr_sched.c: the copy scheduler (tiers). */
 FSR_INTERNAL unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsigned max,
 				     uint64_t now);
+FSR_INTERNAL void fsr_sched_value(struct fsr *r, uint32_t card, uint64_t now);
 FSR_INTERNAL void fsr_sched_landed(struct fsr *r, uint32_t card, const struct fsr_slot *sl, uint64_t now);
 
 /* fsr_policy.c: the untiered policy's take_copies. */

@@ -183,6 +183,8 @@ void fsr_record(struct fsr *r, uint32_t client, const struct fs_rec *rec, uint64
 	note_window(r, client, rec->window);
 	if (r->tiers)
 		fsr_clock_record(r, client, rec, now_ns);
+	if (r->learn)
+		fsr_learn_record(r, client, rec);
 	if ((rec->type == FS_REC_PREDICT || rec->type == FS_REC_USAGE) && !layer_in(r, rec->layer)) {
 		not_in(r, client, rec);
 		return;

@@ -142,6 +142,12 @@ static void issue(struct fsr *r, uint32_t card, const struct pick *p, struct fsr
 	uint32_t s = fsr_slot_load(r, card, idx, cand_client(&c), c.tier);
 	cd->slot[s].deadline = p->deadline;
 	cd->slot[s].score = fsr_tier_ops(c.tier)->speculative ? c.score : 0.0f;
+	/* A prediction for a later window (the learner's for the next
+	 * window's first layers, an engine that pipelines) is that window's:
+	 * it must not leave with this one's unused predictions. */
+	if (fsr_tier_ops(c.tier)->speculative && cd->slot[s].prot_client != FSR_NONE &&
+	    (int32_t)(c.window - cd->slot[s].prot_window) > 0)
+		cd->slot[s].prot_window = c.window;
 	cd->bus_free = p->land;
 	if (!fsr_tier_ops(c.tier)->speculative)
 		cd->dem_bytes += fsr_bytes(r, idx);
@@ -285,6 +291,8 @@ unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsi
 		trim(r, card);
 	r->take_serial++;
 	purge(r, card);
+	if (r->pred_value)
+		fsr_sched_value(r, card, now);
 	unsigned n = 0;
 	int skip_pred = 0, have_cross = 0;
 	uint64_t cross = 0, reserved = 0, per = fsr_clock_period(r);

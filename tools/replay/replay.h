@@ -30,6 +30,7 @@ enum replay_policy_id {
 	RP_STATIC_RECENCY,   /* static tier + recency tier */
 	RP_STATIC_PREDICTED, /* static tier + predicted tier (oracle-noised predictions) */
 	RP_ALL,              /* all three tiers */
+	RP_LEARNED,          /* all three tiers, predictions from the core's learner (no oracle) */
 	RP_COMPARE_N,
 	RP_LRU_WARM = RP_COMPARE_N, /* sensitivity: the LRU seeded with the profile */
 	RP_STATIC_LAYER,            /* oracle check: static, each layer its own share (replay_layer.c) */
@@ -85,6 +86,7 @@ struct replay_model {
 	uint32_t clients;    /* --clients: engines, each its own slice of the trace (1) */
 	uint32_t publish_us; /* --publish-us: at most one epoch per this (0: every change at once) */
 	uint32_t pred_max;   /* --pred-max: best N not held per horizon, as fs-engine-bench (0: all) */
+	int learn_past;      /* --learn-past: the learner first learns the prefill and warm-up routing */
 };
 void replay_model_defaults(struct replay_model *m);
 
@@ -126,6 +128,8 @@ struct replay_result {
 	 * not classified (the strata-adapt peer, the clairvoyant bound) */
 	int why_counted;
 	uint64_t why[RW_N], why_hist[RH_N], why_info[RI_N];
+	/* the core's learned predictor over the whole run (learn.on 0: none ran) */
+	struct fsr_learn_stats learn;
 };
 
 /* The trace and what builds the profile. */
@@ -157,7 +161,8 @@ int replay_strata_run(const struct replay_input *in, const struct replay_model *
 int replay_policy_config(enum replay_policy_id p, const struct replay_model *m, const struct fs_trace *t,
 			 struct fsr_config *cfg);
 int replay_policy_uses_profile(enum replay_policy_id p);
-int replay_policy_predicts(enum replay_policy_id p);
+int replay_policy_predicts(enum replay_policy_id p); /* the engine posts the oracle's predictions */
+int replay_policy_ours(enum replay_policy_id p);     /* our tiers: foresightd's options apply */
 uint32_t replay_slots(const struct replay_model *m, const struct fs_trace *t);
 
 /* replay_run.c: one policy, one trace; deterministic for equal inputs. */
@@ -178,6 +183,11 @@ void replay_report_markdown(FILE *out, const struct replay_result *res, int n);
  * classes' sums and the never-predicted ones against lru's misses when an
  * lru row is there; markdown: as a Markdown table. */
 void replay_report_why(FILE *out, const struct replay_result *res, int n, int markdown);
+
+/* replay_learn_report.c: the learned predictor's recall and precision
+ * per horizon and its calibration (after --why's tables; --json "learn"). */
+void replay_report_learn(FILE *out, const struct replay_result *res, int n, int markdown);
+void replay_report_learn_json(FILE *out, const struct replay_result *r);
 
 /* replay_stats.c: --trace-stats. */
 int replay_trace_stats(FILE *out, const struct fs_trace *t, uint32_t tokens_per_window);

@@ -53,14 +53,35 @@ static const double ring_target[4] = {-27.0, -18.0, -12.0, -3.5};
 static const uint32_t reuse_lag[3] = {1, 2, 10};
 static const uint32_t distinct_span[2] = {16, 64};
 const struct replay_trace_target replay_trace_targets[2] = {
-	{"qwen", 48, 128, 6, {0.380, 0.289, 0.230}, {33.16, 53.25}, 128},
-	{"gemma", 30, 128, 6, {0.357, 0.293, 0.252}, {34.53, 57.57}, 128},
+	{"qwen",
+	 48,
+	 128,
+	 6,
+	 {0.380, 0.289, 0.230},
+	 {33.16, 53.25},
+	 {{0.5637, 0.7458}, {0.5582, 0.7405}, {0.5521, 0.7384}},
+	 128},
+	{"gemma",
+	 30,
+	 128,
+	 6,
+	 {0.357, 0.293, 0.252},
+	 {34.53, 57.57},
+	 {{0.5432, 0.7277}, {0.5372, 0.7201}, {0.5228, 0.7108}},
+	 128},
 };
 
 struct row {
 	char name[40];
 	double target, measured, tol;
+	int info; /* printed, not counted in the exit status (ROUTE_ROWS_COUNT) */
 };
+
+/* The routing-only recall rows (issue 32) are printed and compared, but
+ * the calibrated model does not meet them yet (docs/results/replay.md,
+ * "Issue 32"): 0 keeps them out of --calibrate's exit status, so the
+ * model's other rows stay a check. */
+#define ROUTE_ROWS_COUNT 0
 
 struct rows {
 	struct row r[64];
@@ -76,6 +97,7 @@ static void add(struct rows *rs, const char *name, double target, double measure
 	r->target = target;
 	r->measured = measured;
 	r->tol = tol;
+	r->info = 0;
 }
 
 static int row_ok(const struct row *r)
@@ -194,6 +216,7 @@ static int trace_rows(struct rows *rs, const struct fs_trace_model *box, const s
 		return rc;
 	}
 	char name[40];
+	rc = 0;
 	for (int i = 0; i < 3; i++) {
 		snprintf(name, sizeof(name), "%s_reuse_lag%u", tt->name, reuse_lag[i]);
 		add(rs, name, tt->reuse[i], calib_reuse(&t, session, reuse_lag[i]), 0.04);
@@ -204,8 +227,22 @@ static int trace_rows(struct rows *rs, const struct fs_trace_model *box, const s
 		add(rs, name, tt->distinct[i], calib_distinct(&t, session, distinct_span[i]),
 		    0.04 * distinct_span[i] * tt->topk);
 	}
+	/* What one layer's routing says of the next ones' (issue 32): the
+	 * routing-only recall, over sessions as long as the trace's decode
+	 * (each learned from scratch, as the trace is); the reuse rows'
+	 * tolerance, both being shares of a token's experts. */
+	for (unsigned h = 1; h <= 3 && rc == 0; h++) {
+		double k, k2;
+		rc = calib_route_recall(&t, session, h, &k, &k2);
+		snprintf(name, sizeof(name), "%s_route_ahead%u_at_k", tt->name, h);
+		add(rs, name, tt->route[h - 1][0], k, 0.04);
+		rs->r[rs->n - 1].info = !ROUTE_ROWS_COUNT;
+		snprintf(name, sizeof(name), "%s_route_ahead%u_at_2k", tt->name, h);
+		add(rs, name, tt->route[h - 1][1], k2, 0.04);
+		rs->r[rs->n - 1].info = !ROUTE_ROWS_COUNT;
+	}
 	fs_trace_free(&t);
-	return 0;
+	return rc;
 }
 
 static int print_rows(FILE *out, const struct rows *rsp, enum calib_format format)
@@ -222,24 +259,37 @@ static int print_rows(FILE *out, const struct rows *rsp, enum calib_format forma
 	for (int i = 0; i < rs.n; i++) {
 		const struct row *r = &rs.r[i];
 		int ok = row_ok(r);
-		bad += !ok;
+		bad += !ok && !r->info;
 		if (format == CALIB_JSON)
 			fprintf(out,
 				"  {\"name\": \"%s\", \"target\": %.4f, \"measured\": %.4f, \"tolerance\": %.4f, "
-				"\"ok\": %s}%s\n",
+				"\"ok\": %s, \"counted\": %s}%s\n",
 				r->name, r->target, r->measured, r->tol, ok ? "true" : "false",
-				i + 1 < rs.n ? "," : "");
+				r->info ? "false" : "true", i + 1 < rs.n ? "," : "");
 		else if (format == CALIB_MARKDOWN)
 			fprintf(out, "| %s | %.3f | %.3f | %.3f | %s |\n", r->name, r->target, r->measured,
-				r->tol, ok ? "yes" : "**no**");
+				r->tol,
+				ok      ? "yes" :
+				r->info ? "no (not counted yet)" :
+					  "**no**");
 		else
 			fprintf(out, "%-26s %9.3f %9.3f %9.3f  %s\n", r->name, r->target, r->measured, r->tol,
-				ok ? "ok" : "OUT");
+				ok      ? "ok" :
+				r->info ? "out (not counted)" :
+					  "OUT");
 	}
 	if (format == CALIB_JSON)
 		fprintf(out, "]\n");
-	else if (format == CALIB_TABLE)
-		fprintf(out, "%d of %d statistics within tolerance\n", rs.n - bad, rs.n);
+	else if (format == CALIB_TABLE) {
+		int info = 0;
+		for (int i = 0; i < rs.n; i++)
+			info += rs.r[i].info;
+		fprintf(out, "%d of %d statistics counted are within tolerance", rs.n - info - bad,
+			rs.n - info);
+		if (info)
+			fprintf(out, " (%d more printed, not counted: the routing-only recall rows)", info);
+		fputc('\n', out);
+	}
 	return bad;
 }
 
@@ -294,6 +344,13 @@ int replay_calibrate_trace(FILE *out, const struct fs_trace_model *box, enum cal
 		tt.reuse[i] = calib_reuse(t, 0, reuse_lag[i]);
 	for (int i = 0; i < 2; i++)
 		tt.distinct[i] = distinct_span[i] <= t->tokens ? calib_distinct(t, 0, distinct_span[i]) : 0.0;
+	for (unsigned h = 1; h <= 3; h++)
+		if (calib_route_recall(t, 0, h, &tt.route[h - 1][0], &tt.route[h - 1][1]) != 0) {
+			fprintf(stderr,
+				"fs-replay: calibrate: %s: routing-only recall: out of memory or top-k\n",
+				name);
+			return -1;
+		}
 	int rc = trace_rows(&rs, box, &tt);
 	if (rc) {
 		fprintf(stderr, "fs-replay: calibrate: %s\n", strerror(-rc));
@@ -317,6 +374,11 @@ int calib_model_set(struct fs_trace_model *m, const char *spec)
 		{"topic_temper", offsetof(struct fs_trace_model, topic_temper)},
 		{"topic_drift", offsetof(struct fs_trace_model, topic_drift)},
 		{"topic_stay", offsetof(struct fs_trace_model, topic_stay)},
+		{"path", offsetof(struct fs_trace_model, path)},
+		{"path_size", offsetof(struct fs_trace_model, path_size)},
+		{"path_temper", offsetof(struct fs_trace_model, path_temper)},
+		{"path_stay", offsetof(struct fs_trace_model, path_stay)},
+		{"path_skew", offsetof(struct fs_trace_model, path_skew)},
 	};
 	const char *eq = strchr(spec, '=');
 	if (!eq)
@@ -330,6 +392,12 @@ int calib_model_set(struct fs_trace_model *m, const char *spec)
 		if (!(v >= 0 && v < 1.8e19))
 			return -1;
 		m->seed = (uint64_t)v;
+		return 0;
+	}
+	if (len == 5 && strncmp(spec, "paths", 5) == 0) {
+		if (!(v >= 1 && v <= 4096))
+			return -1;
+		m->paths = (uint32_t)v;
 		return 0;
 	}
 	if (len == 6 && strncmp(spec, "topics", 6) == 0) {

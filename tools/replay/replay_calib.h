@@ -56,6 +56,11 @@ int calib_adapt(const struct fs_trace *t, const struct calib_windows *w, uint32_
  * mean number of distinct experts a layer uses over spans of n tokens. */
 double calib_reuse(const struct fs_trace *t, uint32_t session, uint32_t lag);
 double calib_distinct(const struct fs_trace *t, uint32_t session, uint32_t n);
+/* Routing-only recall h layers ahead (issue 32): within sessions, counts
+ * of what followed what learned from earlier tokens only; the share of a
+ * token's experts ranked within its top-k and 2k (replay_calib_sim.c).
+ * 0, -EINVAL (h, or top-k > 32), -ENOMEM. */
+int calib_route_recall(const struct fs_trace *t, uint32_t session, unsigned h, double *at_k, double *at_2k);
 
 /* A real trace's statistics, the targets of the reuse rows. */
 struct replay_trace_target {
@@ -63,6 +68,7 @@ struct replay_trace_target {
 	uint32_t layers, experts, topk;
 	double reuse[3];    /* at lags 1, 2, 10 tokens */
 	double distinct[2]; /* distinct experts per layer over 16 and 64 tokens */
+	double route[3][2]; /* routing-only recall 1-3 layers ahead, at k and 2k (calib_route_recall) */
 	uint32_t session;   /* its decode tokens: the model's sessions are as long */
 };
 extern const struct replay_trace_target replay_trace_targets[2]; /* qwen, gemma */

@@ -320,3 +320,86 @@ double calib_distinct(const struct fs_trace *t, uint32_t session, uint32_t n)
 			}
 	return spans ? (double)distinct / (double)spans : 0.0;
 }
+
+/*
+ * Routing-only recall (issue 32): within each session, counts learned from
+ * the session's earlier tokens only: how often expert b was used h layers
+ * after expert a by the same token.  Each later token's experts at layer l
+ * then rank the candidates of layer l + h by the sum over its experts a of
+ * count(a -> b) / uses(a) (the mean of P(b | a): the issue's measure); the
+ * share of the token's experts at l + h ranked within the first k (its
+ * top-k) and 2k, over every (token, layer) after a session's first token.
+ * No oracle, nothing but earlier routing: what a predictor from routing
+ * alone can know.  O(layers x experts^2) counts per horizon.
+ */
+int calib_route_recall(const struct fs_trace *t, uint32_t session, unsigned h, double *at_k, double *at_2k)
+{
+	uint32_t L = t->layers, E = t->experts, K = t->topk;
+	*at_k = *at_2k = 0.0;
+	if (h < 1 || h >= L || 2 * K > 64)
+		return -EINVAL;
+	uint16_t *cnt = calloc((size_t)L * E * E, sizeof(uint16_t));
+	uint32_t *n = calloc((size_t)L * E, sizeof(uint32_t));
+	double *sc = calloc(E, sizeof(double));
+	uint8_t *mark = calloc(E, 1);
+	if (!cnt || !n || !sc || !mark) {
+		free(cnt), free(n), free(sc), free(mark);
+		return -ENOMEM;
+	}
+	uint64_t in_k = 0, in_2k = 0, all = 0;
+	uint32_t len = session ? session : t->tokens;
+	for (uint32_t tok = 0; tok < t->tokens; tok++) {
+		if (tok % len == 0) {
+			memset(cnt, 0, (size_t)L * E * E * sizeof(uint16_t));
+			memset(n, 0, (size_t)L * E * sizeof(uint32_t));
+		}
+		for (uint32_t l = 0; tok % len && l + h < L; l++) {
+			const uint16_t *a = fs_trace_token(t, tok, l), *b = fs_trace_token(t, tok, l + h);
+			memset(sc, 0, E * sizeof(double));
+			for (uint32_t i = 0; i < K; i++) {
+				uint32_t na = n[(size_t)l * E + a[i]];
+				const uint16_t *c = cnt + ((size_t)l * E + a[i]) * E;
+				for (uint32_t e = 0; na && e < E; e++)
+					sc[e] += (double)c[e] / na;
+			}
+			/* the best 2k with a score (ties: the lower expert) */
+			uint16_t best[64];
+			uint32_t nb = 0;
+			for (uint32_t e = 0; e < E; e++) {
+				if (!(sc[e] > 0.0))
+					continue;
+				uint32_t j = nb < 2 * K ? nb++ : 2 * K;
+				while (j > 0 && sc[best[j - 1]] < sc[e]) {
+					if (j < 2 * K)
+						best[j] = best[j - 1];
+					j--;
+				}
+				if (j < 2 * K)
+					best[j] = (uint16_t)e;
+			}
+			for (uint32_t i = 0; i < K; i++)
+				mark[b[i]] = 1;
+			for (uint32_t j = 0; j < nb; j++) {
+				in_2k += mark[best[j]];
+				in_k += j < K && mark[best[j]];
+			}
+			for (uint32_t i = 0; i < K; i++)
+				mark[b[i]] = 0;
+			all += K;
+		}
+		for (uint32_t l = 0; l + h < L; l++) {
+			const uint16_t *a = fs_trace_token(t, tok, l), *b = fs_trace_token(t, tok, l + h);
+			for (uint32_t i = 0; i < K; i++) {
+				n[(size_t)l * E + a[i]]++;
+				uint16_t *c = cnt + ((size_t)l * E + a[i]) * E;
+				for (uint32_t j = 0; j < K; j++)
+					if (c[b[j]] < UINT16_MAX)
+						c[b[j]]++;
+			}
+		}
+	}
+	free(cnt), free(n), free(sc), free(mark);
+	*at_k = all ? (double)in_k / (double)all : 0.0;
+	*at_2k = all ? (double)in_2k / (double)all : 0.0;
+	return 0;
+}

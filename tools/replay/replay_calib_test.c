@@ -156,6 +156,13 @@ Test(calib, trace_targets_match_the_files)
 		for (int j = 0; j < 2; j++)
 			cr_assert_float_eq(calib_distinct(&t, 0, span[j]), tt->distinct[j], 0.006,
 					   "%s span %u", tt->name, span[j]);
+		for (unsigned h = 1; h <= 3; h++) {
+			double k, k2;
+			cr_assert_eq(calib_route_recall(&t, 0, h, &k, &k2), 0);
+			cr_assert_float_eq(k, tt->route[h - 1][0], 0.00006, "%s %u ahead at k", tt->name, h);
+			cr_assert_float_eq(k2, tt->route[h - 1][1], 0.00006, "%s %u ahead at 2k", tt->name,
+					   h);
+		}
 		fs_trace_free(&t);
 	}
 }

@@ -110,13 +110,17 @@ int main(int argc, char **argv)
 			replay_report_csv(stdout, res, n);
 		} else if (status == 0 && o.markdown) {
 			replay_report_markdown(stdout, res, n);
-			if (o.why)
+			if (o.why) {
 				replay_report_why(stdout, res, n, 1);
+				replay_report_learn(stdout, res, n, 1);
+			}
 		} else if (status == 0) {
 			replay_report_header(stdout, &in, &o.model);
 			replay_report_table(stdout, res, n);
-			if (o.why)
+			if (o.why) {
 				replay_report_why(stdout, res, n, 0);
+				replay_report_learn(stdout, res, n, 0);
+			}
 		}
 	}
 	free(in.profile);

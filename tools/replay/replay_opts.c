@@ -151,7 +151,8 @@ static void usage(FILE *f)
 		"Replays a routing trace through foresightd's residency core on a virtual clock.\n"
 		"\n"
 		"What to run:\n"
-		"  --compare             static, lru, static+recency, static+predicted, all (default)\n"
+		"  --compare             static, lru, static+recency, static+predicted, all, learned\n"
+		"                        (default)\n"
 		"  --policy NAME         one policy (repeatable); also lru-warm (LRU seeded with the profile),\n"
 		"                        static-layer (static, each layer its share: replay_ref.py's),\n"
 		"                        strata-adapt (static adapted every 4 windows from use decayed by 0.7,\n"
@@ -209,7 +210,11 @@ static void usage(FILE *f)
 		"Predictor (oracle-noised router-ahead):\n"
 		"  --recall H:A,B,C    recall %% within ranks 10/24/48 (scaled to top-k), H layers ahead;\n"
 		"                      defaults 1:61,82,90 2:52,72,83 3:46,66,78\n"
-		"  --decoys popular|uniform|none (popular)   --seed N (1); none: no wrong candidates\n");
+		"  --decoys popular|uniform|none (popular)   --seed N (1); none: no wrong candidates\n"
+		"Learned predictor (policy learned: the engine posts usage only, foresightd's core predicts\n"
+		"from it, daemon/residency/fsr_learn.c; its options are foresightd's learn_* rows above):\n"
+		"  --learn-past        it first learns the routing that ran before the scored windows\n"
+		"                      (the prefill's tokens, the warm-up windows: what the profile counts)\n");
 }
 
 static int num(const char *s, double lo, double hi, double *out)
@@ -304,6 +309,7 @@ enum {
 	O_CLIENTS,
 	O_PRED_MAX,
 	O_WHY,
+	O_LEARN_PAST,
 };
 
 static const struct option own_longopts[] = {
@@ -348,6 +354,7 @@ static const struct option own_longopts[] = {
 	{"clients", required_argument, NULL, O_CLIENTS},
 	{"pred-max", required_argument, NULL, O_PRED_MAX},
 	{"why", no_argument, NULL, O_WHY},
+	{"learn-past", no_argument, NULL, O_LEARN_PAST},
 	{"config", required_argument, NULL, O_CONFIG},
 	/* then foresightd's FSD_POLICY rows (replay_opts_parse) */
 };
@@ -492,6 +499,9 @@ static int one(struct replay_opts *o, int ch, const char *a)
 		return 0;
 	case O_WHY:
 		o->why = 1;
+		return 0;
+	case O_LEARN_PAST:
+		m->learn_past = 1;
 		return 0;
 	case O_SEED:
 		if (num(a, 0, 1.8e19, &d))

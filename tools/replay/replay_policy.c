@@ -28,8 +28,8 @@
 
 #include "replay.h"
 
-static const char *const names[RP_N] = {"static", "lru",      "static+recency", "static+predicted",
-					"all",    "lru-warm", "static-layer",   "strata-adapt"};
+static const char *const names[RP_N] = {"static",  "lru",      "static+recency", "static+predicted", "all",
+					"learned", "lru-warm", "static-layer",   "strata-adapt"};
 
 const char *replay_policy_name(enum replay_policy_id p)
 {
@@ -54,6 +54,11 @@ int replay_policy_predicts(enum replay_policy_id p)
 	return p == RP_STATIC_PREDICTED || p == RP_ALL;
 }
 
+int replay_policy_ours(enum replay_policy_id p)
+{
+	return p == RP_STATIC_RECENCY || p == RP_STATIC_PREDICTED || p == RP_ALL || p == RP_LEARNED;
+}
+
 uint32_t replay_slots(const struct replay_model *m, const struct fs_trace *t)
 {
 	uint64_t all = (uint64_t)t->layers * t->experts;
@@ -66,7 +71,7 @@ uint32_t replay_slots(const struct replay_model *m, const struct fs_trace *t)
 int replay_policy_config(enum replay_policy_id p, const struct replay_model *m, const struct fs_trace *t,
 			 struct fsr_config *cfg)
 {
-	int ours = p == RP_STATIC_RECENCY || p == RP_STATIC_PREDICTED || p == RP_ALL;
+	int ours = replay_policy_ours(p);
 	if (!ours && p != RP_STATIC && p != RP_STATIC_LAYER && p != RP_LRU && p != RP_LRU_WARM &&
 	    p != RP_STRATA_ADAPT)
 		return -EINVAL;
@@ -113,8 +118,15 @@ int replay_policy_config(enum replay_policy_id p, const struct replay_model *m, 
 			cfg->predicted_slots = 0;
 		cfg->adapt = (uint32_t)m->adapt;
 		cfg->pred_min_score = m->pred_min_score;
+		/* learned: the engine posts its routing only, the core predicts
+		 * (fsr_learn.c); the others as foresightd's learn option says
+		 * (auto: silent for an engine that posts predictions). */
+		if (p == RP_LEARNED)
+			cfg->learn = FSR_LEARN_ON;
 		break;
 	}
-	fsr_config_defaults(cfg); /* the core's defaults for what is left 0 */
+	if (!ours)
+		cfg->learn = FSR_LEARN_OFF; /* the baselines predict nothing */
+	fsr_config_defaults(cfg);           /* the core's defaults for what is left 0 */
 	return 0;
 }

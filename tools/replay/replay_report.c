@@ -171,6 +171,7 @@ void replay_report_json(FILE *out, const struct replay_input *in, const struct r
 		} else {
 			fputs("null, \"why_hist\": null, \"why_info\": null", out);
 		}
+		replay_report_learn_json(out, r);
 		fprintf(out, "}%s\n", i + 1 < n ? "," : "");
 	}
 	fputs("]\n", out);

@@ -82,7 +82,9 @@ struct run {
 	uint32_t cards, nclients;
 	struct replay_bus bus[FS_MAX_CARDS];
 	struct replay_predictor pred;
-	int predicts;
+	int predicts;     /* the engine posts the oracle's predictions */
+	int why_predicts; /* someone predicts (the oracle, or the core's learner) */
+	int learns;       /* the core's learner posts for the engines (policy learned) */
 	struct engine *cl;
 	struct fs_daemon_hdr *dh;
 	uint32_t publish_us, liveness_ms, hold_timeout_ms, hold_pressure_ms, dev_poll_us;
@@ -128,6 +130,18 @@ static void bus_card_down(void *ctx, uint32_t card)
 {
 	struct run *x = ctx;
 	replay_bus_drop(&x->bus[card]);
+}
+
+/* What the core's learned predictor did with a candidate (replay_why.c:
+ * its postings are the engine's, for the decomposition). */
+static void on_learned(void *ctx, uint32_t client, uint32_t window, uint32_t layer, uint32_t expert,
+		       unsigned how)
+{
+	struct replay_why *w = &((struct run *)ctx)->why;
+	if (how == FSR_LEARNED_RANKED)
+		replay_why_ranked(w, client, window, layer, expert);
+	else
+		replay_why_posted(w, client, window, layer, expert, how == FSR_LEARNED_HELD);
 }
 
 /* The core's reason a prediction left without a copy (replay_why.c). */
@@ -328,7 +342,7 @@ static void engine_step(struct run *x, struct engine *c)
 		misses += !hit;
 		replay_why_use(&x->why, (uint32_t)(c - x->cl), c->num, l, ex[k], hit);
 		if (!hit)
-			replay_why_miss(&x->why, (uint32_t)(c - x->cl), c->num, l, ex[k], x->predicts);
+			replay_why_miss(&x->why, (uint32_t)(c - x->cl), c->num, l, ex[k], x->why_predicts);
 		post(x, c, FS_REC_USAGE, hit ? FS_USE_HIT : FS_USE_MISS, l, ex[k], c->num, 0);
 	}
 	c->uses += n;
@@ -486,6 +500,8 @@ static int run_init(struct run *x, const struct replay_input *in, const struct r
 	cfg.counters = (struct fsr_counters){x->c_daemon, x->c_card, x->c_layer, x->c_client};
 	cfg.unserved = on_unserved;
 	cfg.unserved_ctx = x;
+	cfg.learned = on_learned;
+	cfg.learned_ctx = x;
 	x->r = fsr_create(&cfg);
 	free(bytes);
 	if (!x->r) {
@@ -501,6 +517,12 @@ static int run_init(struct run *x, const struct replay_input *in, const struct r
 	if ((rc = replay_why_init(&x->why, t->layers, t->experts, x->nclients, x->cards, x->bus)) != 0)
 		return rc;
 	x->predicts = replay_policy_predicts(p);
+	x->learns = cfg.learn == FSR_LEARN_ON;
+	x->why_predicts = x->predicts || x->learns;
+	/* What the profile's tokens used: seen before the run (why_info's unseen). */
+	for (size_t i = 0; i < le; i++)
+		if (in->profile[i])
+			replay_why_seen(&x->why, (uint32_t)(i / t->experts), (uint32_t)(i % t->experts));
 	if (x->predicts && (rc = replay_predictor_init(&x->pred, t, m)) != 0)
 		return rc;
 	x->layer_ms = m->intercept_ms / t->layers;
@@ -538,6 +560,56 @@ static void run_free(struct run *x)
 	free(x->layer_profile);
 }
 
+/* The learned predictor learns from what ran before decode: the prefill's
+ * tokens, one window each, and the warm-up windows (the static profile
+ * counts the same), as the engine posted them, numbered to end just
+ * before its first scored window. */
+static void learn_past(struct run *x, const struct replay_input *in, const struct replay_model *m,
+		       struct engine *c, uint32_t client)
+{
+	const struct fs_trace *t = in->trace;
+	uint32_t T = m->tokens_per_window ? m->tokens_per_window : 1;
+	uint32_t warm_win = m->warmup, pre = t->prefill_tokens;
+	uint32_t w = c->num - (pre + warm_win);
+	uint8_t *seen = calloc(t->experts, 1);
+	if (!seen)
+		return;
+	for (uint32_t i = 0; i < pre + warm_win; i++, w++) {
+		uint32_t first = i < pre ? i : (i - pre) * T, n = i < pre ? 1 : T;
+		if (i >= pre && first + n > t->tokens)
+			break;
+		struct fs_rec b = {.type = FS_REC_WIN_BEGIN, .window = w, .value = n};
+		fsr_learn_observe(x->r, client, &b);
+		for (uint32_t l = 0; l < t->layers; l++) {
+			for (uint32_t k = 0; k < n; k++) {
+				const uint16_t *e = i < pre ? t->prefill + ((size_t)first * t->layers + l) *
+										   t->topk :
+							      fs_trace_token(t, first + k, l);
+				for (uint32_t j = 0; j < t->topk; j++) {
+					if (e[j] >= t->experts || seen[e[j]])
+						continue;
+					seen[e[j]] = 1;
+					struct fs_rec u = {.type = FS_REC_USAGE,
+							   .layer = (uint16_t)l,
+							   .expert = e[j],
+							   .card = (uint16_t)c->card,
+							   .window = w};
+					fsr_learn_observe(x->r, client, &u);
+				}
+			}
+			for (uint32_t k = 0; k < n; k++) {
+				const uint16_t *e = i < pre ? t->prefill + ((size_t)first * t->layers + l) *
+										   t->topk :
+							      fs_trace_token(t, first + k, l);
+				for (uint32_t j = 0; j < t->topk; j++)
+					if (e[j] < t->experts)
+						seen[e[j]] = 0;
+			}
+		}
+	}
+	free(seen);
+}
+
 /* Each engine its own contiguous slice of the scored windows. */
 static int engines_start(struct run *x, const struct replay_input *in, const struct replay_model *m)
 {
@@ -554,6 +626,8 @@ static int engines_start(struct run *x, const struct replay_input *in, const str
 		c->card = i % x->cards;
 		c->t = c->t0 = x->now;
 		c->done = c->w >= c->w_end || !fs_trace_iter_seek(&c->it, c->w);
+		if (m->learn_past && x->learns)
+			learn_past(x, in, m, c, i);
 	}
 	return 0;
 }
@@ -647,7 +721,8 @@ int replay_run(const struct replay_input *in, const struct replay_model *m, enum
 	out->late_uses = sum[FS_CC_late] - card0[FS_CC_late];
 	out->too_late = sum[FS_CC_too_late] - card0[FS_CC_too_late];
 	out->promoted = sum[FS_CC_promoted] - card0[FS_CC_promoted];
-	out->predictions = x.predictions;
+	fsr_learn_stats(x.r, &out->learn);
+	out->predictions = x.predictions + out->learn.predictions;
 	replay_why_finish(&x.why);
 	out->why_counted = 1;
 	memcpy(out->why, x.why.n, sizeof(out->why));

@@ -253,10 +253,10 @@ Test(replay, compare_json_smoke)
 	cJSON *j = cJSON_Parse(buf);
 	cr_assert_not_null(j, "not JSON:\n%s", buf);
 	cr_assert(cJSON_IsArray(j));
-	static const char *const want[] = {"static",           "lru", "static+recency",
-					   "static+predicted", "all", "clairvoyant"};
-	cr_assert_eq(cJSON_GetArraySize(j), 6);
-	for (int i = 0; i < 6; i++) {
+	static const char *const want[] = {"static", "lru",     "static+recency", "static+predicted",
+					   "all",    "learned", "clairvoyant"};
+	cr_assert_eq(cJSON_GetArraySize(j), 7);
+	for (int i = 0; i < 7; i++) {
 		const cJSON *o = cJSON_GetArrayItem(j, i);
 		const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "policy");
 		const cJSON *d = cJSON_GetObjectItemCaseSensitive(o, "distinct_misses");
@@ -271,7 +271,7 @@ Test(replay, compare_json_smoke)
 	/* static is the reference of both shares; the bound is its own 100 % */
 	cr_assert_float_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(j, 0), "share_of_bound")->valuedouble, 0.0,
 			   1e-9);
-	cr_assert_float_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(j, 5), "share_of_bound")->valuedouble, 1.0,
+	cr_assert_float_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(j, 6), "share_of_bound")->valuedouble, 1.0,
 			   1e-9);
 	cJSON_Delete(j);
 }

@@ -23,7 +23,7 @@ FSR_UNSERVED(WHY_B_ORDER)
 #undef WHY_B_ORDER
 _Static_assert(RW_b_untold == RW_b_wait + FSR_UNS_N, "b_untold after the core's reasons");
 _Static_assert(FSR_TIER_POOL == 0 && RW_c_unfilled == RW_c_by_pool + FSR_NTIERS, "c_by_pool + enum fsr_tier");
-_Static_assert(RI_used_pool == RI_copies_pool + FSR_NTIERS && RI_N == RI_used_pool + FSR_NTIERS,
+_Static_assert(RI_used_pool == RI_copies_pool + FSR_NTIERS && RI_unseen == RI_used_pool + FSR_NTIERS,
 	       "copies_pool, used_pool + enum fsr_tier");
 
 #define WHY_ROW(name, cls, what) {#name, cls, what},
@@ -101,12 +101,13 @@ int replay_why_init(struct replay_why *w, uint32_t layers, uint32_t experts, uin
 	w->evicted_by = calloc(w->le, 1);
 	w->copy_tier = calloc(w->le, 1);
 	w->copy_used = calloc(w->le, 1);
+	w->seen = calloc(w->le, 1);
 	w->uns_t = calloc(w->le, sizeof(*w->uns_t));
 	w->uns_why = calloc(w->le, 1);
 	w->pend = calloc(w->le, sizeof(*w->pend));
 	int bad = !w->pred_win || !w->cand_win || !w->pred_t || !w->last_t || !w->pred_cover ||
 		  !w->pred_flags || !w->issue_t || !w->evicted_by || !w->copy_tier || !w->copy_used ||
-		  !w->uns_t || !w->uns_why || !w->pend;
+		  !w->seen || !w->uns_t || !w->uns_why || !w->pend;
 	for (uint32_t c = 0; c < cards && !bad; c++) {
 		w->copy_slot[c] = calloc(w->le, sizeof(uint32_t));
 		w->copy_gen[c] = calloc(w->le, sizeof(uint32_t));
@@ -135,6 +136,7 @@ void replay_why_free(struct replay_why *w)
 	free(w->evicted_by);
 	free(w->copy_tier);
 	free(w->copy_used);
+	free(w->seen);
 	for (uint32_t c = 0; c < FS_MAX_CARDS; c++) {
 		free(w->copy_slot[c]);
 		free(w->copy_gen[c]);
@@ -221,6 +223,12 @@ void replay_why_unserved(struct replay_why *w, uint32_t layer, uint32_t expert, 
 	}
 }
 
+void replay_why_seen(struct replay_why *w, uint32_t layer, uint32_t expert)
+{
+	if (layer < w->layers && expert < w->experts)
+		w->seen[(size_t)layer * w->experts + expert] = 1;
+}
+
 void replay_why_start(struct replay_why *w)
 {
 	if (w->copy_used)
@@ -243,6 +251,9 @@ void replay_why_use(struct replay_why *w, uint32_t client, uint32_t window, uint
 	if (client >= w->clients || layer >= w->layers || expert >= w->experts)
 		return;
 	size_t idx = (size_t)layer * w->experts + expert, k = (size_t)client * w->le + idx;
+	if (!hit && !w->seen[idx])
+		w->info[RI_unseen]++;
+	w->seen[idx] = 1;
 	if (hit && w->issue_t[idx] && !w->copy_used[idx]) {
 		w->copy_used[idx] = 1;
 		w->info[RI_used_pool + w->copy_tier[idx]]++;

@@ -59,6 +59,7 @@ struct replay_bus;
 	X(b_too_late, "b", "predicted, not copied: the bus could not land it before its layer ran")         \
 	X(b_admit, "b", "predicted, not copied: the predicted tier held this window's better-scored ones")  \
 	X(b_cand_full, "b", "predicted, not copied: the layer's copy candidates were full, it the weakest") \
+	X(b_value, "b", "predicted, not copied: the bus could land only likelier ones (pred_value)")        \
 	X(b_refused, "b", "predicted, not copied: refused at its record (no predicted slots on the layer)") \
 	X(b_untold, "b", "predicted, not copied: the core told no reason (still a candidate at the end)")   \
 	X(c_by_pool, "c", "predicted, usable, evicted before its use: slot taken by an untiered copy")      \
@@ -80,7 +81,9 @@ struct replay_bus;
 	X(copies_pool, "copies handed to the bus for an untiered pool")                            \
 	FS_TIERS(REPLAY_INFO_COPIES, X)                                                            \
 	X(used_pool, "of the untiered copies, those hit before the next copy of the expert")       \
-	FS_TIERS(REPLAY_INFO_USED, X)
+	FS_TIERS(REPLAY_INFO_USED, X)                                                              \
+	X(unseen, "misses of an expert its layer never used before (not in the profile's tokens, " \
+		  "not earlier in the run): no predictor from routing alone can name it")
 /* copies_pool + enum fsr_tier, used_pool + enum fsr_tier */
 #define REPLAY_INFO_COPIES(X, NAME, name, what) \
 	X(copies_##name, "copies handed to the bus for the " #name " tier")
@@ -126,6 +129,7 @@ struct replay_why {
 	uint8_t *evicted_by; /* 1 + the tier of the copy that took its newest copy's slot, 0: none */
 	uint8_t *copy_tier;  /* the tier of its newest copy */
 	uint8_t *copy_used;  /* its newest copy was hit */
+	uint8_t *seen;       /* its layer used it (the profile's tokens, or a use in the run) */
 	/* per card */
 	uint32_t *copy_slot[FS_MAX_CARDS]; /* [le]: 1 + the slot of its newest copy on the card, 0: none */
 	uint32_t *copy_gen[FS_MAX_CARDS];  /* [le]: that copy's generation */
@@ -150,6 +154,8 @@ void replay_why_copy(struct replay_why *w, uint32_t card, uint32_t slot, uint32_
 /* The core's reason a prediction of (layer, expert) left without a copy
  * (fsr_config.unserved). */
 void replay_why_unserved(struct replay_why *w, uint32_t layer, uint32_t expert, unsigned why);
+/* (layer, expert) was used before the run (the profile's tokens). */
+void replay_why_seen(struct replay_why *w, uint32_t layer, uint32_t expert);
 /* Scoring starts: the copies so far (the profile's fill) are not counted
  * in why_info's copies and first hits. */
 void replay_why_start(struct replay_why *w);

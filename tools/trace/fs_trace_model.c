@@ -21,6 +21,7 @@
 /* Redraws of a repeated expert before a uniform pick among the free ones. */
 #define MODEL_RETRIES 32
 #define MODEL_MAX_TOPICS 64u
+#define MODEL_MAX_PATHS 4096u
 
 void fs_trace_model_defaults(struct fs_trace_model *m)
 {
@@ -63,9 +64,16 @@ static int check(const struct fs_trace_model *m, char *err, size_t errlen)
 		return fs_trace_fail(err, errlen, -EINVAL,
 				     "routing model: sigma must be in 0..8, spread in 0..2");
 	if (!in01(m->reuse) || !in01(m->reuse_decay) || !in01(m->topic) || !in01(m->topic_drift) ||
-	    !in01(m->topic_stay) || m->reuse + m->topic > 1.0)
-		return fs_trace_fail(err, errlen, -EINVAL,
-				     "routing model: shares and chances must be in 0..1, reuse + topic <= 1");
+	    !in01(m->topic_stay) || !in01(m->path) || m->reuse + m->topic + m->path > 1.0)
+		return fs_trace_fail(
+			err, errlen, -EINVAL,
+			"routing model: shares and chances must be in 0..1, reuse + topic + path <= 1");
+	if (m->path > 0.0 &&
+	    (!m->paths || m->paths > MODEL_MAX_PATHS || !(m->path_size > 0.0 && m->path_size <= 64.0) ||
+	     !(m->path_temper >= 0.0 && m->path_temper <= 2.0) || !in01(m->path_stay) ||
+	     !(m->path_skew >= 0.0 && m->path_skew <= 4.0)))
+		return fs_trace_fail(err, errlen, -EINVAL, "routing model: paths 1..%u, path size in (0, 64]",
+				     MODEL_MAX_PATHS);
 	if (!m->topics || m->topics > MODEL_MAX_TOPICS || !(m->topic_size > 0.0 && m->topic_size <= 64.0) ||
 	    !(m->topic_temper >= 0.0 && m->topic_temper <= 2.0))
 		return fs_trace_fail(err, errlen, -EINVAL,
@@ -82,8 +90,12 @@ struct model {
 	uint32_t tsize; /* experts per topic and layer */
 	double *cdf;    /* [L][E]: global popularity */
 	double *tcdf;   /* [L][E]: popularity^temper, for topic members */
+	double *pcdf;   /* [L][E]: popularity^path_temper, for path members */
 	double lag_cdf[FS_TRACE_MODEL_HISTORY];
 	uint16_t *topic_set; /* [topics][L][tsize] */
+	uint32_t psize;      /* experts per path and layer */
+	uint16_t *path_set;  /* [paths][L][psize], NULL without paths */
+	double *path_cdf;    /* [paths]: how often each path is drawn */
 	double *w;           /* [E]: scratch */
 	unsigned char *used; /* [E] */
 };
@@ -131,6 +143,14 @@ static void build_popularity(struct model *s)
 			tc[e] /= tsum;
 		}
 		c[s->E - 1] = tc[s->E - 1] = 1.0;
+		if (s->pcdf) {
+			double *pc = s->pcdf + (size_t)l * s->E, psum = 0.0;
+			for (uint32_t e = 0; e < s->E; e++)
+				pc[e] = (psum += exp(m->path_temper * w[e]));
+			for (uint32_t e = 0; e < s->E; e++)
+				pc[e] /= psum;
+			pc[s->E - 1] = 1.0;
+		}
 	}
 }
 
@@ -157,7 +177,8 @@ static void drift_topics(struct model *s)
 }
 
 /* One slot's candidate from its source (may repeat one already chosen). */
-static uint16_t candidate(struct model *s, uint32_t tok, uint32_t since, uint32_t l, uint32_t topic)
+static uint16_t candidate(struct model *s, uint32_t tok, uint32_t since, uint32_t l, uint32_t topic,
+			  uint32_t path)
 {
 	const struct fs_trace_model *m = s->m;
 	double u = fs_rng_double(&s->rng);
@@ -173,16 +194,20 @@ static uint16_t candidate(struct model *s, uint32_t tok, uint32_t since, uint32_
 		const uint16_t *set = s->topic_set + ((size_t)topic * s->L + l) * s->tsize;
 		return set[fs_rng_below(&s->rng, s->tsize)];
 	}
+	if (u < m->reuse + m->topic + m->path) {
+		const uint16_t *set = s->path_set + ((size_t)path * s->L + l) * s->psize;
+		return set[fs_rng_below(&s->rng, s->psize)];
+	}
 	return (uint16_t)cdf_pick(s->cdf + (size_t)l * s->E, s->E, fs_rng_double(&s->rng));
 }
 
-static void gen_cell(struct model *s, uint32_t tok, uint32_t since, uint32_t l, uint32_t topic)
+static void gen_cell(struct model *s, uint32_t tok, uint32_t since, uint32_t l, uint32_t topic, uint32_t path)
 {
 	uint16_t *out = s->t->decode + ((size_t)tok * s->L + l) * s->K;
 	for (uint32_t k = 0; k < s->K; k++) {
-		uint16_t e = candidate(s, tok, since, l, topic);
+		uint16_t e = candidate(s, tok, since, l, topic, path);
 		for (int i = 0; s->used[e] && i < MODEL_RETRIES; i++)
-			e = candidate(s, tok, since, l, topic);
+			e = candidate(s, tok, since, l, topic, path);
 		if (s->used[e]) { /* only when topk is close to experts */
 			uint32_t start = fs_rng_below(&s->rng, s->E);
 			for (uint32_t i = 0; s->used[e]; i++)
@@ -210,7 +235,15 @@ int fs_trace_model_generate(struct fs_trace *t, const struct fs_trace_model *m, 
 	s.topic_set = malloc((size_t)m->topics * s.L * s.tsize * sizeof(uint16_t));
 	s.used = calloc(s.E, 1);
 	s.w = malloc(s.E * sizeof(double));
-	rc = s.cdf && s.tcdf && s.topic_set && s.used && s.w ?
+	double ps = ceil(m->path_size * m->topk);
+	s.psize = ps < 1.0 ? 1u : ps > m->experts ? m->experts : (uint32_t)ps;
+	if (m->path > 0.0) {
+		s.path_set = malloc((size_t)m->paths * s.L * s.psize * sizeof(uint16_t));
+		s.pcdf = malloc(le * sizeof(double));
+		s.path_cdf = malloc(m->paths * sizeof(double));
+	}
+	rc = s.cdf && s.tcdf && s.topic_set && s.used && s.w &&
+			     (m->path <= 0.0 || (s.path_set && s.pcdf && s.path_cdf)) ?
 		     fs_trace_alloc(t, s.L, s.E, s.K, m->tokens, 0) :
 		     -ENOMEM;
 	if (rc) {
@@ -227,8 +260,21 @@ int fs_trace_model_generate(struct fs_trace *t, const struct fs_trace_model *m, 
 	for (uint32_t j = 0; j < FS_TRACE_MODEL_HISTORY; j++, w *= m->reuse_decay)
 		s.lag_cdf[j] = (c += w);
 	build_popularity(&s);
+	/* The model's paths, after its popularity (without paths the draws
+	 * are the ones the model always made). */
+	for (size_t i = 0; s.path_set && i < (size_t)m->paths * s.L * s.psize; i++)
+		s.path_set[i] = (uint16_t)cdf_pick(s.pcdf + (i / s.psize % s.L) * s.E, s.E,
+						   fs_rng_double(&s.rng));
+	if (s.path_cdf) {
+		double sum = 0.0;
+		for (uint32_t i = 0; i < m->paths; i++)
+			s.path_cdf[i] = (sum += pow((double)(i + 1), -m->path_skew));
+		for (uint32_t i = 0; i < m->paths; i++)
+			s.path_cdf[i] /= sum;
+		s.path_cdf[m->paths - 1] = 1.0;
+	}
 
-	uint32_t since = 0, topic = 0;
+	uint32_t since = 0, topic = 0, path = 0;
 	for (uint32_t tok = 0; tok < m->tokens; tok++) {
 		if (tok == 0 || (m->session_tokens && tok % m->session_tokens == 0)) {
 			since = tok;
@@ -239,13 +285,18 @@ int fs_trace_model_generate(struct fs_trace *t, const struct fs_trace_model *m, 
 			if (fs_rng_double(&s.rng) >= m->topic_stay)
 				topic = fs_rng_below(&s.rng, m->topics);
 		}
+		if (s.path_set && (tok == 0 || fs_rng_double(&s.rng) >= m->path_stay))
+			path = cdf_pick(s.path_cdf, m->paths, fs_rng_double(&s.rng));
 		for (uint32_t l = 0; l < s.L; l++)
-			gen_cell(&s, tok, since, l, topic);
+			gen_cell(&s, tok, since, l, topic, path);
 	}
 out:
 	free(s.cdf);
 	free(s.tcdf);
 	free(s.topic_set);
+	free(s.path_set);
+	free(s.pcdf);
+	free(s.path_cdf);
 	free(s.used);
 	free(s.w);
 	if (rc)

@@ -20,6 +20,17 @@
  *    routing co-occur across layers; a share `topic` of a token's slots
  *    comes from its topic's set.  Members drift: each is replaced with
  *    probability topic_drift per token (the slowly moving session part);
+ *  - expert paths: the model holds `paths` paths (the same in every
+ *    session: a property of the model, like its popularity); a path is,
+ *    per layer, a set of path_size x topk experts drawn from
+ *    popularity^path_temper.  Every token follows one path (kept from
+ *    the previous token with probability path_stay, else drawn anew, path
+ *    i with weight (i + 1)^-path_skew: a few paths are common, as a few
+ *    kinds of token are),
+ *    the same at every layer, and a share `path` of its
+ *    slots comes from its path's set: a token's experts at one layer name
+ *    its path, and so its experts at the next layers, as real routing's
+ *    do (what fs-replay --calibrate's route rows measure, issue 32);
  *  - short-term reuse: a share `reuse` of the slots re-draws an expert that
  *    the same layer used `lag` tokens earlier, lag >= 1 with weight
  *    reuse_decay^(lag - 1) (up to FS_TRACE_MODEL_HISTORY tokens back,
@@ -66,6 +77,13 @@ struct fs_trace_model {
 	double topic_temper; /* topic members drawn from popularity^temper, 0..2 */
 	double topic_drift;  /* chance per token that a topic member is replaced, 0..1 */
 	double topic_stay;   /* chance a token keeps the previous token's topic, 0..1 */
+	/* expert paths (issue 32): what one layer's routing says of the next */
+	double path;        /* share of slots drawn from the token's path, 0..1 */
+	uint32_t paths;     /* paths of the model (all sessions), >= 1 */
+	double path_size;   /* experts per path and layer, in units of topk, > 0 */
+	double path_temper; /* path members drawn from popularity^temper, 0..2 */
+	double path_stay;   /* chance a token keeps the previous token's path, 0..1 */
+	double path_skew;   /* a new path is path i with weight (i + 1)^-skew, 0..4 (0: uniform) */
 };
 
 /* The calibrated model on the discussion's box: 48 x 512, top-10. */
