@@ -27,7 +27,8 @@
 # table (bench/llama/table.py: medians, ranges, ratios, goals).  Exits
 # non-zero when a promised row is missing or failed.
 #
-# Environment: LB_WORKLOADS (qwen,gemma,calib), LB_BUDGETS (0.26,0.52),
+# Environment: LB_STAGE (the provider's FORESIGHT_LLAMA_STAGE for c and
+# lru: 0, misses read in place), LB_WORKLOADS (qwen,gemma,calib), LB_BUDGETS (0.26,0.52),
 # LB_MODES (a,b,c), LB_REPS (5), LB_TG (128), LB_PP (512), LB_BUDGET_S (stop
 # starting runs after this many seconds: 540), FSL_TRACES (the route traces;
 # default .traces in the repository, carried), FSL_MODELS (/tmp/fsl-models).
@@ -106,6 +107,7 @@ one() {
 	local dmode=$mode t0 rc pid st=ok
 	case $mode in b) dmode="b:$ncpu" ;; lru) dmode=c ;; d) dmode=c ;; esac
 	t0=$(date +%s.%N)
+	export FORESIGHT_LLAMA_STAGE=${LB_STAGE:-0}
 	if [ "$mode" = lru ]; then
 		FSL_STATS="$j.stats.json" FORESIGHT_LLAMA_CACHE="lru:$mib" fsl_drive "$dmode" "$model" "${args[@]}" >"$j.log" 2>&1 &
 	else
