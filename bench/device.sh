@@ -5,7 +5,7 @@
 # cards the machine has, with one summary table (goal / measured / met /
 # status per row) and an exit status that cannot pass broken.
 #
-#   bash bench/device.sh [--broken] [--only gpu,kernels,ring,latency,engine,peer] OUTDIR
+#   bash bench/device.sh [--broken] [--only gpu,kernels,ring,latency,engine,peer,llama] OUTDIR
 #
 # 1. unpacks .debs/ (tools/device-setup.sh) and builds Release once, in
 #    build-gpu (every target: the scripts below and the GPU tests);
@@ -17,7 +17,11 @@
 #    backend under each idle policy), bench/engine/run.sh (the headline benchmark: the
 #    configs in DEVICE_ENGINE_CONFIGS, default "1c1e-26 2c2e-26-dp": one
 #    card, and two cards data parallel) and bench/peer/run.sh, each with FS_BENCH_PREBUILT=1; rows
-#    that need two cards are skipped with a line that says so;
+#    that need two cards are skipped with a line that says so; with
+#    --only llama (not in the default set: it builds or unpacks llama.cpp
+#    and writes 16-18 GiB models; run it in a call of its own),
+#    bench/llama/run.sh: llama.cpp served by foresightd against stock
+#    llama.cpp, its goals as rows (LB_* in its header pick the workloads);
 # 3. prints the summary of every script's rows (bench/rows.sh) and writes
 #    OUTDIR/device-summary.md.  Exits non-zero when any promised row is
 #    missing or failed, or a script exited non-zero.  A goal measured and
@@ -78,9 +82,9 @@ rows_init "$WORK/device-rows.tsv"
 row_promise build pass "Release build of every target (build-gpu)"
 for s in "${SCRIPTS[@]}"; do
 	case $s in
-	gpu | kernels | ring | latency | engine | peer) row_promise "script-$s" "== 0" "bench/$s/run.sh exit status" ;;
+	gpu | kernels | ring | latency | engine | peer | llama) row_promise "script-$s" "== 0" "bench/$s/run.sh exit status" ;;
 	*)
-		echo "unknown script '$s' (gpu, kernels, ring, latency, engine, peer)"
+		echo "unknown script '$s' (gpu, kernels, ring, latency, engine, peer, llama)"
 		exit 2
 		;;
 	esac

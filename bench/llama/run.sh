@@ -24,7 +24,8 @@
 # mode once, in a rotated order.  Per run: tokens/s, the provider's hits and
 # bytes read in place, foresightd's copies, each process's peak VRAM
 # (nvidia-smi).  OUTDIR/llama-runs.csv has every run; OUTDIR/llama.md the
-# table (bench/llama/table.py: medians, ranges, ratios, goals).  Exits
+# table (bench/llama/table.py: medians, ranges, ratios, goals; the goals
+# also as bench/rows.sh rows in OUTDIR/llama-rows.tsv).  Exits
 # non-zero when a promised row is missing or failed.
 #
 # Environment: LB_STAGE (the provider's FORESIGHT_LLAMA_STAGE for c and
@@ -40,6 +41,8 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 # shellcheck source=tools/device-setup.sh
 source tools/device-setup.sh /tmp/fsdeps >/dev/null || exit 1
+# llama.cpp, the driver and foresight: built once (stamped), or unpacked
+bash bench/llama/setup.sh >"$OUT/setup.log" 2>&1 || { tail -20 "$OUT/setup.log"; exit 1; }
 # shellcheck source=bench/llama/lib.sh
 source bench/llama/lib.sh
 trap 'fsl_fsd_stop; [ -n "${SMI:-}" ] && kill "$SMI" 2>/dev/null' EXIT
@@ -198,7 +201,9 @@ for w in ${WORKLOADS//,/ }; do
 done
 
 cp "$CSV" "$OUT/llama-runs.csv"
-python3 bench/llama/table.py "$CSV" "$PROMISED" >"$OUT/llama.md"
+# the table, and its goals as bench/rows.sh rows (bench/device.sh --only llama)
+python3 bench/llama/table.py "$CSV" "$PROMISED" --rows "$OUT/llama-rows.tsv" >"$OUT/llama.md"
 rc=$?
+cp "$OUT/llama.md" "$OUT/llama-results.md"
 cat "$OUT/llama.md"
 exit $rc

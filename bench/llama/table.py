@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """bench/llama/table.py: the table of bench/llama/run.sh's runs.
 
-    python3 bench/llama/table.py llama-runs.csv llama-promised.txt
+    python3 bench/llama/table.py llama-runs.csv llama-promised.txt [--rows FILE]
 
 Per workload and budget, per mode: decode (tg) and prefill (pp) tokens/s,
 median and range over the repetitions; c's and lru's ratio to b and to a,
@@ -11,7 +11,8 @@ the median and range of those ratios; the token hit rate, the bytes read in
 place and copied per second of decode, the peak VRAM of the process.  Then
 the goals of issue 31, each met or not.  Exits 1 when a promised run is
 missing or failed (its row says which), 0 otherwise: a goal that is measured
-and missed is "no" in the table, not a failure.
+and missed is "no" in the table, not a failure.  --rows FILE: the goals as
+bench/rows.sh rows too (bench/device.sh's summary reads them).
 """
 import csv
 import statistics
@@ -73,6 +74,11 @@ def main():
     workloads = sorted({p[0] for p in promised}, key=lambda w: ["qwen", "gemma", "calib"].index(w)
                        if w in ("qwen", "gemma", "calib") else 9)
     goals = []
+    rows = []  # (id, goal, what, measured or None: failed)
+
+    def goal(gid, text, gexpr, measured_txt, value_txt, ok):
+        goals.append((text, measured_txt, ok))
+        rows.append((gid, gexpr, text, value_txt))
     for w in workloads:
         budgets = sorted({p[1] for p in promised if p[0] == w})
         a_budget = next((p[1] for p in promised if p[0] == w and p[2] == "a"), None)
@@ -90,7 +96,8 @@ def main():
                 pb = ratio(w, b, m, b, "b", "pp") if m not in ("a", "b", "d") else []
                 same, n = same_as_a(w, b, m, a_budget) if m in ("c", "lru", "d") and a_budget else (0, 0)
                 if n:
-                    goals.append((f"{w} {b}: {m}'s logits byte-identical to a's", f"{same} of {n} runs", same == n))
+                    goal(f"llama-{w}-{b}-{m}-logits", f"{w} {b}: {m}'s logits byte-identical to a's", "pass",
+                         f"{same} of {n} runs", "identical" if same == n else None, same == n)
                 hus = [float(r["begin_us"]) for r in tgruns if r.get("begin_us") not in (None, "", "0")]
                 out.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
                     w, b, m, rng(tg), rng(pp), rng(vb, "{:.2f}"), rng(va, "{:.2f}"), rng(pb, "{:.2f}"),
@@ -101,20 +108,25 @@ def main():
                 if m == "c" and vb:
                     want = 2.0 if float(b) < 0.4 else 1.5
                     if real:
-                        goals.append((f"{w} {b}: c decode >= {want}x b", f"{med(vb):.2f}x", med(vb) >= want))
-                    goals.append((f"{w} {b}: c decode never below b", f"min {min(vb):.2f}x", min(vb) >= 1.0))
+                        goal(f"llama-{w}-{b}-decode", f"{w} {b}: c decode >= {want}x b", f">= {want} x",
+                             f"{med(vb):.2f}x", f"{med(vb):.2f} x", med(vb) >= want)
+                    goal(f"llama-{w}-{b}-decode-min", f"{w} {b}: c decode never below b", ">= 1 x",
+                         f"min {min(vb):.2f}x", f"{min(vb):.2f} x", min(vb) >= 1.0)
                 if m == "c" and pb:
-                    goals.append((f"{w} {b}: c prefill never below b", f"min {min(pb):.2f}x", min(pb) >= 1.0))
+                    goal(f"llama-{w}-{b}-prefill-min", f"{w} {b}: c prefill never below b", ">= 1 x",
+                         f"min {min(pb):.2f}x", f"{min(pb):.2f} x", min(pb) >= 1.0)
                 if m == "c":
                     lr = ratio(w, b, "c", b, "lru", "tg")
                     if lr:
-                        goals.append((f"{w} {b}: c beats the in-process LRU", f"{med(lr):.2f}x", med(lr) > 1.0))
+                        goal(f"llama-{w}-{b}-vs-lru", f"{w} {b}: c beats the in-process LRU", ">= 1 x",
+                             f"{med(lr):.2f}x", f"{med(lr):.2f} x", med(lr) > 1.0)
                 if m == "d":
                     solo = med(tps(w, b, "c", "tg"))
                     each = [float(r["tps"]) for r in tgruns]
                     if each and solo == solo:
-                        goals.append((f"{w} {b}: d each process >= 0.90x its solo decode",
-                                      f"min {min(each) / solo:.2f}x", min(each) / solo >= 0.9))
+                        goal(f"llama-{w}-{b}-shared", f"{w} {b}: d each process >= 0.90x its solo decode",
+                             ">= 0.9 x", f"min {min(each) / solo:.2f}x", f"{min(each) / solo:.2f} x",
+                             min(each) / solo >= 0.9)
     out.append("")
     out.append("Ratios are per repetition (the runs of one repetition ran side by side), then median [range]. "
                "Decode from an empty context, cold (a fresh foresightd per c run); tg t/s over "
@@ -134,11 +146,26 @@ def main():
     else:
         out.append(f"All {len(promised)} promised runs ok.")
     print("\n".join(out))
+    if ROWS:
+        with open(ROWS, "w") as f:
+            f.write(f"promise\tllama-runs\tpass\tevery promised run of bench/llama/run.sh\n")
+            if missing:
+                f.write(f"fail\tllama-runs\t{len(missing)} of {len(promised)} missing or failed\t\n")
+            else:
+                f.write(f"ok\tllama-runs\tpass\t{len(promised)} runs\n")
+            for gid, gexpr, what, value in rows:
+                f.write(f"promise\t{gid}\t{gexpr}\t{what}\n")
+                f.write(f"ok\t{gid}\t{value}\t\n" if value is not None else f"fail\t{gid}\tdiffer\t\n")
     return 1 if missing else 0
 
 
 TG = 128
+ROWS = None
 if __name__ == "__main__":
     import os
     TG = int(os.environ.get("LB_TG", "128"))
+    if "--rows" in sys.argv:
+        i = sys.argv.index("--rows")
+        ROWS = sys.argv[i + 1]
+        del sys.argv[i:i + 2]
     sys.exit(main())
