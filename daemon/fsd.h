@@ -141,7 +141,6 @@ struct fsd {
 	pthread_t hot;
 	int hot_stop;
 	int hot_running;
-	uint64_t hot_pass_ns; /* the start of the pass now running (fsd_stamps.h) */
 
 	/* backend */
 	const struct fsd_backend *backend;

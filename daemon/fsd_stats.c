@@ -114,7 +114,7 @@ cJSON *fsd_stats_json(struct fsd *d)
 		cJSON_AddStringToObject(c, "name", name);
 		cJSON_AddNumberToObject(c, "slots", cfg->slots);
 		cJSON_AddNumberToObject(c, "slot_bytes", (double)d->slot_bytes);
-		if (d->backend->kind == FS_BACKEND_HOST) /* an emulated bus; a GPU's is its own */
+		if (d->backend->emulated_bus) /* a stand-in's link; a GPU's is its own */
 			cJSON_AddNumberToObject(c, "bus_gbps", cfg->bus_gbps);
 		/* Up, or down with why and since which epoch (fsd_cards.c; the
 		 * epoch is 0 until the first epoch without it is out). */

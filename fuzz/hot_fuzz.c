@@ -57,16 +57,16 @@ static void land(unsigned i)
 	pending[i] = pending[--npending];
 	fs_store_release(&fsd_ready(&d, cp.card)[cp.slot], cp.gen);
 	struct fse_done done = {.card = cp.card, .slot = cp.slot, .gen = cp.gen, .bytes = cp.bytes};
-	fsd_copy_landed(&d, &done);
+	fse_copy_landed(d.eng, &done);
 }
 
 /* The honest client's held epoch, as it saw it when it acquired. */
 static uint64_t held_epoch;
 static uint64_t held_tab[CARDS * LAYERS * EXPERTS];
 
-static void submit(struct fsd *dd, const struct fse_copy *cp)
+static void submit(void *ctx, const struct fse_copy *cp)
 {
-	(void)dd;
+	(void)ctx;
 	if (cp->card >= CARDS || cp->slot >= SLOTS)
 		abort();
 	if (fse_cards_down(d.eng) >> cp->card & 1u)
@@ -85,7 +85,7 @@ static void submit(struct fsd *dd, const struct fse_copy *cp)
 	pending[npending++] = *cp;
 }
 
-static const struct fsd_backend backend = {.name = "fuzz", .submit = submit};
+static const struct fsd_backend backend = {.name = "fuzz", .ops = {.submit = submit}};
 
 /* ---- the two clients --------------------------------------------------- */
 

@@ -789,9 +789,11 @@ static int setup(struct eng *e, char *err, size_t errlen)
 			snprintf(err, errlen, "--cards %u but foresightd serves %u", o->cards, e->m.cards);
 			return -1;
 		}
-		if (fs_client_card(e->c, 0, &ci) == 0 && (ci.is_cuda != 0) != (o->device == EB_DEV_CUDA)) {
+		if (fs_client_card(e->c, 0, &ci) == 0 &&
+		    (ci.kind == FS_CARD_CUDA) != (o->device == EB_DEV_CUDA)) {
 			snprintf(err, errlen, "foresightd runs the %s backend but --device is %s",
-				 ci.is_cuda ? "cuda" : "host", o->device == EB_DEV_CUDA ? "cuda" : "host");
+				 ci.kind == FS_CARD_CUDA ? "cuda" : "host",
+				 o->device == EB_DEV_CUDA ? "cuda" : "host");
 			return -1;
 		}
 		for (uint32_t card = 0; card < o->cards; card++)

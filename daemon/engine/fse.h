@@ -60,15 +60,32 @@ struct fse_done {
 	uint64_t at;
 };
 
-/* The narrow backend interface.  submit: queue one copy (the backend
+/* What a backend may tell the engine, from any thread: the engine hands
+ * these to its backend once (bind), before any copy.  landed: a copy's
+ * bytes and ready word are in (a backend without poll reports each copy
+ * so); card_down: the backend found the card broken (as fse_card_down,
+ * with its reason); cards_down: the cards down now, reported or applied
+ * (bit i: card i), so a backend stops work for them at once.  A backend
+ * calls only these: it never names its host or the engine's thread. */
+struct fse_backend_cb {
+	void *ctx;
+	void (*landed)(void *ctx, const struct fse_done *done);
+	int (*card_down)(void *ctx, uint32_t card, const char *reason);
+	uint32_t (*cards_down)(void *ctx);
+};
+
+/* The one backend interface (foresightd's backends, daemon/fsd_backend.h,
+ * are these ops plus their start and stop; fs-replay's virtual bus is one
+ * too).  ctx: the backend's own state.  bind (may be NULL): the engine's
+ * callbacks, once, at fse_create.  submit: queue one copy (the backend
  * stores ready word 0 before the bytes and gen after them) and report it
- * landed later, through poll or fse_copy_landed().  poll (may be NULL):
+ * landed later, through poll or the landed callback.  poll (may be NULL):
  * completions noticed since the last call.  card_down (may be NULL): the
  * card went down; drop its queued copies and forget those in flight:
- * nothing is submitted to it again.  A backend that finds a card broken
- * reports it with fse_card_down(). */
+ * nothing is submitted to it again. */
 struct fse_backend {
 	void *ctx;
+	void (*bind)(void *ctx, const struct fse_backend_cb *cb);
 	void (*submit)(void *ctx, const struct fse_copy *cp);
 	unsigned (*poll)(void *ctx, struct fse_done *out, unsigned max);
 	void (*card_down)(void *ctx, uint32_t card);

@@ -21,6 +21,22 @@ static uint64_t mono_clock(void *host)
 	return fs_now_ns();
 }
 
+/* The backend's callbacks (struct fse_backend_cb): the engine's own calls. */
+static void cb_landed(void *ctx, const struct fse_done *done)
+{
+	fse_copy_landed(ctx, done);
+}
+
+static int cb_card_down(void *ctx, uint32_t card, const char *reason)
+{
+	return fse_card_down(ctx, card, reason);
+}
+
+static uint32_t cb_cards_down(void *ctx)
+{
+	return fse_cards_down(ctx);
+}
+
 struct fse *fse_create(const struct fse_config *cfg)
 {
 	if (!cfg || !cfg->core || !cfg->dh || !cfg->backend.submit || cfg->max_clients > FSE_MAX_CLIENTS ||
@@ -38,6 +54,10 @@ struct fse *fse_create(const struct fse_config *cfg)
 	e->dh = cfg->dh;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->done_lock, NULL);
+	e->backend_cb = (struct fse_backend_cb){
+		.ctx = e, .landed = cb_landed, .card_down = cb_card_down, .cards_down = cb_cards_down};
+	if (e->cfg.backend.bind)
+		e->cfg.backend.bind(e->cfg.backend.ctx, &e->backend_cb);
 	return e;
 }
 
