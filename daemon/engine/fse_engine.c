@@ -241,11 +241,6 @@ void fse_apply_cmds(struct fse *e)
 	}
 }
 
-struct fs_epoch_buf_hdr *fse_epoch_buf(struct fs_daemon_hdr *dh, uint32_t buf)
-{
-	return (struct fs_epoch_buf_hdr *)((char *)dh + dh->off_epochs + (uint64_t)buf * dh->epoch_buf_bytes);
-}
-
 uint64_t fse_inflight(const struct fse *e)
 {
 	uint64_t n = 0;
@@ -265,37 +260,4 @@ uint64_t fse_publish_in(const struct fse *e, uint64_t now)
 int fse_client_active(const struct fse *e, uint32_t row)
 {
 	return row < e->cfg.max_clients && e->clients[row].active;
-}
-
-static uint64_t line_round(uint64_t x)
-{
-	return (x + FS_CACHELINE - 1) / FS_CACHELINE * FS_CACHELINE;
-}
-
-static uint64_t region_buf_bytes(uint32_t cards, uint32_t layers, uint32_t experts)
-{
-	uint64_t entries = (uint64_t)cards * layers * experts;
-	return line_round(sizeof(struct fs_epoch_buf_hdr) + entries * sizeof(uint64_t));
-}
-
-size_t fse_region_bytes(uint32_t cards, uint32_t layers, uint32_t experts, uint32_t epoch_bufs)
-{
-	return (size_t)(line_round(sizeof(struct fs_daemon_hdr)) +
-			(uint64_t)epoch_bufs * region_buf_bytes(cards, layers, experts));
-}
-
-void fse_region_init(struct fs_daemon_hdr *dh, uint32_t cards, uint32_t layers, uint32_t experts,
-		     uint32_t epoch_bufs)
-{
-	dh->magic = FS_DAEMON_MAGIC;
-	dh->version = FS_PROTO_VERSION;
-	dh->region_bytes = fse_region_bytes(cards, layers, experts, epoch_bufs);
-	dh->cards = cards;
-	dh->layers = layers;
-	dh->experts = experts;
-	dh->epoch_bufs = epoch_bufs;
-	dh->epoch_buf_bytes = region_buf_bytes(cards, layers, experts);
-	dh->off_epochs = line_round(sizeof(struct fs_daemon_hdr));
-	for (uint32_t i = 0; i < cards && i < FS_MAX_CARDS; i++)
-		dh->peer_reach[i] = (uint16_t)((1u << cards) - 1u);
 }
