@@ -46,6 +46,7 @@
 #include "fs_pace.h"
 #include "fs_time.h"
 #include "fsd_stamps.h"
+#include "fse.h"
 
 #define CUDA_MAX_STREAMS 8
 #define CUDA_MAX_INFLIGHT 4096

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fsd.h"
+#include "fsd_backend.h"
 
 Test(backends, every_row_by_name)
 {

@@ -22,6 +22,8 @@
 #include <errno.h>
 
 #include "fsd.h"
+#include "fsd_hot.h"
+#include "fse.h"
 
 int fsd_card_down(struct fsd *d, uint32_t card, const char *reason)
 {

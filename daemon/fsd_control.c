@@ -24,10 +24,14 @@
 
 #include <cjson/cJSON.h>
 
+#include "fs_counters.h"
 #include "fs_hex.h"
 #include "fs_time.h"
-#include "fsd_loop.h"
+#include "fsd_backend.h"
 #include "fsd_control.h"
+#include "fsd_hot.h"
+#include "fsd_loop.h"
+#include "fsr.h"
 
 static const char *errno_code(int e)
 {

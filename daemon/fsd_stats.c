@@ -10,7 +10,11 @@
 
 #include <cjson/cJSON.h>
 
+#include "fs_arena.h"
+#include "fs_counters.h"
 #include "fs_time.h"
+#include "fsd_backend.h"
+#include "fsd_hot.h"
 #include "fsd_loop.h"
 
 static double ratio(uint64_t a, uint64_t b)
