@@ -23,6 +23,10 @@
 #include "fs_hex.h"
 #include "fs_time.h"
 
+/* fs_card_info.kind is the wire's fs_card_desc.kind. */
+_Static_assert(FS_CARD_HOST == FS_BACKEND_HOST && FS_CARD_CUDA == FS_BACKEND_CUDA,
+	       "the public card kinds are the daemon's backend kinds");
+
 static int fetch_fds(struct fs_client *c, const char *path, uint32_t id, const uint8_t *token, int *fds,
 		     unsigned max, unsigned *n, pid_t *daemon_pid)
 {
@@ -125,7 +129,7 @@ static int map_daemon(struct fs_client *c, struct fs_att *a)
 		a->card_info[i].id = d.id;
 		a->card_info[i].slots = d.slots;
 		a->card_info[i].slot_bytes = d.slot_bytes;
-		a->card_info[i].is_cuda = d.kind == FS_BACKEND_CUDA;
+		a->card_info[i].kind = d.kind;
 		memcpy(a->card_info[i].name, d.name, sizeof(d.name));
 		a->card_info[i].name[sizeof(a->card_info[i].name) - 1] = 0;
 	}
@@ -340,7 +344,7 @@ int fs_att_create(struct fs_client *c, struct fs_att **out)
 		goto fail;
 	}
 	for (unsigned i = 0; i < ncards; i++) {
-		if (a->card_info[i].is_cuda) {
+		if (a->card_info[i].kind == FS_CARD_CUDA) {
 			const cJSON *cj = cJSON_GetArrayItem(cards, (int)i);
 			const cJSON *ipc = cJSON_GetObjectItemCaseSensitive(cj, "ipc_handle");
 			const cJSON *pci = cJSON_GetObjectItemCaseSensitive(cj, "pci_bus_id");

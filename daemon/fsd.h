@@ -30,19 +30,22 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "fs_arena.h"
-#include "fs_counters.h"
 #include "fs_regions.h"
 #include "fs_ring.h"
 #include "fs_shm.h"
-#include "fsd_backend.h"
-#include "fsd_hot.h"
-#include "fse.h"
-#include "fsr.h"
 
 #define FSD_VERSION "0.1.0"
 #include "fsd_options.h" /* struct fsd_config and its functions */
-_Static_assert(FSD_MAX_CLIENTS <= FSE_MAX_CLIENTS, "the hot engine has a row for every client");
+
+/* The layers' own headers, included by the files that use them (fsd.h
+ * carries only the daemon's struct): fsd_backend.h (the backends),
+ * fsd_hot.h (the hot thread, cards down), daemon/engine/fse.h (the hot
+ * engine), daemon/residency/fsr.h (the core), fsd_loop.h (the loop). */
+struct fs_arena_hdr;
+struct fsd_backend;
+struct fsd_gguf;
+struct fse;
+struct fsr;
 
 /* ---- logging (sd-daemon priority prefixes, for journald) ------------- */
 /* The level is the running settings' log_level (struct fsd's cfg: a
@@ -141,7 +144,6 @@ struct fsd {
 	pthread_t hot;
 	int hot_stop;
 	int hot_running;
-	uint64_t hot_pass_ns; /* the start of the pass now running (fsd_stamps.h) */
 
 	/* backend */
 	const struct fsd_backend *backend;
@@ -158,10 +160,6 @@ struct fsd {
 /* fsd_region.c */
 int fsd_regions_create(struct fsd *d);
 void fsd_regions_destroy(struct fsd *d);
-static inline uint64_t *fsd_epoch_entries(struct fsd *d, uint32_t buf)
-{
-	return fse_epoch_entries(d->dh, buf);
-}
 uint32_t *fsd_ready(struct fsd *d, uint32_t card);
 uint64_t *fsd_issued_ns(struct fsd *d, uint32_t card);
 

@@ -15,6 +15,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "fs_arena.h"
+#include "fs_counters.h"
 #include "fs_time.h"
 #include "fsd_loop.h"
 #include "fsd_preflight.h"

@@ -29,6 +29,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs_arena.h"
+#include "fs_counters.h"
 #include "fs_time.h"
 #include "fsd.h"
 

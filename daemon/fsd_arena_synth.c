@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "fs_arena.h"
 #include "fsd.h"
 #include "fsg_arena.h"
 

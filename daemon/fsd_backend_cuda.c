@@ -21,11 +21,19 @@
  * function launch; a stream that reports an error, sticky or not, checked
  * every CUDA_CHECK_NS while copies are in flight; a copy not landed
  * CUDA_STUCK_NS after it should have) goes down: its in-flight copies are
- * abandoned, nothing more is submitted to it, and fsd_card_down() takes it
- * out of the tier with the CUDA error as the reason (fsd_cards.c).  The
+ * abandoned, nothing more is submitted to it, and the engine's card_down
+ * callback (bound at start: fse.h's struct fse_backend_cb) takes it out of
+ * the tier with the CUDA error as the reason.  The
  * other cards keep serving; engines compute the lost card's experts from
  * the arena.  Nothing here aborts the daemon for a card's fault.
+ *
+ * Built where nvcc exists (FSD_HAVE_CUDA); elsewhere this file is a stub
+ * without `start`: the backend is known by name but not built.
  */
+#include "fsd.h"
+#include "fsd_backend.h"
+
+#ifdef FSD_HAVE_CUDA
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +45,8 @@
 #include "fs_hex.h"
 #include "fs_pace.h"
 #include "fs_time.h"
-#include "fsd.h"
+#include "fsd_stamps.h"
+#include "fse.h"
 
 #define CUDA_MAX_STREAMS 8
 #define CUDA_MAX_INFLIGHT 4096
@@ -77,11 +86,13 @@ struct cuda_card {
 	CUdeviceptr landed_dev;
 	uint64_t bus_free_ns;
 	int failed;          /* down by its own fault: its streams are not waited for at stop (whether a
-		     * card is down at all is the engine's record: fsd_card_is_down) */
+		     * card is down at all is the engine's record: is_down) */
 	uint64_t checked_ns; /* last look at its streams for errors */
 };
 
 struct cuda_priv {
+	struct fsd *d;
+	struct fse_backend_cb cb; /* the engine's (bind) */
 	struct cuda_card cards[FS_MAX_CARDS];
 	pfn_write_value32 write_value32;
 	int use_memops;
@@ -112,20 +123,15 @@ static int cerr(cudaError_t e, const char *what)
 	return -EIO;
 }
 
-const char *fsd_cuda_card_pci(struct fsd *d, uint32_t card);
-const char *fsd_cuda_card_pci(struct fsd *d, uint32_t card)
+/* The attach reply's handle: the pool's IPC handle and the card's PCI bus
+ * id, which the client library opens in its own process (client/fs_cuda.c). */
+static int cuda_card_handle(struct fsd *d, uint32_t card, char *hex, size_t len, char *pci, size_t pci_len)
 {
 	struct cuda_priv *cp = d->backend_priv;
-	return cp ? cp->cards[card].pci : "";
-}
-
-int fsd_cuda_card_ipc(struct fsd *d, uint32_t card, char *hex, size_t len);
-int fsd_cuda_card_ipc(struct fsd *d, uint32_t card, char *hex, size_t len)
-{
-	struct cuda_priv *cp = d->backend_priv;
-	if (!cp || len < 2 * sizeof(cudaIpcMemHandle_t) + 1)
+	if (!cp || len < 2 * sizeof(cudaIpcMemHandle_t) + 1 || pci_len == 0)
 		return -EINVAL;
 	fs_hex_encode(&cp->cards[card].ipc, sizeof(cudaIpcMemHandle_t), hex);
+	snprintf(pci, pci_len, "%s", cp->cards[card].pci);
 	return 0;
 }
 
@@ -177,6 +183,7 @@ static int cuda_start(struct fsd *d)
 	struct cuda_priv *cp = calloc(1, sizeof(*cp));
 	if (!cp)
 		return -ENOMEM;
+	cp->d = d;
 	d->backend_priv = cp;
 
 	/* The arena: pinned, readable by every card's copy engine.  While it
@@ -296,20 +303,32 @@ static int cuda_start(struct fsd *d)
 	return 0;
 }
 
+static void cuda_bind(void *ctx, const struct fse_backend_cb *cb)
+{
+	struct cuda_priv *cp = ctx;
+	cp->cb = *cb;
+}
+
+/* The card is down, reported or applied (the engine's record). */
+static int is_down(const struct cuda_priv *cp, uint32_t card)
+{
+	return card < 32 && (cp->cb.cards_down(cp->cb.ctx) >> card & 1u);
+}
+
 /* Card `card` failed: abandon its copies, submit nothing more to it, and
  * take it down with the CUDA error as the reason (hot thread). */
 static void card_fail(struct fsd *d, uint32_t card, const char *what, const char *err)
 {
 	struct cuda_priv *cp = d->backend_priv;
 	struct cuda_card *c = &cp->cards[card];
-	if (c->failed || fsd_card_is_down(d, card))
+	if (c->failed || is_down(cp, card))
 		return;
 	c->failed = 1;
 	c->ninflight = 0;
 	(void)cudaGetLastError(); /* clear a non-sticky error: the next card's calls start clean */
 	char reason[128];
 	snprintf(reason, sizeof(reason), "cuda %s %s: %s", c->pci, what, err);
-	(void)fsd_card_down(d, card, reason);
+	(void)cp->cb.card_down(cp->cb.ctx, card, reason);
 }
 
 static void card_fail_rt(struct fsd *d, uint32_t card, const char *what, cudaError_t e)
@@ -317,10 +336,10 @@ static void card_fail_rt(struct fsd *d, uint32_t card, const char *what, cudaErr
 	card_fail(d, card, what, cudaGetErrorString(e));
 }
 
-/* fsd_cards.c took the card down (an admin, or card_fail above). */
-static void cuda_card_down(struct fsd *d, uint32_t card)
+/* The engine took the card down (an admin, or card_fail above). */
+static void cuda_card_down(void *ctx, uint32_t card)
 {
-	struct cuda_priv *cp = d->backend_priv;
+	struct cuda_priv *cp = ctx;
 	cp->cards[card].ninflight = 0;
 }
 
@@ -340,10 +359,12 @@ static void pin_arena(struct fsd *d, struct cuda_priv *cp)
 	fsd_log(FSD_INFO, "cuda: the loaded arena pinned in %.2f s", (double)(fs_now_ns() - t0) / 1e9);
 }
 
-static void cuda_submit(struct fsd *d, const struct fse_copy *cpy)
+static void cuda_submit(void *ctx, const struct fse_copy *cpy)
 {
-	struct cuda_priv *cp = d->backend_priv;
+	struct cuda_priv *cp = ctx;
+	struct fsd *d = cp->d;
 	struct cuda_card *c = &cp->cards[cpy->card];
+	fsd_stamp_submit(cpy->card, cpy->slot, fs_now_ns()); /* bench builds only */
 	if (!cp->arena_registered && !cp->arena_pageable && !__atomic_load_n(&d->loading, __ATOMIC_ACQUIRE))
 		pin_arena(d, cp);
 	/* The length and the source are the engine's (fse_pass.c: the core's
@@ -414,8 +435,7 @@ static void check_card(struct fsd *d, uint32_t card, uint64_t now)
 {
 	struct cuda_priv *cp = d->backend_priv;
 	struct cuda_card *c = &cp->cards[card];
-	if (c->failed || c->ninflight == 0 || now - c->checked_ns < CUDA_CHECK_NS ||
-	    fsd_card_is_down(d, card))
+	if (c->failed || c->ninflight == 0 || now - c->checked_ns < CUDA_CHECK_NS || is_down(cp, card))
 		return;
 	c->checked_ns = now;
 	cudaError_t e = cudaSetDevice(c->dev);
@@ -436,15 +456,16 @@ static void check_card(struct fsd *d, uint32_t card, uint64_t now)
 }
 
 /* Completions: every in-flight copy whose ready word now carries its gen. */
-static unsigned cuda_poll(struct fsd *d, struct fse_done *out, unsigned max)
+static unsigned cuda_poll(void *ctx, struct fse_done *out, unsigned max)
 {
-	struct cuda_priv *cp = d->backend_priv;
+	struct cuda_priv *cp = ctx;
+	struct fsd *d = cp->d;
 	unsigned n = 0;
 	uint64_t now = 0;
 	for (uint32_t i = 0; i < d->cfg.cards && n < max; i++) {
 		struct cuda_card *c = &cp->cards[i];
 		uint32_t *ready = fsd_ready(d, i);
-		if (c->failed || fsd_card_is_down(d, i))
+		if (c->failed || is_down(cp, i))
 			continue;
 		if (c->ninflight) {
 			if (!now)
@@ -518,8 +539,11 @@ const struct fsd_backend fsd_backend_cuda = {
 	.kind = FS_BACKEND_CUDA,
 	.probe = cuda_probe,
 	.start = cuda_start,
-	.submit = cuda_submit,
-	.poll = cuda_poll,
-	.card_down = cuda_card_down,
+	.ops = {.bind = cuda_bind, .submit = cuda_submit, .poll = cuda_poll, .card_down = cuda_card_down},
 	.stop = cuda_stop,
+	.card_handle = cuda_card_handle,
 };
+
+#else /* no CUDA toolkit at build time: known, not built */
+const struct fsd_backend fsd_backend_cuda = {.name = "cuda", .kind = FS_BACKEND_CUDA};
+#endif

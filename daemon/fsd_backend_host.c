@@ -15,11 +15,14 @@
 #include "fs_pace.h"
 #include "fs_time.h"
 #include "fsd.h"
+#include "fsd_backend.h"
+#include "fsd_stamps.h"
+#include "fse.h"
 
 #define HOST_QCAP 4096u
 
 struct host_card {
-	struct fsd *d;
+	struct host_priv *hp;
 	uint32_t card;
 	pthread_t thr;
 	int started;
@@ -32,6 +35,8 @@ struct host_card {
 };
 
 struct host_priv {
+	struct fsd *d;
+	struct fse_backend_cb cb; /* the engine's (bind) */
 	struct host_card cards[FS_MAX_CARDS];
 };
 
@@ -53,7 +58,8 @@ static void sleep_until(uint64_t t)
 static void *copy_thread(void *arg)
 {
 	struct host_card *hc = arg;
-	struct fsd *d = hc->d;
+	struct host_priv *hp = hc->hp;
+	struct fsd *d = hp->d;
 	uint32_t *ready = fsd_ready(d, hc->card);
 	uint8_t *pool = d->pool_shm[hc->card].base;
 
@@ -85,7 +91,7 @@ static void *copy_thread(void *arg)
 				      .gen = cp.gen,
 				      .busy_ns = done_at - start,
 				      .bytes = bytes};
-		fsd_copy_landed(d, &dn);
+		hp->cb.landed(hp->cb.ctx, &dn);
 	}
 }
 
@@ -94,6 +100,7 @@ static int host_start(struct fsd *d)
 	struct host_priv *hp = calloc(1, sizeof(*hp));
 	if (!hp)
 		return -ENOMEM;
+	hp->d = d;
 	d->backend_priv = hp;
 	for (uint32_t i = 0; i < d->cfg.cards; i++) {
 		int r = fs_shm_create(&d->pool_shm[i], "foresight-pool",
@@ -104,7 +111,7 @@ static int host_start(struct fsd *d)
 		if (d->pool_ro_fd[i] < 0)
 			return d->pool_ro_fd[i];
 		struct host_card *hc = &hp->cards[i];
-		hc->d = d;
+		hc->hp = hp;
 		hc->card = i;
 		pthread_mutex_init(&hc->lock, NULL);
 		pthread_cond_init(&hc->cond, NULL);
@@ -117,10 +124,17 @@ static int host_start(struct fsd *d)
 	return 0;
 }
 
-static void host_submit(struct fsd *d, const struct fse_copy *cp)
+static void host_bind(void *ctx, const struct fse_backend_cb *cb)
 {
-	struct host_priv *hp = d->backend_priv;
+	struct host_priv *hp = ctx;
+	hp->cb = *cb;
+}
+
+static void host_submit(void *ctx, const struct fse_copy *cp)
+{
+	struct host_priv *hp = ctx;
 	struct host_card *hc = &hp->cards[cp->card];
+	fsd_stamp_submit(cp->card, cp->slot, fs_now_ns()); /* bench builds only */
 	pthread_mutex_lock(&hc->lock);
 	/* The core keeps at most max_inflight copies per card in flight, far
 	 * below HOST_QCAP; a full queue is a bug, not a load condition. */
@@ -139,9 +153,9 @@ static void host_submit(struct fsd *d, const struct fse_copy *cp)
  * failure of its own): drop what is queued; the engine submits nothing
  * more to it.  A copy the thread is doing now finishes and reports; the
  * core ignores it (done_after_down). */
-static void host_card_down(struct fsd *d, uint32_t card)
+static void host_card_down(void *ctx, uint32_t card)
 {
-	struct host_priv *hp = d->backend_priv;
+	struct host_priv *hp = ctx;
 	struct host_card *hc = &hp->cards[card];
 	pthread_mutex_lock(&hc->lock);
 	hc->head = hc->tail;
@@ -178,8 +192,7 @@ const struct fsd_backend fsd_backend_host = {
 	.name = "host",
 	.kind = FS_BACKEND_HOST,
 	.start = host_start,
-	.submit = host_submit,
-	.poll = NULL,
-	.card_down = host_card_down,
+	.ops = {.bind = host_bind, .submit = host_submit, .poll = NULL, .card_down = host_card_down},
 	.stop = host_stop,
+	.emulated_bus = 1,
 };

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fsd.h"
+#include "fsd_backend.h"
 
 Test(backends, every_row_by_name)
 {
@@ -21,7 +22,7 @@ Test(backends, every_row_by_name)
 		cr_expect_eq(b->kind, k, "%s: kind %u", fs_backend_name(k), (unsigned)b->kind);
 		cr_expect_str_eq(b->name, fs_backend_name(k));
 		cr_expect_not_null(b->start);
-		cr_expect_not_null(b->submit);
+		cr_expect_not_null(b->ops.submit);
 	}
 	cr_assert_geq(built, 1u, "no backend built");
 	cr_assert_eq(fsd_backend_find("host", NULL), &fsd_backend_host);

@@ -3,8 +3,8 @@
  * fsd_cards.c: the daemon's cards that go down.
  *
  * A card goes down when its backend finds it broken (the CUDA backend: a
- * failed cudaMemcpyAsync, a sticky error on one of its streams) or when an
- * admin takes it down (`fsctl card down N`, the `card` verb: to drain it, or
+ * failed cudaMemcpyAsync, a sticky error on one of its streams; it calls
+ * the engine's card_down callback) or when an admin takes it down (`fsctl card down N`, the `card` verb: to drain it, or
  * to emulate a lost card on hardware that must not be reset).  The one
  * record of it is the hot engine's (daemon/engine/fse_cards.c: what
  * happens, in which order, and what engines see); this file is the
@@ -22,6 +22,8 @@
 #include <errno.h>
 
 #include "fsd.h"
+#include "fsd_hot.h"
+#include "fse.h"
 
 int fsd_card_down(struct fsd *d, uint32_t card, const char *reason)
 {

@@ -12,8 +12,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fs_counters.h"
 #include "fs_name.h"
 #include "fs_time.h"
+#include "fsd_hot.h"
 #include "fsd_loop.h"
 
 #ifndef SYS_pidfd_open

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fsd_backend.h"
 #include "fsd_loop.h"
 
 static void usage(FILE *out)

@@ -24,10 +24,14 @@
 
 #include <cjson/cJSON.h>
 
+#include "fs_counters.h"
 #include "fs_hex.h"
 #include "fs_time.h"
-#include "fsd_loop.h"
+#include "fsd_backend.h"
 #include "fsd_control.h"
+#include "fsd_hot.h"
+#include "fsd_loop.h"
+#include "fsr.h"
 
 static const char *errno_code(int e)
 {
@@ -157,19 +161,17 @@ static cJSON *layout_json(struct fsd *d, const struct fsd_client *c)
 		cJSON_AddNumberToObject(cd, "slot_bytes", (double)d->slot_bytes);
 		cJSON_AddNumberToObject(cd, "pool_bytes", (double)desc[i].pool_bytes);
 		cJSON_AddStringToObject(cd, "backend", fs_backend_name(desc[i].kind));
-		if (desc[i].kind == FS_BACKEND_HOST) {
+		if (d->pool_ro_fd[i] >= 0) { /* a pool mapped through its fd (fsd_fdsock.c sends it) */
 			char nm[16];
 			snprintf(nm, sizeof(nm), "pool%u", i);
 			cJSON_AddItemToArray(fds, cJSON_CreateString(nm));
 		}
-#ifdef FSD_HAVE_CUDA
-		if (desc[i].kind == FS_BACKEND_CUDA) {
-			char hex[160];
-			if (fsd_cuda_card_ipc(d, i, hex, sizeof(hex)) == 0)
-				cJSON_AddStringToObject(cd, "ipc_handle", hex);
-			cJSON_AddStringToObject(cd, "pci_bus_id", fsd_cuda_card_pci(d, i));
+		char hex[160], pci[64];
+		if (d->backend->card_handle &&
+		    d->backend->card_handle(d, i, hex, sizeof(hex), pci, sizeof(pci)) == 0) {
+			cJSON_AddStringToObject(cd, "ipc_handle", hex);
+			cJSON_AddStringToObject(cd, "pci_bus_id", pci);
 		}
-#endif
 		cJSON_AddItemToArray(cards, cd);
 	}
 	return l;

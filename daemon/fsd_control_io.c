@@ -51,9 +51,10 @@
 #include <nng/protocol/reqrep0/req.h>
 #include <nng/transport/ipc/ipc.h>
 
+#include "fs_counters.h"
 #include "fs_time.h"
-#include "fsd_loop.h"
 #include "fsd_control.h"
+#include "fsd_loop.h"
 #include "fsd_sockpath.h"
 
 #define CTL_CTXS 64u

@@ -24,9 +24,14 @@ void fsd_config_residency(const struct fsd_config *c, struct fsr_config *rc)
 	rc->uniform_bytes = c->expert_bytes;
 	if (c->tiers) {
 		fsr_config_tiers(rc);
-		if (c->recency_slots >= 0) /* -1: the core's default (FSR_AUTO) */
-			rc->recency_slots = (uint32_t)c->recency_slots;
-		rc->predicted_slots = c->predicted_slots < 0 ? FSR_AUTO : (uint32_t)c->predicted_slots;
+		/* each per-layer tier's size (fs_tiers.h); -1: the core's FSR_AUTO */
+#define SLOTS_CARD(name)
+#define SLOTS_LAYER(name) rc->name##_slots = c->name##_slots < 0 ? FSR_AUTO : (uint32_t)c->name##_slots;
+#define SLOTS_ROW(A, NAME, name, what, SCOPE, ...) SLOTS_##SCOPE(name)
+		FS_TIERS(SLOTS_ROW, ~)
+#undef SLOTS_ROW
+#undef SLOTS_LAYER
+#undef SLOTS_CARD
 		rc->spare_slots = c->spare_slots < 0 ? FSR_AUTO : (uint32_t)c->spare_slots;
 		rc->bus_share_pct = c->bus_share_pct;
 		rc->freq_decay = (float)c->freq_decay;

@@ -22,6 +22,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "fs_counters.h"
 #include "fs_fdpass.h"
 #include "fs_fdproto.h"
 #include "fs_time.h"

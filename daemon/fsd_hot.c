@@ -3,7 +3,9 @@
  * fsd_hot.c: the hot thread, foresightd's host of the hot engine
  * (daemon/engine/fse.h).  The engine does the pass (clients in and out,
  * every ring, completions, copies, epochs, holds, reclaim, liveness); this
- * file gives it the daemon's regions, core and backend, runs its passes on
+ * file gives it the daemon's regions, core and backend (whose ops the
+ * engine calls directly, and which calls back only what the engine binds
+ * it to), runs its passes on
  * one thread with the idle policy below, and turns its notices into log
  * lines and the loop's notice hook (struct fsd's dropped_notice).  No
  * libuv, no nng here (fsd_loop.h has them).  The control loop never runs
@@ -15,34 +17,22 @@
 #include <string.h>
 #include <sys/prctl.h>
 
+#include "fs_arena.h"
+#include "fs_counters.h"
 #include "fs_time.h"
 #include "fsd.h"
+#include "fsd_backend.h"
+#include "fsd_hot.h"
 #include "fsd_idle.h"
 #include "fsd_stamps.h"
+#include "fse.h"
+
+_Static_assert(FSD_MAX_CLIENTS <= FSE_MAX_CLIENTS, "the hot engine has a row for every client");
 
 #define HOT_CHECK_NS 10000000u /* sleep at most this long: liveness checks every 10 ms */
 #define HOT_POLL_NS 20000u     /* sleep while a polled backend has copies in flight */
 
-/* ---- the engine's side of the backend and of the loop ------------------ */
-
-static void be_submit(void *ctx, const struct fse_copy *cp)
-{
-	struct fsd *d = ctx;
-	fsd_stamp_submit(cp->card, cp->slot, d->hot_pass_ns, fs_now_ns()); /* bench builds only */
-	d->backend->submit(d, cp);
-}
-
-static unsigned be_poll(void *ctx, struct fse_done *out, unsigned max)
-{
-	struct fsd *d = ctx;
-	return d->backend->poll(d, out, max);
-}
-
-static void be_card_down(void *ctx, uint32_t card)
-{
-	struct fsd *d = ctx;
-	d->backend->card_down(d, card);
-}
+/* ---- the engine's notices: to the log and to the loop ------------------ */
 
 static void on_notice(void *host, const struct fse_notice *n)
 {
@@ -92,28 +82,16 @@ int fsd_hot_init(struct fsd *d)
 		.arena_index = idx,
 		.core = d->core,
 		.ctr = {d->counters_daemon, d->counters_card, d->counters_layer, d->counters_client},
-		.backend = {.ctx = d,
-			    .submit = be_submit,
-			    .poll = d->backend->poll ? be_poll : NULL,
-			    .card_down = d->backend->card_down ? be_card_down : NULL},
+		.backend = d->backend->ops, /* the backend's own interface, on its state */
 		.notice = on_notice,
 		.host = d,
 		/* reloadable (SIGHUP stores them with relaxed stores) */
 		.live = {&d->cfg.publish_us, &d->cfg.liveness_ms, &d->cfg.hold_timeout_ms,
 			 &d->cfg.hold_pressure_ms, &d->cfg.dev_poll_us},
 	};
-	d->eng = fse_create(&ec);
+	ec.backend.ctx = d->backend_priv;
+	d->eng = fse_create(&ec); /* binds the backend to the engine's callbacks */
 	return d->eng ? 0 : -errno;
-}
-
-void fsd_copy_landed(struct fsd *d, const struct fse_done *done)
-{
-	fse_copy_landed(d->eng, done);
-}
-
-int fsd_card_is_down(struct fsd *d, uint32_t card)
-{
-	return d->eng && card < 32 && (fse_cards_down(d->eng) >> card & 1u);
 }
 
 void fsd_hot_wake(struct fsd *d)
@@ -189,7 +167,7 @@ static void *hot_main(void *arg)
 			.rhythm_ns = (uint64_t)fs_load_relaxed(&d->cfg.rhythm_us) * 1000u,
 		};
 		uint64_t now = fs_now_ns();
-		d->hot_pass_ns = now;
+		fsd_stamp_pass(now); /* bench builds only (fsd_stamps.h) */
 		/* The records this pass drains (this thread's own counter): the
 		 * engines' rhythm is their posts, not the rest of the work. */
 		uint64_t recs = fs_load_relaxed(&d->counters_daemon[FS_C_records]);
@@ -209,7 +187,7 @@ static void *hot_main(void *arg)
 			continue;
 		}
 		uint64_t timeout = HOT_CHECK_NS;
-		if (d->backend->poll && fse_inflight(d->eng))
+		if (d->backend->ops.poll && fse_inflight(d->eng))
 			timeout = HOT_POLL_NS; /* completions are seen by looking */
 		uint64_t left = fse_publish_in(d->eng, now);
 		timeout = left < timeout ? left : timeout;

@@ -37,8 +37,9 @@ int fsd_hot_call(struct fsd *d, int (*fn)(struct fsd *d, void *arg), void *arg);
 
 /* fsd_cards.c: cards that go down (lost, reset, or taken down by an
  * admin) and stay down until a restart; the record is the engine's
- * (daemon/engine/fse_cards.c).  fsd_card_down, from any thread (a backend
- * that finds the card broken, the control verb): record it and the reason,
+ * (daemon/engine/fse_cards.c).  fsd_card_down, from any thread (the
+ * control verb; a backend that finds a card broken calls the engine's
+ * card_down callback instead): record it and the reason,
  * wake the hot thread; 0, -EINVAL (no such card) or -EALREADY.  The hot
  * thread applies it at its next pass and, once the next epoch is out,
  * tells engines (peer_reach, then the header's cards_down).

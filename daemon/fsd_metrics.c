@@ -49,7 +49,9 @@
 #include <nng/nng.h>
 #include <nng/supplemental/http/http.h>
 
+#include "fs_counters.h"
 #include "fs_time.h"
+#include "fsd_backend.h"
 #include "fsd_loop.h"
 
 /* A body larger than this is refused (500) rather than grown without end:

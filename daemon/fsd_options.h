@@ -47,6 +47,14 @@
 
 #include "fs_regions.h" /* FS_MAX_CARDS, FS_MAX_LAYERS, FS_MAX_EXPERTS, FS_MAX_EPOCH_BUFS */
 #include "fs_ring.h"    /* FS_RING_MIN_ENTRIES, FS_RING_MAX_ENTRIES */
+#include "fs_tiers.h"   /* FS_TIERS: each per-layer tier's <name>_slots row */
+
+/* A per-layer tier's size option, from its FS_TIERS row; a card-wide tier
+ * (what the layers' tiers leave) has none. */
+#define FSD_TIER_SLOTS_CARD(X, name, help)
+#define FSD_TIER_SLOTS_LAYER(X, name, help) \
+	X(name##_slots, name##_slots, INT, 0, -1, -1, 1 << 24, FSD_POLICY, help)
+#define FSD_TIER_SLOTS_ROW(X, NAME, name, what, SCOPE, help) FSD_TIER_SLOTS_##SCOPE(X, name, help)
 
 #define FSD_RELOAD 1u
 #define FSD_POLICY 2u
@@ -137,12 +145,8 @@
 	 * engines' own demand copies, which must not be starved. */ \
 	X(tiers, tiers, U32, 0, 1, 0, 1, 0, \
 	  "residency tiers and the copy scheduler: 1 on, 0 the untiered policy") \
-	X(recency_slots, recency_slots, INT, 0, -1, -1, 1 << 24, FSD_POLICY, \
-	  "recency tier slots per layer beside a card-wide static tier, -1 auto: a 16th of the share, " \
-	  "rounded down") \
-	X(predicted_slots, predicted_slots, INT, 0, -1, -1, 1 << 24, FSD_POLICY, \
-	  "predicted tier slots per layer, -1 auto: a 16th of the share, rounded down, at most the " \
-	  "copies the bus lands per layer time (1..4)") \
+	/* <name>_slots of each per-layer tier, from its row (fs_tiers.h) */ \
+	FS_TIERS(FSD_TIER_SLOTS_ROW, X) \
 	X(spare_slots, spare_slots, INT, 0, -1, -1, 1 << 24, FSD_POLICY, \
 	  "free slots per card outside the tiers, -1 auto: one per layer, at most 1 % of slots") \
 	X(bus_share_pct, bus_share_pct, U32, 0, 80, 1, 100, FSD_POLICY, \

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fsd.h"
+#include "fsr.h"
 
 enum kind { K_STR, K_NUM, K_FLAG };
 struct row {

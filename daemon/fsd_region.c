@@ -1,18 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* fsd_region.c: lay out and create the daemon region (read-only to clients). */
+/* fsd_region.c: create the daemon region (read-only to clients), laid out
+ * by the engine's fse_region_layout, and fill in the daemon's part. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "fs_counters.h"
 #include "fsd.h"
+#include "fsd_backend.h"
 #include "fsd_stamps.h"
-
-static uint64_t line_round(uint64_t x)
-{
-	return (x + FS_CACHELINE - 1) / FS_CACHELINE * FS_CACHELINE;
-}
+#include "fse.h"
 
 uint32_t *fsd_ready(struct fsd *d, uint32_t card)
 {
@@ -57,65 +56,42 @@ static void publish_reach(struct fs_daemon_hdr *h, uint32_t cards, int peer)
 int fsd_regions_create(struct fsd *d)
 {
 	const struct fsd_config *c = &d->cfg;
-	uint64_t entries = (uint64_t)c->cards * c->layers * c->experts;
-	uint64_t off = sizeof(struct fs_daemon_hdr);
-	uint64_t off_cards = off;
-	off = line_round(off + (uint64_t)c->cards * sizeof(struct fs_card_desc));
-	uint64_t buf_bytes = line_round(sizeof(struct fs_epoch_buf_hdr) + entries * sizeof(uint64_t));
-	uint64_t off_epochs = off;
-	off += (uint64_t)c->epoch_bufs * buf_bytes;
-	uint64_t off_ready = off;
-	uint64_t off_ready_card[FS_MAX_CARDS] = {0};
-	for (uint32_t i = 0; i < c->cards; i++) {
-		off_ready_card[i] = off;
-		off = line_round(off + FS_ISSUED_OFFSET(c->slots) + (uint64_t)c->slots * sizeof(uint64_t));
-	}
-	uint64_t off_layer_ready = off; /* the arena's per-layer ready words */
-	off = line_round(off + (uint64_t)c->layers * sizeof(uint32_t));
-	uint64_t off_counters = off;
-	uint64_t counters_bytes = fs_counters_bytes(c->cards, c->layers, c->max_clients);
-	off = line_round(off + counters_bytes);
-
-	int r = fs_shm_create(&d->daemon_shm, "foresight-daemon", off);
+	struct fse_region_dims dm = {.cards = c->cards,
+				     .layers = c->layers,
+				     .experts = c->experts,
+				     .epoch_bufs = c->epoch_bufs,
+				     .slots = c->slots,
+				     .max_clients = c->max_clients,
+				     .counters = 1};
+	struct fse_region_layout l;
+	fse_region_layout(&dm, &l); /* daemon/engine/fse_region.c: the one layout */
+	int r = fs_shm_create(&d->daemon_shm, "foresight-daemon", l.bytes);
 	if (r < 0)
 		return r;
 	struct fs_daemon_hdr *h = d->daemon_shm.base;
 	d->dh = h;
-	h->magic = FS_DAEMON_MAGIC;
-	h->version = FS_PROTO_VERSION;
-	h->region_bytes = d->daemon_shm.bytes;
+	fse_region_format(h, &dm, &l, d->daemon_shm.bytes);
 	h->instance = d->instance;
-	h->cards = c->cards;
-	h->layers = c->layers;
-	h->experts = c->experts;
-	h->epoch_bufs = c->epoch_bufs;
-	h->epoch_buf_bytes = buf_bytes;
-	h->off_cards = off_cards;
-	h->off_epochs = off_epochs;
-	h->off_ready = off_ready;
-	memcpy(h->off_ready_card, off_ready_card, sizeof(off_ready_card));
-	h->off_counters = off_counters;
-	h->off_layer_ready = off_layer_ready;
-	d->layer_ready = (uint32_t *)((char *)h + off_layer_ready); /* 0: not in yet */
-	h->counters_bytes = counters_bytes;
+	d->layer_ready = (uint32_t *)((char *)h + l.off_layer_ready); /* 0: not in yet */
 	h->max_clients = c->max_clients;
 	h->heartbeat_ms = c->heartbeat_ms;
 	h->state = FS_DAEMON_STARTING;
 	publish_reach(h, c->cards, (int)c->peer);
 
-	struct fs_card_desc *cd = (struct fs_card_desc *)((char *)h + off_cards);
+	struct fs_card_desc *cd = (struct fs_card_desc *)((char *)h + l.off_cards);
 	for (uint32_t i = 0; i < c->cards; i++) {
 		cd[i].id = i;
 		cd[i].slots = c->slots;
 		cd[i].slot_bytes = d->slot_bytes;
 		cd[i].pool_bytes = fs_page_round((size_t)(c->slots * d->slot_bytes));
-		cd[i].fd_index = 3 + i;       /* daemon, client, arena, then pools (the
+		cd[i].fd_index = 3 + i; /* daemon, client, arena, then pools (the
 					   CUDA backend overwrites this) */
-		cd[i].kind = FS_BACKEND_HOST; /* the CUDA backend overwrites it */
-		snprintf(cd[i].name, sizeof(cd[i].name), "host%u", i);
+		cd[i].kind = d->backend->kind;
+		snprintf(cd[i].name, sizeof(cd[i].name), "%s%u", d->backend->name,
+			 i); /* a backend may name it */
 	}
 
-	struct fs_counters_hdr *ch = (struct fs_counters_hdr *)((char *)h + off_counters);
+	struct fs_counters_hdr *ch = (struct fs_counters_hdr *)((char *)h + l.off_counters);
 	ch->n_daemon = FS_N_DAEMON;
 	ch->n_card = FS_N_CARD;
 	ch->n_layer = FS_N_LAYER;

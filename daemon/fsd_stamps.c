@@ -17,6 +17,7 @@ struct st_done {
 };
 
 static uint64_t st_wake;                              /* the hot thread's */
+static uint64_t st_pass;                              /* the hot thread's */
 static struct st_pending st_slot[ST_CARDS][ST_SLOTS]; /* submit -> issued */
 static struct st_done st_log[ST_LOG];
 static uint32_t st_n;
@@ -41,7 +42,12 @@ void fsd_stamp_wake(uint64_t now)
 	__atomic_store_n(&st_wake, now, __ATOMIC_RELAXED);
 }
 
-void fsd_stamp_submit(uint32_t card, uint32_t slot, uint64_t pass, uint64_t now)
+void fsd_stamp_pass(uint64_t now)
+{
+	__atomic_store_n(&st_pass, now, __ATOMIC_RELAXED);
+}
+
+void fsd_stamp_submit(uint32_t card, uint32_t slot, uint64_t now)
 {
 	if (!st_registered) { /* the hot thread: the first copy of the run */
 		st_registered = 1;
@@ -49,8 +55,9 @@ void fsd_stamp_submit(uint32_t card, uint32_t slot, uint64_t pass, uint64_t now)
 	}
 	if (card >= ST_CARDS || slot >= ST_SLOTS)
 		return;
-	struct st_pending p = {
-		.wake = __atomic_load_n(&st_wake, __ATOMIC_RELAXED), .pass = pass, .submit = now};
+	struct st_pending p = {.wake = __atomic_load_n(&st_wake, __ATOMIC_RELAXED),
+			       .pass = __atomic_load_n(&st_pass, __ATOMIC_RELAXED),
+			       .submit = now};
 	/* The backend's copy thread reads it after the submit's queue lock. */
 	st_slot[card][slot] = p;
 }

@@ -10,7 +10,11 @@
 
 #include <cjson/cJSON.h>
 
+#include "fs_arena.h"
+#include "fs_counters.h"
 #include "fs_time.h"
+#include "fsd_backend.h"
+#include "fsd_hot.h"
 #include "fsd_loop.h"
 
 static double ratio(uint64_t a, uint64_t b)
@@ -114,7 +118,7 @@ cJSON *fsd_stats_json(struct fsd *d)
 		cJSON_AddStringToObject(c, "name", name);
 		cJSON_AddNumberToObject(c, "slots", cfg->slots);
 		cJSON_AddNumberToObject(c, "slot_bytes", (double)d->slot_bytes);
-		if (d->backend->kind == FS_BACKEND_HOST) /* an emulated bus; a GPU's is its own */
+		if (d->backend->emulated_bus) /* a stand-in's link; a GPU's is its own */
 			cJSON_AddNumberToObject(c, "bus_gbps", cfg->bus_gbps);
 		/* Up, or down with why and since which epoch (fsd_cards.c; the
 		 * epoch is 0 until the first epoch without it is out). */

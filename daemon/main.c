@@ -11,10 +11,16 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "fs_arena.h"
+#include "fs_counters.h"
 #include "fs_time.h"
+#include "fsd_backend.h"
+#include "fsd_hot.h"
 #include "fsd_loop.h"
 #include "fsd_preflight.h"
 #include "fsd_sockpath.h"
+#include "fse.h"
+#include "fsr.h"
 
 static void on_signal(uv_signal_t *h, int sig)
 {

@@ -23,8 +23,12 @@
 
 #include <cjson/cJSON.h>
 
-#include "fsd_loop.h"
+#include "fs_counters.h"
+#include "fsd_backend.h"
 #include "fsd_control.h"
+#include "fsd_hot.h"
+#include "fsd_loop.h"
+#include "fsr.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -24,8 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs_counters.h"
 #include "fs_time.h"
 #include "fsd.h"
+#include "fsd_backend.h"
+#include "fsd_hot.h"
+#include "fse.h"
+#include "fsr.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -57,16 +62,16 @@ static void land(unsigned i)
 	pending[i] = pending[--npending];
 	fs_store_release(&fsd_ready(&d, cp.card)[cp.slot], cp.gen);
 	struct fse_done done = {.card = cp.card, .slot = cp.slot, .gen = cp.gen, .bytes = cp.bytes};
-	fsd_copy_landed(&d, &done);
+	fse_copy_landed(d.eng, &done);
 }
 
 /* The honest client's held epoch, as it saw it when it acquired. */
 static uint64_t held_epoch;
 static uint64_t held_tab[CARDS * LAYERS * EXPERTS];
 
-static void submit(struct fsd *dd, const struct fse_copy *cp)
+static void submit(void *ctx, const struct fse_copy *cp)
 {
-	(void)dd;
+	(void)ctx;
 	if (cp->card >= CARDS || cp->slot >= SLOTS)
 		abort();
 	if (fse_cards_down(d.eng) >> cp->card & 1u)
@@ -85,7 +90,7 @@ static void submit(struct fsd *dd, const struct fse_copy *cp)
 	pending[npending++] = *cp;
 }
 
-static const struct fsd_backend backend = {.name = "fuzz", .submit = submit};
+static const struct fsd_backend backend = {.name = "fuzz", .ops = {.submit = submit}};
 
 /* ---- the two clients --------------------------------------------------- */
 
@@ -140,7 +145,7 @@ static void honest_acquire(void)
 			break;
 	}
 	held_epoch = FS_CUR_EPOCH(cur);
-	memcpy(held_tab, fsd_epoch_entries(&d, FS_CUR_BUF(cur)), sizeof(held_tab));
+	memcpy(held_tab, fse_epoch_entries(d.dh, FS_CUR_BUF(cur)), sizeof(held_tab));
 }
 
 static void honest_release(void)
@@ -265,7 +270,7 @@ static void check_down_cards(void)
 	uint64_t cur = fs_load_acquire(&d.dh->current);
 	if (!told || !cur)
 		return;
-	const uint64_t *e = fsd_epoch_entries(&d, FS_CUR_BUF(cur));
+	const uint64_t *e = fse_epoch_entries(d.dh, FS_CUR_BUF(cur));
 	for (uint32_t c = 0; c < CARDS; c++)
 		for (uint32_t i = 0; (told >> c & 1u) && i < LAYERS * EXPERTS; i++)
 			if (e[c * LAYERS * EXPERTS + i] != FS_ENTRY_NONE)

@@ -163,15 +163,20 @@ Test(validation, out_of_range_records_are_counted_exactly_and_never_reach_the_co
 	raw_post(c, (struct fs_rec){.type = FS_REC_WIN_BEGIN, .card = FS_CARD_NONE, .window = 1, .value = 1});
 	for (unsigned i = 0; i < nbad; i++)
 		raw_post(c, bad[i]);
-	/* One good prediction: proves the window was acted on. */
+	/* One good prediction: proves the window was acted on.  Its window
+	 * stays open until the copy is seen: a window's end recycles the
+	 * predicted slots it did not use (fsr_predicted_recycle), so with the
+	 * window's end posted at once whether the copy survived depended on
+	 * whether it landed before the daemon drained that record (1 run in 5
+	 * on a loaded machine: a race, not a check). */
 	raw_post(c, predict(2, 7, FS_CARD_NONE, 1.0f));
-	raw_post(c, (struct fs_rec){.type = FS_REC_WIN_END, .card = FS_CARD_NONE, .window = 1});
 	const unsigned nall = nbad + 3;
 
 	/* Deadlines here are for a daemon that never gets there, not timing
 	 * claims: a loaded 2-core box once took over 5 s to show the records. */
-	double rec = wait_counter(&d, "records", rec0 + nall, 20000);
-	cr_assert_eq(rec - rec0, (double)nall, "records consumed: %.0f, posted %u", rec - rec0, nall);
+	double rec = wait_counter(&d, "records", rec0 + nall - 1, 20000);
+	cr_assert_eq(rec - rec0, (double)(nall - 1), "records consumed: %.0f, posted %u", rec - rec0,
+		     nall - 1);
 	double bad1 = counter(&d, "bad_records");
 	cr_expect_eq(bad1 - bad0, (double)nbad, "bad_records moved by %.0f for %u out-of-range records",
 		     bad1 - bad0, nbad);
@@ -181,6 +186,9 @@ Test(validation, out_of_range_records_are_counted_exactly_and_never_reach_the_co
 	while (!resident(c, 2, 7) && fsh_now_ms() < end)
 		sleep_ms(5);
 	cr_expect(resident(c, 2, 7), "the one valid prediction (layer 2 expert 7) never landed");
+	raw_post(c, (struct fs_rec){.type = FS_REC_WIN_END, .card = FS_CARD_NONE, .window = 1});
+	rec = wait_counter(&d, "records", rec0 + nall, 20000);
+	cr_assert_eq(rec - rec0, (double)nall, "records consumed: %.0f, posted %u", rec - rec0, nall);
 	sleep_ms(50);
 	cr_expect(!resident(c, 3, 5), "layer 3 expert 5 was only ever predicted with a NaN/negative/"
 				      "infinite score, yet it was prefetched: a bad record reached the core");

@@ -25,14 +25,12 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 R=${1:-$ROOT/build/tools/replay/fs-replay}
 T=${FS_TRACES:-$ROOT/../shared/data/route-traces}
 DOC=${FS_REPLAY_DOC:-$ROOT/docs/results/replay.md}
-BEGIN="<!-- replay:head:begin -->"
-END="<!-- replay:head:end -->"
 [ -x "$R" ] || {
 	echo "replay-head.sh: no fs-replay at $R (cmake --build build --target fs-replay)" >&2
 	exit 1
 }
-grep -qxF "$BEGIN" "$DOC" && grep -qxF "$END" "$DOC" || {
-	echo "replay-head.sh: $DOC has no block $BEGIN ... $END" >&2
+grep -qxF "<!-- replay:head:begin -->" "$DOC" || {
+	echo "replay-head.sh: $DOC has no replay:head block" >&2
 	exit 1
 }
 
@@ -118,7 +116,7 @@ commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 [ -z "$(git -C "$ROOT" status --porcelain 2>/dev/null)" ] || commit="$commit-dirty"
 date=$(date -u +%Y-%m-%dT%H:%MZ)
 tmp=$(mktemp)
-trap 'rm -f "$tmp" "$tmp.doc"' EXIT
+trap 'rm -f "$tmp"' EXIT
 {
 	echo
 	echo "| what | against | result: median (range) over 5 draws | goal | met |"
@@ -131,9 +129,5 @@ trap 'rm -f "$tmp" "$tmp.doc"' EXIT
 	echo "\`--gen-seed 1-5\`).  Goals: issue 18's (the rows against \`static\`: never worse)."
 	echo
 } >"$tmp"
-awk -v b="$BEGIN" -v e="$END" -v f="$tmp" '
-	$0 == b { print; while ((getline l < f) > 0) print l; skip = 1; next }
-	$0 == e { skip = 0 }
-	!skip { print }' "$DOC" >"$tmp.doc"
-cat "$tmp.doc" >"$DOC"
+bash "$ROOT/tools/doc-block.sh" "$DOC" replay:head "$tmp"
 cat "$tmp"

@@ -180,14 +180,12 @@ plot() { # file, alt text
 # The generated part of the page: everything between the two marker lines
 # below (the rest of the page is written by hand, and its opening table by
 # tools/replay-head.sh, which this script runs last).
-BEGIN="<!-- replay:generated:begin -->"
-END="<!-- replay:generated:end -->"
-grep -qxF "$BEGIN" "$DOC" && grep -qxF "$END" "$DOC" || {
-	say "$DOC has no block $BEGIN ... $END"
+grep -qxF "<!-- replay:generated:begin -->" "$DOC" || {
+	say "$DOC has no replay:generated block"
 	exit 1
 }
 GEN=$(mktemp)
-trap 'rm -f "$GEN" "$GEN.doc"' EXIT
+trap 'rm -f "$GEN"' EXIT
 {
 	cat <<EOF
 
@@ -587,11 +585,8 @@ too: with both baselines started from the same prefill profile (\`lru-warm\`),
 EOF
 	fi
 } >"$GEN"
-awk -v b="$BEGIN" -v e="$END" -v f="$GEN" '
-	$0 == b { print; while ((getline l < f) > 0) print l; print ""; skip = 1; next }
-	$0 == e { skip = 0 }
-	!skip { print }' "$DOC" >"$GEN.doc"
-cat "$GEN.doc" >"$DOC"
+echo >>"$GEN"
+bash "$ROOT/tools/doc-block.sh" "$DOC" replay:generated "$GEN"
 say "wrote the generated part of $DOC"
 FS_TRACES=$TRACES bash "$ROOT/tools/replay-head.sh" "$R" >/dev/null
 say "wrote the opening table of $DOC (tools/replay-head.sh)"

@@ -42,6 +42,7 @@
 #include <foresight/router_ahead.h>
 
 #include "eb.h"
+#include "strata.h"
 #include "fs_opt.h"
 #include "fs_regions.h"
 #include "replay_predict.h"
@@ -695,11 +696,11 @@ static int parse(struct eng_opts *o, int argc, char **argv)
 	o->ra_top = 24;
 	o->fault_window = -1;
 	o->down_window = -1;
-	o->adapt_every = 4;
-	o->max_swaps = 96;
+	o->adapt_every = STRATA_EVERY; /* tools/replay/strata.h: the peer's rules */
+	o->max_swaps = STRATA_SWAPS;
 	o->lru_inserts = 2;
 	int device = 0;
-	double decay = 0.7;
+	double decay = STRATA_DECAY;
 	const struct fs_opt opts[] = {
 		FS_OPT_STR("socket", "PATH", &o->socket, "foresightd's control socket (required)"),
 		FS_OPT_FN("mode", "MODE", &o->mode, eb_opt_mode, "the mode this engine runs (required)"),
@@ -789,9 +790,11 @@ static int setup(struct eng *e, char *err, size_t errlen)
 			snprintf(err, errlen, "--cards %u but foresightd serves %u", o->cards, e->m.cards);
 			return -1;
 		}
-		if (fs_client_card(e->c, 0, &ci) == 0 && (ci.is_cuda != 0) != (o->device == EB_DEV_CUDA)) {
+		if (fs_client_card(e->c, 0, &ci) == 0 &&
+		    (ci.kind == FS_CARD_CUDA) != (o->device == EB_DEV_CUDA)) {
 			snprintf(err, errlen, "foresightd runs the %s backend but --device is %s",
-				 ci.is_cuda ? "cuda" : "host", o->device == EB_DEV_CUDA ? "cuda" : "host");
+				 ci.kind == FS_CARD_CUDA ? "cuda" : "host",
+				 o->device == EB_DEV_CUDA ? "cuda" : "host");
 			return -1;
 		}
 		for (uint32_t card = 0; card < o->cards; card++)

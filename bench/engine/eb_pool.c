@@ -6,13 +6,11 @@
  *
  *  - static: the profile's hottest experts of the card's layers, copied
  *    once before the run, frozen (the baseline of issue #10);
- *  - strata-adapt: the same start, then every `adapt_every` (4) windows the
- *    decayed use scores (score = 0.7 x score + token uses since the last
- *    adapt; seeded with the profile scaled to the steady-state mass) swap
- *    the best-scored non-resident experts (score >= 1) for the worst-scored
- *    residents while the newcomer scores higher, at most `max_swaps` (96)
- *    per adapt: our reading of Strata's adapt rules (--adapt-every,
- *    --adapt-swaps; the seed discussion, background/foresight-discussion.md);
+ *  - strata-adapt: the same start, then every `adapt_every` (4) windows
+ *    the rules of tools/replay/strata.h (their one owner: fs-replay's peer
+ *    runs the same): decayed use scores, the best-scored non-resident
+ *    experts swapped for the worst-scored residents, at most `max_swaps`
+ *    (96) per adapt;
  *  - lru: each layer its share of the card's slots (slots / layers on the
  *    card), seeded with the layer's hottest experts; after a layer, up to
  *    `lru_inserts` (2) of its missed experts are uploaded into the layer's
@@ -38,6 +36,7 @@
 #include <foresight/foresight.h>
 
 #include "eb.h"
+#include "strata.h"
 
 #define NONE UINT32_MAX
 
@@ -72,7 +71,7 @@ struct eb_pool {
 	uint64_t sb;
 	uint32_t *slot_of; /* [L * E]: slot on its layer's card, or NONE */
 	float *score;      /* [L * E]: strata-adapt */
-	uint32_t *uses;    /* [L * E]: strata-adapt, token uses since the last adapt */
+	float *uses;       /* [L * E]: strata-adapt, token uses since the last adapt */
 	uint32_t windows;
 	uint32_t inserted; /* lru: this layer's uploads in this window */
 	struct pcard c[EB_MAX_CARDS];
@@ -314,15 +313,7 @@ int eb_pool_create(struct eb_pool **out, struct eb_dev *dev, const struct eb_poo
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
-		/* The profile scaled to the steady-state mass of the decayed
-		 * scores: uses per adapt / (1 - decay). */
-		double mass = 0;
-		for (size_t i = 0; i < n; i++)
-			mass += o->profile[i];
-		double want = (double)o->adapt_every * o->tpw * o->topk * p->L / (1.0 - o->decay);
-		double k = mass > 0 ? want / mass : 0;
-		for (size_t i = 0; i < n; i++)
-			p->score[i] = (float)(o->profile[i] * k);
+		strata_seed(p->score, o->profile, n, o->adapt_every, o->tpw, o->topk, p->L, o->decay);
 	}
 	for (uint32_t card = 0; card < o->cards; card++) {
 		struct pcard *c = &p->c[card];
@@ -386,8 +377,7 @@ int eb_pool_layer_done(struct eb_pool *p, uint32_t w, uint32_t layer, const stru
 	struct pcard *c = &p->c[card];
 	if (p->o.policy == EB_POOL_STRATA) {
 		for (uint32_t i = 0; i < n; i++)
-			p->uses[(size_t)layer * p->E + u[i].expert] += (uint32_t)__builtin_popcount(
-				u[i].mask);
+			p->uses[(size_t)layer * p->E + u[i].expert] += (float)__builtin_popcount(u[i].mask);
 		return 0;
 	}
 	if (p->o.policy != EB_POOL_LRU || c->slots == 0)
@@ -417,55 +407,30 @@ int eb_pool_layer_done(struct eb_pool *p, uint32_t w, uint32_t layer, const stru
 	return __atomic_load_n(&p->failed, __ATOMIC_RELAXED) ? -1 : 0;
 }
 
-static int by_score_desc(const void *a, const void *b)
+/* strata-adapt, one card: strata.h's swaps over the card's layers. */
+struct adapt_ctx {
+	struct eb_pool *p;
+	uint32_t card;
+	int measured;
+};
+
+static enum strata_state adapt_state(void *ctx, size_t i)
 {
-	const struct ranked *x = a, *y = b; /* count holds the float's bits: scores >= 0 */
-	if (x->count != y->count)
-		return x->count < y->count ? 1 : -1;
-	return x->key < y->key ? -1 : x->key > y->key;
+	const struct adapt_ctx *a = ctx;
+	const struct eb_pool *p = a->p;
+	if (p->o.card_of[i / p->E] != a->card)
+		return STRATA_BUSY; /* another card's */
+	if (p->slot_of[i] == NONE)
+		return STRATA_OUT;
+	return __atomic_load_n(&p->c[a->card].landed[p->slot_of[i]], __ATOMIC_ACQUIRE) ? STRATA_IN :
+											 STRATA_BUSY;
 }
 
-static uint32_t fbits(float f)
+static int adapt_swap(void *ctx, uint32_t in, uint32_t out)
 {
-	uint32_t u;
-	memcpy(&u, &f, sizeof(u));
-	return u; /* monotonic for f >= 0 */
-}
-
-/* strata-adapt, one card: swap the best non-residents for the worst
- * residents while the newcomer scores higher. */
-static int adapt_card(struct eb_pool *p, uint32_t card, struct ranked *cand, struct ranked *vict,
-		      int measured)
-{
-	struct pcard *c = &p->c[card];
-	size_t n = (size_t)p->L * p->E;
-	uint32_t nc = 0, nv = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (p->o.card_of[i / p->E] != card)
-			continue;
-		if (p->slot_of[i] == NONE) {
-			if (p->score[i] >= 1.0f)
-				cand[nc++] = (struct ranked){fbits(p->score[i]), (uint32_t)i};
-		} else if (__atomic_load_n(&c->landed[p->slot_of[i]], __ATOMIC_ACQUIRE)) {
-			vict[nv++] = (struct ranked){fbits(p->score[i]), (uint32_t)i};
-		}
-	}
-	qsort(cand, nc, sizeof(*cand), by_score_desc);
-	qsort(vict, nv, sizeof(*vict), by_score_desc); /* worst at the end */
-	uint32_t swaps = 0;
-	for (uint32_t i = 0; i < nc && i < nv && swaps < p->o.max_swaps; i++) {
-		const struct ranked *v = &vict[nv - 1 - i];
-		if (cand[i].count <= v->count)
-			break;
-		uint32_t slot = p->slot_of[v->key];
-		int r = upload(p, card, slot, cand[i].key / p->E, cand[i].key % p->E, measured);
-		if (r < 0)
-			return -1;
-		swaps += r == 0;
-	}
-	if (measured)
-		p->swaps += swaps;
-	return 0;
+	const struct adapt_ctx *a = ctx;
+	struct eb_pool *p = a->p;
+	return upload(p, a->card, p->slot_of[out], in / p->E, in % p->E, a->measured);
 }
 
 int eb_pool_window_end(struct eb_pool *p, int measured)
@@ -473,15 +438,20 @@ int eb_pool_window_end(struct eb_pool *p, int measured)
 	if (p->o.policy != EB_POOL_STRATA || ++p->windows % p->o.adapt_every != 0)
 		return __atomic_load_n(&p->failed, __ATOMIC_RELAXED) ? -1 : 0;
 	size_t n = (size_t)p->L * p->E;
-	for (size_t i = 0; i < n; i++) {
-		p->score[i] = p->o.decay * p->score[i] + (float)p->uses[i];
-		p->uses[i] = 0;
-	}
-	struct ranked *cand = malloc(n * sizeof(*cand)), *vict = malloc(n * sizeof(*vict));
+	strata_decay(p->score, p->uses, n, p->o.decay);
+	struct strata_ranked *cand = malloc(n * sizeof(*cand)), *vict = malloc(n * sizeof(*vict));
 	int rc = cand && vict ? 0 : -1;
-	for (uint32_t card = 0; card < p->o.cards && rc == 0; card++)
-		if (p->c[card].slots)
-			rc = adapt_card(p, card, cand, vict, measured);
+	for (uint32_t card = 0; card < p->o.cards && rc == 0; card++) {
+		if (!p->c[card].slots)
+			continue;
+		struct adapt_ctx a = {p, card, measured};
+		int swaps = strata_swaps(p->score, n, adapt_state, adapt_swap, &a, p->o.max_swaps, cand,
+					 vict);
+		if (swaps < 0)
+			rc = -1;
+		else if (measured)
+			p->swaps += (uint64_t)swaps;
+	}
 	free(cand);
 	free(vict);
 	return rc || __atomic_load_n(&p->failed, __ATOMIC_RELAXED) ? -1 : 0;

@@ -27,14 +27,12 @@ COMMAND=$2
 shift 2
 B=${FS_ENGINE_BENCH:-$ROOT/build/bench/engine/fs-engine-bench}
 DOC=${FS_ENGINE_DOC:-$ROOT/docs/results/engine.md}
-BEGIN="<!-- engine:$SECTION:begin -->"
-END="<!-- engine:$SECTION:end -->"
-if ! grep -qxF "$BEGIN" "$DOC" || ! grep -qxF "$END" "$DOC"; then
-	echo "results.sh: $DOC has no section $SECTION ($BEGIN ... $END)" >&2
+if ! grep -qxF "<!-- engine:$SECTION:begin -->" "$DOC" || ! grep -qxF "<!-- engine:$SECTION:end -->" "$DOC"; then
+	echo "results.sh: $DOC has no section $SECTION" >&2
 	exit 1
 fi
 tmp=$(mktemp)
-trap 'rm -f "$tmp" "$tmp.r" "$tmp.doc"' EXIT
+trap 'rm -f "$tmp" "$tmp.r"' EXIT
 if ! "$B" report "$@" >"$tmp.r"; then
 	cat "$tmp.r" >&2
 	echo "results.sh: fs-engine-bench report failed (a promised row missing or failed): $DOC unchanged" >&2
@@ -52,9 +50,5 @@ fi
 	cat "$tmp.r"
 	echo
 } >"$tmp"
-awk -v b="$BEGIN" -v e="$END" -v f="$tmp" '
-	$0 == b { print; while ((getline l < f) > 0) print l; skip = 1; next }
-	$0 == e { skip = 0 }
-	!skip { print }' "$DOC" >"$tmp.doc"
-mv "$tmp.doc" "$DOC"
+bash "$ROOT/tools/doc-block.sh" "$DOC" "engine:$SECTION" "$tmp"
 echo "results.sh: section $SECTION of $DOC rewritten from $*"

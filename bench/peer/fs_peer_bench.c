@@ -223,7 +223,7 @@ static int raw(int quick)
 static int card_device(fs_client *c, uint32_t card)
 {
 	struct fs_card_info ci;
-	if (fs_client_card(c, card, &ci) < 0 || !ci.is_cuda)
+	if (fs_client_card(c, card, &ci) < 0 || ci.kind != FS_CARD_CUDA)
 		return -1;
 	const char *pci = strrchr(ci.name, ' ');
 	int dev = -1;

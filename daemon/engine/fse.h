@@ -60,15 +60,32 @@ struct fse_done {
 	uint64_t at;
 };
 
-/* The narrow backend interface.  submit: queue one copy (the backend
+/* What a backend may tell the engine, from any thread: the engine hands
+ * these to its backend once (bind), before any copy.  landed: a copy's
+ * bytes and ready word are in (a backend without poll reports each copy
+ * so); card_down: the backend found the card broken (as fse_card_down,
+ * with its reason); cards_down: the cards down now, reported or applied
+ * (bit i: card i), so a backend stops work for them at once.  A backend
+ * calls only these: it never names its host or the engine's thread. */
+struct fse_backend_cb {
+	void *ctx;
+	void (*landed)(void *ctx, const struct fse_done *done);
+	int (*card_down)(void *ctx, uint32_t card, const char *reason);
+	uint32_t (*cards_down)(void *ctx);
+};
+
+/* The one backend interface (foresightd's backends, daemon/fsd_backend.h,
+ * are these ops plus their start and stop; fs-replay's virtual bus is one
+ * too).  ctx: the backend's own state.  bind (may be NULL): the engine's
+ * callbacks, once, at fse_create.  submit: queue one copy (the backend
  * stores ready word 0 before the bytes and gen after them) and report it
- * landed later, through poll or fse_copy_landed().  poll (may be NULL):
+ * landed later, through poll or the landed callback.  poll (may be NULL):
  * completions noticed since the last call.  card_down (may be NULL): the
  * card went down; drop its queued copies and forget those in flight:
- * nothing is submitted to it again.  A backend that finds a card broken
- * reports it with fse_card_down(). */
+ * nothing is submitted to it again. */
 struct fse_backend {
 	void *ctx;
+	void (*bind)(void *ctx, const struct fse_backend_cb *cb);
 	void (*submit)(void *ctx, const struct fse_copy *cp);
 	unsigned (*poll)(void *ctx, struct fse_done *out, unsigned max);
 	void (*card_down)(void *ctx, uint32_t card);
@@ -175,17 +192,33 @@ uint64_t fse_inflight(const struct fse *e);
 uint64_t fse_publish_in(const struct fse *e, uint64_t now);
 int fse_client_active(const struct fse *e, uint32_t row);
 
-/* A daemon region as the engine needs it (fs-replay, tests): the header
- * and the epoch buffers, laid out as fsd_region.c lays them out (no card
- * table, ready words or counters: the host keeps those).  fse_region_bytes:
- * its size; fse_region_init: format zeroed memory of that size (64-byte
- * aligned); every card reads every card (peer_reach). */
+/* The daemon region's layout (fse_region.c: the one place it is decided;
+ * foresightd's fsd_region.c and fs-replay both lay out with it).  dims:
+ * what sizes it; slots 0 leaves out the ready words, counters 0 the
+ * counters.  fse_region_format writes the header's dimensions and offsets
+ * into zeroed memory of at least layout.bytes (64-byte aligned). */
+struct fse_region_dims {
+	uint32_t cards, layers, experts, epoch_bufs;
+	uint32_t slots;       /* per card: its ready words and issued_ns; 0: none */
+	uint32_t max_clients; /* the counters' client rows */
+	int counters;         /* 1: the counters (proto/fs_counters.h) */
+};
+struct fse_region_layout {
+	uint64_t off_cards, off_epochs, epoch_buf_bytes, off_ready, off_ready_card[FS_MAX_CARDS];
+	uint64_t off_layer_ready, off_counters, counters_bytes;
+	uint64_t bytes; /* the whole region */
+};
+void fse_region_layout(const struct fse_region_dims *dm, struct fse_region_layout *l);
+void fse_region_format(struct fs_daemon_hdr *dh, const struct fse_region_dims *dm,
+		       const struct fse_region_layout *l, uint64_t region_bytes);
+/* A daemon region as the engine needs it (fs-replay, tests): no ready
+ * words, no counters (their hosts keep those).  fse_region_bytes: its
+ * size; fse_region_init: format zeroed memory of that size; every card
+ * reads every card (peer_reach). */
 size_t fse_region_bytes(uint32_t cards, uint32_t layers, uint32_t experts, uint32_t epoch_bufs);
 void fse_region_init(struct fs_daemon_hdr *dh, uint32_t cards, uint32_t layers, uint32_t experts,
 		     uint32_t epoch_bufs);
-
-/* The daemon region's layout (fsd_region.c and fs-replay lay it out the
- * same way): the epoch buffer `buf`'s header and entries. */
+/* The epoch buffer `buf`'s header and entries. */
 struct fs_epoch_buf_hdr *fse_epoch_buf(struct fs_daemon_hdr *dh, uint32_t buf);
 static inline uint64_t *fse_epoch_entries(struct fs_daemon_hdr *dh, uint32_t buf)
 {

@@ -21,6 +21,22 @@ static uint64_t mono_clock(void *host)
 	return fs_now_ns();
 }
 
+/* The backend's callbacks (struct fse_backend_cb): the engine's own calls. */
+static void cb_landed(void *ctx, const struct fse_done *done)
+{
+	fse_copy_landed(ctx, done);
+}
+
+static int cb_card_down(void *ctx, uint32_t card, const char *reason)
+{
+	return fse_card_down(ctx, card, reason);
+}
+
+static uint32_t cb_cards_down(void *ctx)
+{
+	return fse_cards_down(ctx);
+}
+
 struct fse *fse_create(const struct fse_config *cfg)
 {
 	if (!cfg || !cfg->core || !cfg->dh || !cfg->backend.submit || cfg->max_clients > FSE_MAX_CLIENTS ||
@@ -38,6 +54,10 @@ struct fse *fse_create(const struct fse_config *cfg)
 	e->dh = cfg->dh;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->done_lock, NULL);
+	e->backend_cb = (struct fse_backend_cb){
+		.ctx = e, .landed = cb_landed, .card_down = cb_card_down, .cards_down = cb_cards_down};
+	if (e->cfg.backend.bind)
+		e->cfg.backend.bind(e->cfg.backend.ctx, &e->backend_cb);
 	return e;
 }
 
@@ -221,11 +241,6 @@ void fse_apply_cmds(struct fse *e)
 	}
 }
 
-struct fs_epoch_buf_hdr *fse_epoch_buf(struct fs_daemon_hdr *dh, uint32_t buf)
-{
-	return (struct fs_epoch_buf_hdr *)((char *)dh + dh->off_epochs + (uint64_t)buf * dh->epoch_buf_bytes);
-}
-
 uint64_t fse_inflight(const struct fse *e)
 {
 	uint64_t n = 0;
@@ -245,37 +260,4 @@ uint64_t fse_publish_in(const struct fse *e, uint64_t now)
 int fse_client_active(const struct fse *e, uint32_t row)
 {
 	return row < e->cfg.max_clients && e->clients[row].active;
-}
-
-static uint64_t line_round(uint64_t x)
-{
-	return (x + FS_CACHELINE - 1) / FS_CACHELINE * FS_CACHELINE;
-}
-
-static uint64_t region_buf_bytes(uint32_t cards, uint32_t layers, uint32_t experts)
-{
-	uint64_t entries = (uint64_t)cards * layers * experts;
-	return line_round(sizeof(struct fs_epoch_buf_hdr) + entries * sizeof(uint64_t));
-}
-
-size_t fse_region_bytes(uint32_t cards, uint32_t layers, uint32_t experts, uint32_t epoch_bufs)
-{
-	return (size_t)(line_round(sizeof(struct fs_daemon_hdr)) +
-			(uint64_t)epoch_bufs * region_buf_bytes(cards, layers, experts));
-}
-
-void fse_region_init(struct fs_daemon_hdr *dh, uint32_t cards, uint32_t layers, uint32_t experts,
-		     uint32_t epoch_bufs)
-{
-	dh->magic = FS_DAEMON_MAGIC;
-	dh->version = FS_PROTO_VERSION;
-	dh->region_bytes = fse_region_bytes(cards, layers, experts, epoch_bufs);
-	dh->cards = cards;
-	dh->layers = layers;
-	dh->experts = experts;
-	dh->epoch_bufs = epoch_bufs;
-	dh->epoch_buf_bytes = region_buf_bytes(cards, layers, experts);
-	dh->off_epochs = line_round(sizeof(struct fs_daemon_hdr));
-	for (uint32_t i = 0; i < cards && i < FS_MAX_CARDS; i++)
-		dh->peer_reach[i] = (uint16_t)((1u << cards) - 1u);
 }

@@ -63,6 +63,8 @@ struct fse {
 	uint32_t done_n, done_cap;
 
 	uint32_t wake; /* futex word: bumped to wake the engine's thread */
+
+	struct fse_backend_cb backend_cb; /* what the backend may call (bound at create) */
 };
 
 static inline uint64_t fse_now(const struct fse *e)

@@ -79,19 +79,24 @@ struct fsr_config {
 	 * Tiers (fsr_tiers.c and fsr_tier_*.c).  tiers = 0 keeps the untiered
 	 * policy (one LRU pool, FIFO wants); the fields below are then unused.
 	 * With tiers, each card's slots less `spare_slots` are shared out over
-	 * the layers that run on it; each layer's share reserves recency_slots
-	 * and predicted_slots for that layer, and the rest of every share is
-	 * the static tier's, one size for the card.  fsr_config_tiers() sets
-	 * the documented defaults.
+	 * the layers that run on it; each layer's share reserves <name>_slots
+	 * for each per-layer tier of proto/fs_tiers.h (recency_slots,
+	 * predicted_slots: 0, a number or FSR_AUTO; recency also FSR_ALL and
+	 * FSR_AUTO_PRED), and the rest of every share is the card-wide static
+	 * tier's, one size for the card.  fsr_config_tiers() sets the
+	 * documented defaults.
 	 */
-	uint32_t tiers;           /* 0: untiered; 1: tiers and the copy scheduler */
-	uint32_t recency_slots;   /* per layer, 0, a number, FSR_AUTO or FSR_ALL */
-	uint32_t predicted_slots; /* per layer, 0, a number or FSR_AUTO */
-	uint32_t spare_slots;     /* per card, outside every tier; FSR_AUTO */
-	uint32_t adapt;           /* 1: the static tier follows measured use */
-	uint32_t cand_per_layer;  /* copy candidates kept per (card, layer), 1..255 */
-	float freq_decay;         /* decayed use counts: factor per token, (0, 1] */
-	float pred_min_score;     /* predictions scored lower are not copied */
+	uint32_t tiers; /* 0: untiered; 1: tiers and the copy scheduler */
+#define FSR_SLOTS_FIELD_CARD(name)
+#define FSR_SLOTS_FIELD_LAYER(name) uint32_t name##_slots;
+#define FSR_SLOTS_FIELD(A, NAME, name, what, SCOPE, ...) FSR_SLOTS_FIELD_##SCOPE(name)
+	FS_TIERS(FSR_SLOTS_FIELD, ~) /* per layer: recency_slots, predicted_slots */
+#undef FSR_SLOTS_FIELD
+	uint32_t spare_slots;    /* per card, outside every tier; FSR_AUTO */
+	uint32_t adapt;          /* 1: the static tier follows measured use */
+	uint32_t cand_per_layer; /* copy candidates kept per (card, layer), 1..255 */
+	float freq_decay;        /* decayed use counts: factor per token, (0, 1] */
+	float pred_min_score;    /* predictions scored lower are not copied */
 	/* Levers of issue 18 (fsr_core.c says which are on by default and why). */
 	uint32_t tier_adapt;   /* 1: each layer's recency size moves with ghost hits (ARC-like) */
 	uint32_t admit_value;  /* 1: a copy must be worth more than the resident it displaces */
@@ -326,7 +331,7 @@ unsigned fsr_reclaim(struct fsr *r);
 /* The tier a LOADING or RESIDENT slot belongs to: FSR_TIER_<NAME> for each
  * row of proto/fs_tiers.h (static, recency, predicted).  Untiered cores put
  * every slot in FSR_TIER_POOL, which is no tier: one LRU pool per card. */
-#define FSR_TIER_ENUM_ROW(A, NAME, name, what) FSR_TIER_##NAME,
+#define FSR_TIER_ENUM_ROW(A, NAME, name, ...) FSR_TIER_##NAME,
 enum fsr_tier { FSR_TIER_POOL = 0, FS_TIERS(FSR_TIER_ENUM_ROW, ~) FSR_NTIERS };
 #undef FSR_TIER_ENUM_ROW
 const char *fsr_tier_name(enum fsr_tier t);

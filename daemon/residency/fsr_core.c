@@ -133,8 +133,13 @@ void fsr_config_tiers(struct fsr_config *cfg)
 {
 	cfg->tiers = 1;
 	cfg->admit_value = 1;
-	cfg->recency_slots = FSR_AUTO;
-	cfg->predicted_slots = FSR_AUTO;
+#define AUTO_CARD(name)
+#define AUTO_LAYER(name) cfg->name##_slots = FSR_AUTO;
+#define AUTO_ROW(A, NAME, name, what, SCOPE, ...) AUTO_##SCOPE(name)
+	FS_TIERS(AUTO_ROW, ~) /* every per-layer tier's size: its own auto rule */
+#undef AUTO_ROW
+#undef AUTO_LAYER
+#undef AUTO_CARD
 	cfg->spare_slots = FSR_AUTO;
 	cfg->adapt = 1;
 	fsr_config_defaults(cfg);
@@ -254,8 +259,13 @@ static int tiers_create(struct fsr *r, const struct fsr_config *cfg)
 	size_t n = (size_t)r->layers * r->experts;
 	r->tiers = 1;
 	r->adapt = cfg->adapt != 0;
-	r->cfg_recency = cfg->recency_slots;
-	r->cfg_predicted = cfg->predicted_slots;
+#define CFG_CARD(NAME, name)
+#define CFG_LAYER(NAME, name) r->cfg_slots[FSR_TIER_##NAME] = cfg->name##_slots;
+#define CFG_ROW(A, NAME, name, what, SCOPE, ...) CFG_##SCOPE(NAME, name)
+	FS_TIERS(CFG_ROW, ~) /* as configured, FSR_AUTO etc. kept: each tier's size op reads its own */
+#undef CFG_ROW
+#undef CFG_LAYER
+#undef CFG_CARD
 	r->cfg_spare = cfg->spare_slots;
 	r->cand_per_layer = cfg->cand_per_layer;
 	r->pred_min_score = cfg->pred_min_score;

@@ -218,8 +218,9 @@ struct fsr {
 	int admit_value;       /* a copy that displaces a resident must be worth more (fsr_sched.c) */
 	uint32_t cross_window; /* layers 0..N-1 of the next window predicted from the last */
 	int demand_late;       /* demand copies handed out as late as their deadlines allow */
-	int pred_value;        /* predictions chosen by score within the bus (fsr_sched_value.c) */
-	uint32_t cfg_recency, cfg_predicted, cfg_spare; /* as configured, FSR_AUTO/ALL kept */
+	int pred_value;                 /* predictions chosen by score within the bus (fsr_sched_value.c) */
+	uint32_t cfg_slots[FSR_NTIERS]; /* per-layer tiers' <name>_slots as configured, FSR_AUTO/ALL kept */
+	uint32_t cfg_spare;             /* as configured, FSR_AUTO kept */
 	uint32_t pred_auto_max; /* FSR_AUTO predicted size's cap: copies the bus lands per layer time */
 	uint32_t cand_per_layer;
 	float pred_min_score;
@@ -318,8 +319,20 @@ struct fsr_tier_ops {
 	uint32_t (*victim)(struct fsr *r, uint32_t card, uint32_t layer);
 	/* Its victim leaves.  NULL: evicted. */
 	void (*leave)(struct fsr *r, uint32_t card, uint32_t s);
+	/* A per-layer tier's reserved size at a layer whose share is `share`
+	 * slots (from its <name>_slots, r->cfg_slots[tier], and its own auto
+	 * rule), or FSR_SIZE_REST: what the other per-layer tiers leave of the
+	 * share (fsr_tiers.c sizes the fixed ones first, in row order).  NULL:
+	 * none (the card-wide tier takes what the layers' tiers leave). */
+	uint32_t (*size)(const struct fsr *r, uint32_t share);
+	/* With tier_adapt, its size at a layer moves with its ghost hits (one
+	 * tier at most). */
+	uint8_t adapts;
+	/* The first prediction the core sees (once per core).  NULL: nothing. */
+	void (*predictions_seen)(struct fsr *r);
 };
-#define FSR_TIER_OPS_DECL(A, NAME, name, what) extern const struct fsr_tier_ops fsr_tier_##name##_ops;
+#define FSR_SIZE_REST UINT32_MAX
+#define FSR_TIER_OPS_DECL(A, NAME, name, ...) extern const struct fsr_tier_ops fsr_tier_##name##_ops;
 FS_TIERS(FSR_TIER_OPS_DECL, ~)
 #undef FSR_TIER_OPS_DECL
 extern const struct fsr_tier_ops *const fsr_tier_table[FSR_NTIERS];

@@ -123,12 +123,24 @@ static int predicted_admit(struct fsr *r, uint32_t card, uint32_t layer, struct 
 	return c->score > cd->slot[v].score ? 1 : -1;
 }
 
+/* Its size at a layer (predicted_slots): FSR_AUTO a 16th of the share,
+ * rounded down, at most the copies the planned bus lands in a layer's time
+ * (pred_auto_max, 1..4; fsr_core.c). */
+static uint32_t predicted_size(const struct fsr *r, uint32_t share)
+{
+	uint32_t cfg = r->cfg_slots[FSR_TIER_PREDICTED];
+	uint32_t sixteenth = share / 16;
+	uint32_t cap = r->pred_auto_max ? r->pred_auto_max : 4;
+	return cfg == FSR_AUTO ? (sixteenth < cap ? sixteenth : cap) : cfg;
+}
+
 const struct fsr_tier_ops fsr_tier_predicted_ops = {
 	.name = "predicted",
 	.gauge = FS_CC_tier_predicted,
 	.speculative = 1,
 	.admit = predicted_admit,
 	.on_use = fsr_predicted_hit,
+	.size = predicted_size,
 };
 
 /*

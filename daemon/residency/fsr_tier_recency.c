@@ -78,9 +78,59 @@ static int recency_admit(struct fsr *r, uint32_t card, uint32_t layer, struct fs
 	return fsr_score(r, fsr_idx(r, layer, c->expert)) > sv ? 1 : -1;
 }
 
+/* FSR_AUTO_PRED: the first prediction turns each layer's recency size into
+ * its whole share.  The static tier's slots join their layer's recency
+ * tier where they are (no copy; least recently used first, so what the
+ * profile or use put there stays until something newer needs the slot);
+ * what a layer holds beyond its new size leaves (trim).  Once: a daemon
+ * that served predictions keeps that split. */
+static void recency_predictions_seen(struct fsr *r)
+{
+	if (r->pred_seen || r->cfg_slots[FSR_TIER_RECENCY] != FSR_AUTO_PRED)
+		return;
+	r->pred_seen = 1;
+	for (uint32_t c = 0; c < r->cards; c++) {
+		struct fsr_card *cd = &r->card[c];
+		/* tier_adapt: the recency sizes ghost hits learned were sizes of
+		 * the split before predictions; start again from the whole share,
+		 * or the static slots moved into recency below are trimmed out. */
+		for (uint32_t l = 0; cd->rec_size && l < r->layers; l++)
+			cd->rec_size[l] = FSR_NONE;
+		fsr_tiers_quotas(r, c);
+		for (uint32_t l = 0; l < r->layers; l++) {
+			uint32_t sl = fsr_tl(cd, l, FSR_TIER_STATIC)->old;
+			while (sl != FSR_NONE) {
+				uint32_t next = cd->slot[sl].tnext;
+				fsr_tier_retag(r, c, sl, FSR_TIER_RECENCY, 0);
+				sl = next;
+			}
+		}
+		cd->retrim = 1;
+	}
+}
+
+/* Its size at a layer (recency_slots): FSR_AUTO a 16th of the share,
+ * rounded down (below 16 slots a layer gets none: a tier of one slot is
+ * refilled by each copy headed for it, so it holds nothing long enough to
+ * be used again; fsr_core.c gives the figures); FSR_ALL the whole share
+ * less the other tiers' (a per-layer LRU); FSR_AUTO_PRED the one, then,
+ * once a prediction arrives, the other. */
+static uint32_t recency_size(const struct fsr *r, uint32_t share)
+{
+	uint32_t cfg = r->cfg_slots[FSR_TIER_RECENCY];
+	if (cfg == FSR_AUTO_PRED)
+		cfg = r->pred_seen ? FSR_ALL : FSR_AUTO;
+	if (cfg == FSR_ALL)
+		return FSR_SIZE_REST;
+	return cfg == FSR_AUTO ? share / 16 : cfg;
+}
+
 const struct fsr_tier_ops fsr_tier_recency_ops = {
 	.name = "recency",
 	.gauge = FS_CC_tier_recency,
 	.admit = recency_admit,
 	.on_use = fsr_recency_hit,
+	.size = recency_size,
+	.adapts = 1,
+	.predictions_seen = recency_predictions_seen,
 };

@@ -8,6 +8,7 @@
 
 #include "fs_counters.h"
 #include "fsr.h"
+#include "fsr_internal.h"
 
 #define TL 4u  /* layers */
 #define TE 64u /* experts */
@@ -115,6 +116,28 @@ static void profile(uint32_t *counts)
 		for (uint32_t e = 0; e < TE; e++)
 			counts[l * TE + e] = e < 40 ? 100 - e - l : 0;
 }
+
+/* A tier is its file and its row (proto/fs_tiers.h): the ops its file
+ * defines agree with the row (name, gauge, scope), a per-layer tier sizes
+ * itself (size op) and a card-wide one does not, and exactly one tier is
+ * card-wide (it takes what the layers' tiers leave). */
+#define ROW_CHECK(A, NAME, tname, what, SCOPE, help)                                                \
+	{                                                                                           \
+		const struct fsr_tier_ops *op = fsr_tier_ops(FSR_TIER_##NAME);                      \
+		cr_expect_str_eq(op->name, #tname);                                                 \
+		cr_expect_str_eq(fsr_tier_name(FSR_TIER_##NAME), #tname);                           \
+		cr_expect_eq(op->gauge, FS_CC_tier_##tname, #tname ": gauge");                      \
+		cr_expect_eq(op->card_wide, strcmp(#SCOPE, "CARD") == 0, #tname ": scope " #SCOPE); \
+		cr_expect_eq(op->size != NULL, strcmp(#SCOPE, "LAYER") == 0, #tname ": size op");   \
+		wide += op->card_wide;                                                              \
+	}
+Test(tiers, every_row_is_its_file)
+{
+	unsigned wide = 0;
+	FS_TIERS(ROW_CHECK, ~)
+	cr_expect_eq(wide, 1u, "card-wide tiers: %u", wide);
+}
+#undef ROW_CHECK
 
 Test(tiers, reserved_sizes)
 {

@@ -40,10 +40,36 @@
 static const struct fsr_tier_ops pool_ops = {.name = "pool", .gauge = -1};
 
 /* Indexed by enum fsr_tier: the pool, then one row per proto/fs_tiers.h row. */
-#define TIER_TABLE_ROW(A, NAME, name, what) [FSR_TIER_##NAME] = &fsr_tier_##name##_ops,
+#define TIER_TABLE_ROW(A, NAME, name, ...) [FSR_TIER_##NAME] = &fsr_tier_##name##_ops,
 const struct fsr_tier_ops *const fsr_tier_table[FSR_NTIERS] = {[FSR_TIER_POOL] = &pool_ops,
 							       FS_TIERS(TIER_TABLE_ROW, ~)};
 #undef TIER_TABLE_ROW
+
+/* Each tier's size and ghost gauges (fs_counters.h), from its row. */
+#define SIZE_GAUGE_ROW(A, NAME, name, ...) [FSR_TIER_##NAME] = FS_CC_size_##name,
+#define GHOST_GAUGE_ROW(A, NAME, name, ...) [FSR_TIER_##NAME] = FS_CC_ghost_##name,
+static const int size_gauge[FSR_NTIERS] = {[FSR_TIER_POOL] = -1, FS_TIERS(SIZE_GAUGE_ROW, ~)};
+static const int ghost_gauge[FSR_NTIERS] = {[FSR_TIER_POOL] = -1, FS_TIERS(GHOST_GAUGE_ROW, ~)};
+#undef SIZE_GAUGE_ROW
+#undef GHOST_GAUGE_ROW
+
+/* The tier whose size follows its ghost hits (tier_adapt: ops->adapts) and
+ * the card-wide tier it trades slots with; FSR_TIER_POOL when none. */
+static unsigned adaptive_tier(void)
+{
+	for (unsigned t = FSR_TIER_POOL + 1; t < FSR_NTIERS; t++)
+		if (fsr_tier_ops(t)->adapts)
+			return t;
+	return FSR_TIER_POOL;
+}
+
+static unsigned card_wide_tier(void)
+{
+	for (unsigned t = FSR_TIER_POOL + 1; t < FSR_NTIERS; t++)
+		if (fsr_tier_ops(t)->card_wide)
+			return t;
+	return FSR_TIER_POOL;
+}
 
 const char *fsr_tier_name(enum fsr_tier t)
 {
@@ -88,32 +114,30 @@ int fsr_tiers_init(struct fsr *r, uint32_t card)
 	return 0;
 }
 
-/* A layer's recency and predicted sizes from its share (fsr_core.c says
- * why the FSR_AUTO values are what they are).  The 16th is rounded down:
- * below 16 slots a layer gets no recency or predicted tier of its own and
- * its slots stay with the card-wide static tier (a per-layer tier of one
- * slot is refilled by each copy headed for it, so it holds nothing long
- * enough to be used again; fsr_core.c gives the figures). */
-static void split_share(const struct fsr *r, uint32_t share, uint32_t *rec, uint32_t *pred)
+/* A layer's per-layer tiers' sizes from its share, each from its own size
+ * op (fsr_tier_<name>.c: its option and auto rule; fsr_core.c says why the
+ * FSR_AUTO values are what they are): the fixed sizes first, in row order,
+ * each at most what is left, then the tier that takes the rest (recency's
+ * FSR_ALL), if any. */
+static void split_share(const struct fsr *r, uint32_t share, uint32_t q[FSR_NTIERS])
 {
-	uint32_t cfg_rec = r->cfg_recency;
-	if (cfg_rec == FSR_AUTO_PRED)
-		cfg_rec = r->pred_seen ? FSR_ALL : FSR_AUTO;
-	uint32_t sixteenth = share / 16;
-	uint32_t cap = r->pred_auto_max ? r->pred_auto_max : 4;
-	uint32_t p = r->cfg_predicted == FSR_AUTO ? (sixteenth < cap ? sixteenth : cap) : r->cfg_predicted;
-	uint32_t k = cfg_rec == FSR_AUTO ? sixteenth : cfg_rec;
-	if (share == 0)
-		p = k = 0;
-	if (cfg_rec == FSR_ALL) {
-		p = p < share ? p : share;
-		k = share - p;
-	} else {
-		k = k < share ? k : share;
-		p = p < share - k ? p : share - k;
+	uint32_t left = share;
+	int rest = -1;
+	for (unsigned t = 0; t < FSR_NTIERS; t++) {
+		const struct fsr_tier_ops *op = fsr_tier_ops(t);
+		q[t] = 0;
+		if (op->card_wide || !op->size)
+			continue;
+		uint32_t want = share ? op->size(r, share) : 0;
+		if (want == FSR_SIZE_REST) {
+			rest = (int)t;
+			continue;
+		}
+		q[t] = want < left ? want : left;
+		left -= q[t];
 	}
-	*rec = k;
-	*pred = p;
+	if (rest >= 0)
+		q[rest] = left;
 }
 
 /* Reserved sizes of one card, from the layers it serves now.  A layer
@@ -143,31 +167,37 @@ void fsr_tiers_quotas(struct fsr *r, uint32_t card)
 			q[t] = 0;
 		if (!up || !fsr_serves(r, card, l))
 			continue;
-		uint32_t share = base + (i++ < extra), k, p;
-		split_share(r, share, &k, &p);
-		if (cd->rec_size) {
+		uint32_t share = base + (i++ < extra), sz[FSR_NTIERS];
+		split_share(r, share, sz);
+		for (unsigned t = 0; t < FSR_NTIERS && cd->rec_size; t++) {
+			if (!fsr_tier_ops(t)->adapts)
+				continue;
 			/* tier_adapt: the size ghost hits moved it to, within
-			 * 1 .. what the predicted size leaves of the share. */
+			 * 1 .. what the other tiers leave of the share. */
+			uint32_t others = 0;
+			for (unsigned o = 0; o < FSR_NTIERS; o++)
+				others += o == t ? 0 : sz[o];
 			if (cd->rec_size[l] == FSR_NONE)
-				cd->rec_size[l] = k;
-			uint32_t most = share - p;
-			k = cd->rec_size[l] < most ? cd->rec_size[l] : most;
-			if (k == 0 && most > 0)
-				k = 1;
+				cd->rec_size[l] = sz[t];
+			uint32_t most = share - others;
+			sz[t] = cd->rec_size[l] < most ? cd->rec_size[l] : most;
+			if (sz[t] == 0 && most > 0)
+				sz[t] = 1;
 		}
-		q[FSR_TIER_RECENCY] = k;
-		q[FSR_TIER_PREDICTED] = p;
-		left -= k + p;
+		for (unsigned t = 0; t < FSR_NTIERS; t++) {
+			q[t] = sz[t];
+			left -= sz[t];
+		}
 	}
+	/* What the layers' tiers leave is the card-wide tier's. */
 	for (unsigned t = 0; t < FSR_NTIERS; t++)
-		cd->card_quota[t] = 0;
-	cd->card_quota[FSR_TIER_STATIC] = left;
+		cd->card_quota[t] = fsr_tier_ops(t)->card_wide ? left : 0;
 	/* The size gauges (fs_tiers.h rows, in tier order). */
-	for (unsigned t = FSR_TIER_STATIC; t < FSR_NTIERS; t++) {
+	for (unsigned t = FSR_TIER_POOL + 1; t < FSR_NTIERS; t++) {
 		uint64_t sum = cd->card_quota[t];
 		for (uint32_t l = 0; l < r->layers && !fsr_tier_ops(t)->card_wide; l++)
 			sum += cd->quota[l * FSR_NTIERS + t];
-		fsr_ctr_set(&cd->ctr[FS_CC_size_static + (t - FSR_TIER_STATIC)], sum);
+		fsr_ctr_set(&cd->ctr[size_gauge[t]], sum);
 	}
 }
 
@@ -239,7 +269,8 @@ int fsr_tier_room(struct fsr *r, uint32_t card, uint32_t layer, unsigned tier, u
  */
 static uint32_t ghost_len(const struct fsr_card *cd, uint32_t layer)
 {
-	uint32_t n = fsr_quota(cd, layer, FSR_TIER_RECENCY);
+	unsigned ta = adaptive_tier();
+	uint32_t n = ta == FSR_TIER_POOL ? 0 : fsr_quota(cd, layer, ta);
 	return n < 4 ? 4 : n;
 }
 
@@ -247,17 +278,18 @@ void fsr_tiers_ghost_miss(struct fsr *r, uint32_t card, uint32_t layer, uint32_t
 {
 	struct fsr_card *cd = &r->card[card];
 	int hit[FSR_NTIERS] = {0};
-	for (unsigned t = FSR_TIER_STATIC; t < FSR_NTIERS; t++) {
+	for (unsigned t = FSR_TIER_POOL + 1; t < FSR_NTIERS; t++) {
 		hit[t] = fsr_ghost_take(cd, layer, t, expert, ghost_len(cd, layer));
 		if (hit[t])
-			fsr_ctr_add(&cd->ctr[FS_CC_ghost_static + (t - FSR_TIER_STATIC)], 1);
+			fsr_ctr_add(&cd->ctr[ghost_gauge[t]], 1);
 	}
 	if (!r->tier_adapt || cd->rec_size == NULL || cd->rec_size[layer] == FSR_NONE)
 		return; /* counted for the operator; the sizes stay */
-	int rec = hit[FSR_TIER_RECENCY], sta = hit[FSR_TIER_STATIC];
+	unsigned ta = adaptive_tier(), tw = card_wide_tier();
+	int rec = hit[ta], sta = hit[tw];
 	if (rec == sta)
 		return; /* neither, or both: no tier is the one short */
-	uint32_t k = fsr_quota(cd, layer, FSR_TIER_RECENCY);
+	uint32_t k = fsr_quota(cd, layer, ta);
 	if (rec)
 		cd->rec_size[layer] = k + 1;
 	else if (k > 1)
@@ -268,33 +300,11 @@ void fsr_tiers_ghost_miss(struct fsr *r, uint32_t card, uint32_t layer, uint32_t
 	cd->retrim = 1;
 }
 
-/* FSR_AUTO_PRED: the first prediction turns each layer's recency size into
- * its whole share.  The static tier's slots join their layer's recency
- * tier where they are (no copy; least recently used first, so what the
- * profile or use put there stays until something newer needs the slot);
- * what a layer holds beyond its new size leaves (trim).  Once: a daemon
- * that served predictions keeps that split. */
+/* The first prediction the core sees: each tier that cares (recency's
+ * FSR_AUTO_PRED, fsr_tier_recency.c) acts on it. */
 void fsr_tiers_predictions_seen(struct fsr *r)
 {
-	if (r->pred_seen || r->cfg_recency != FSR_AUTO_PRED)
-		return;
-	r->pred_seen = 1;
-	for (uint32_t c = 0; c < r->cards; c++) {
-		struct fsr_card *cd = &r->card[c];
-		/* tier_adapt: the recency sizes ghost hits learned were sizes of
-		 * the split before predictions; start again from the whole share,
-		 * or the static slots moved into recency below are trimmed out. */
-		for (uint32_t l = 0; cd->rec_size && l < r->layers; l++)
-			cd->rec_size[l] = FSR_NONE;
-		fsr_tiers_quotas(r, c);
-		for (uint32_t l = 0; l < r->layers; l++) {
-			uint32_t sl = fsr_tl(cd, l, FSR_TIER_STATIC)->old;
-			while (sl != FSR_NONE) {
-				uint32_t next = cd->slot[sl].tnext;
-				fsr_tier_retag(r, c, sl, FSR_TIER_RECENCY, 0);
-				sl = next;
-			}
-		}
-		cd->retrim = 1;
-	}
+	for (unsigned t = 0; t < FSR_NTIERS; t++)
+		if (fsr_tier_ops(t)->predictions_seen)
+			fsr_tier_ops(t)->predictions_seen(r);
 }

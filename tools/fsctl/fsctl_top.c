@@ -64,7 +64,7 @@ static const struct tcol card_cols[] = {
 	{"pred/s", 8, V_RATE, "predicted", "predictions received for the card, per second"},
 /* One column per tier, from the tier list (proto/fs_tiers.h): its gauge. */
 // clang-format off
-#define TIER_COL(A, NAME, name, what) \
+#define TIER_COL(A, NAME, name, ...) \
 	{#name, (int)sizeof(#name), V_NUM, "tier_" #name, "slots of the " #name " tier (landed or loading)"},
 	FS_TIERS(TIER_COL, 0)
 #undef TIER_COL

@@ -2,26 +2,15 @@
 /*
  * replay_strata.c: the `strata-adapt` peer, what users of Strata run
  * without foresightd: the static profile, then adapted from decayed use.
- * The rules are fs-engine-bench's peer of the same name (bench/engine/
- * eb_pool.c), our reading of Strata's adapt (its --adapt-every and
- * --adapt-swaps; the seed discussion, background/foresight-discussion.md,
- * section 2: "a mimic of the static profile plus your adapt rules"):
- *
- *  - start: exactly `static`'s slots (the card's hottest experts by profile
- *    count, ties by expert then layer, as fsr_profile_load fills them),
- *    resident before decode;
- *  - every STRATA_EVERY windows: score = STRATA_DECAY x score + the token
- *    uses since the last adapt (scores seeded with the profile scaled to
- *    the steady-state mass, uses per adapt / (1 - decay)); then the
- *    best-scored non-residents (score >= 1) replace the worst-scored
- *    residents while the newcomer scores higher, at most STRATA_SWAPS;
- *  - a swap's victim leaves at once; its newcomer crosses the bus (one
- *    card's link, copies one after another) and is a hit only once landed.
+ * Its rules are strata.h's (one owner: fs-engine-bench's peer of the same
+ * name, bench/engine/eb_pool.c, runs the same); this file runs them on the
+ * replay's clock.  A swap's newcomer crosses one card's link (copies one
+ * after another) and is a hit only once landed.
  *
  * It is not a configuration of the residency core (whose static tier
- * adapts per use, not in batches), so it runs its own loop here on the
- * replay's clock: a layer takes intercept/L plus miss_ms/L per distinct
- * miss, as every other row.  One card and one engine only.
+ * adapts per use, not in batches), so it runs its own loop here: a layer
+ * takes intercept/L plus miss_ms/L per distinct miss, as every other row.
+ * One card and one engine only.
  */
 #include <errno.h>
 #include <math.h>
@@ -29,23 +18,7 @@
 #include <string.h>
 
 #include "replay.h"
-
-#define STRATA_EVERY 4u
-#define STRATA_DECAY 0.7
-#define STRATA_SWAPS 96u
-
-struct ranked {
-	float score;
-	uint32_t idx;
-};
-
-static int by_score_desc(const void *a, const void *b)
-{
-	const struct ranked *x = a, *y = b;
-	if (x->score != y->score)
-		return x->score > y->score ? -1 : 1;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
+#include "strata.h"
 
 struct prof {
 	uint32_t count;
@@ -69,63 +42,59 @@ struct strata {
 	uint64_t *ready; /* [le]: when its copy has landed; UINT64_MAX: not resident */
 	float *score;    /* [le] */
 	float *uses;     /* [le]: token uses since the last adapt */
-	struct ranked *cand, *vict;
+	struct strata_ranked *cand, *vict;
 	uint64_t *bytes; /* [layers] */
 	double ns_per_byte;
 	uint64_t bus_free, copies, copy_bytes;
+	uint64_t now; /* the adaptation's time */
 };
 
-static int start(struct strata *s, const struct replay_input *in, uint32_t slots, double adapt_mass)
+/* The profile's slots resident before decode (fsr_profile_load's order). */
+static int start(struct strata *s, const struct replay_input *in, uint32_t slots)
 {
 	const struct fs_trace *t = in->trace;
 	struct prof *p = malloc(s->le * sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	double mass = 0;
 	for (size_t i = 0; i < s->le; i++) {
 		p[i] = (struct prof){in->profile[i], (uint16_t)(i / t->experts), (uint16_t)(i % t->experts)};
-		mass += in->profile[i];
 		s->ready[i] = UINT64_MAX;
 	}
 	qsort(p, s->le, sizeof(*p), by_count_desc);
 	for (uint32_t i = 0; i < slots && i < s->le; i++)
 		s->ready[(size_t)p[i].layer * t->experts + p[i].expert] = 0;
 	free(p);
-	double k = mass > 0 ? adapt_mass / mass : 0;
-	for (size_t i = 0; i < s->le; i++)
-		s->score[i] = (float)(in->profile[i] * k);
 	return 0;
 }
 
-/* One adapt at virtual time now: the swaps, their copies queued on the bus. */
+static enum strata_state state(void *ctx, size_t i)
+{
+	const struct strata *s = ctx;
+	if (s->ready[i] == UINT64_MAX)
+		return STRATA_OUT;
+	return s->ready[i] <= s->now ? STRATA_IN : STRATA_BUSY;
+}
+
+/* A swap: the victim leaves at once, the newcomer's copy is queued on the bus. */
+static int swap(void *ctx, uint32_t in, uint32_t out)
+{
+	struct strata *s = ctx;
+	uint64_t b = s->bytes[in / s->t->experts];
+	uint64_t from = s->bus_free > s->now ? s->bus_free : s->now;
+	s->bus_free = from + (uint64_t)((double)b * s->ns_per_byte);
+	s->ready[out] = UINT64_MAX;
+	s->ready[in] = s->bus_free;
+	s->copies++;
+	s->copy_bytes += b;
+	return 0;
+}
+
+/* One adapt at virtual time now. */
 static void adapt(struct strata *s, uint64_t now)
 {
-	uint32_t nc = 0, nv = 0;
-	for (size_t i = 0; i < s->le; i++) {
-		s->score[i] = (float)(STRATA_DECAY * s->score[i] + s->uses[i]);
-		s->uses[i] = 0;
-		if (s->ready[i] == UINT64_MAX) {
-			if (s->score[i] >= 1.0f)
-				s->cand[nc++] = (struct ranked){s->score[i], (uint32_t)i};
-		} else if (s->ready[i] <= now) {
-			s->vict[nv++] = (struct ranked){s->score[i], (uint32_t)i};
-		}
-	}
-	qsort(s->cand, nc, sizeof(*s->cand), by_score_desc);
-	qsort(s->vict, nv, sizeof(*s->vict), by_score_desc); /* worst at the end */
-	for (uint32_t i = 0; i < nc && i < nv && i < STRATA_SWAPS; i++) {
-		const struct ranked *v = &s->vict[nv - 1 - i];
-		if (s->cand[i].score <= v->score)
-			break;
-		uint32_t in = s->cand[i].idx;
-		uint64_t b = s->bytes[in / s->t->experts];
-		uint64_t from = s->bus_free > now ? s->bus_free : now;
-		s->bus_free = from + (uint64_t)((double)b * s->ns_per_byte);
-		s->ready[v->idx] = UINT64_MAX;
-		s->ready[in] = s->bus_free;
-		s->copies++;
-		s->copy_bytes += b;
-	}
+	s->now = now;
+	strata_decay(s->score, s->uses, s->le, STRATA_DECAY);
+	(void)strata_swaps(s->score, s->le, state, swap, s, STRATA_SWAPS, s->cand, s->vict);
 }
 
 int replay_strata_run(const struct replay_input *in, const struct replay_model *m, struct replay_result *out,
@@ -158,10 +127,10 @@ int replay_strata_run(const struct replay_input *in, const struct replay_model *
 		s.bytes[l] = t->expert_bytes && t->expert_bytes[l] ? t->expert_bytes[l] : m->expert_bytes;
 	s.ns_per_byte = 1.0 / m->bus_gbps; /* GB/s = bytes per ns */
 	uint32_t slots = replay_slots(m, t);
-	double mass = (double)STRATA_EVERY * m->tokens_per_window * t->topk * t->layers /
-		      (1.0 - STRATA_DECAY);
-	if ((rc = start(&s, in, slots, mass)) != 0)
+	if ((rc = start(&s, in, slots)) != 0)
 		goto out;
+	strata_seed(s.score, in->profile, s.le, STRATA_EVERY, m->tokens_per_window, t->topk, t->layers,
+		    STRATA_DECAY);
 	double layer_ms = m->intercept_ms / t->layers, miss_ms_l = m->miss_ms / t->layers;
 	uint64_t now = 0;
 	uint32_t win = 0;

@@ -46,7 +46,7 @@ struct replay_bus;
 
 /* X(name, class letter, what).  c_by_pool, then one c_by_<tier> row per
  * tier of proto/fs_tiers.h in its order: c_by_pool + enum fsr_tier. */
-#define REPLAY_WHY_TIER(X, NAME, name, what) \
+#define REPLAY_WHY_TIER(X, NAME, name, ...) \
 	X(c_by_##name, "c", "predicted, usable, evicted before its use: slot taken by a " #name " copy")
 #define REPLAY_WHY(X)                                                                                       \
 	X(a_layer0, "a", "never predicted: a window's first layer (no posting can precede its lookup)")     \
@@ -85,10 +85,10 @@ struct replay_bus;
 	X(unseen, "misses of an expert its layer never used before (not in the profile's tokens, " \
 		  "not earlier in the run): no predictor from routing alone can name it")
 /* copies_pool + enum fsr_tier, used_pool + enum fsr_tier */
-#define REPLAY_INFO_COPIES(X, NAME, name, what) \
+#define REPLAY_INFO_COPIES(X, NAME, name, ...) \
 	X(copies_##name, "copies handed to the bus for the " #name " tier")
-#define REPLAY_INFO_USED(X, NAME, name, what) \
-	X(used_##name,                        \
+#define REPLAY_INFO_USED(X, NAME, name, ...) \
+	X(used_##name,                       \
 	  "of the " #name " tier's copies, those hit at least once before the next copy of the expert")
 
 #define REPLAY_WHY_ENUM(name, cls, what) RW_##name,

@@ -38,10 +38,11 @@ extern "C" {
 
 #define FS_CLIENT_VERSION_MAJOR 0
 #define FS_CLIENT_VERSION_MINOR \
-	6 /* 2: fs_card_info.down (cards that go down); 3: fs_layer_ready; \
+	7 /* 2: fs_card_info.down (cards that go down); 3: fs_layer_ready; \
 					     4: fs_arena_pin, arenas unmapped after a restart; \
 					     5: fs_client_redials; \
-					     6: fs_arena_pin_region */
+					     6: fs_arena_pin_region; \
+					     7: fs_card_info.kind replaces is_cuda */
 
 /* Default control socket; FORESIGHT_SOCKET in the environment overrides it. */
 #define FS_DEFAULT_SOCKET "/run/foresight/control.sock"
@@ -66,11 +67,20 @@ struct fs_model_info {
 	char model[64];
 };
 
+/* A card's backend (fs_card_info.kind): the daemon's row of its backend
+ * list, the value on the wire.  Later daemons may add kinds: compare with
+ * these, do not assume the list is closed. */
+#define FS_CARD_HOST 0u /* stand-in card: its slots are host memory (fs_slot.host) */
+#define FS_CARD_CUDA 1u /* a GPU: its slots are device memory (fs_slot.device) */
+
 struct fs_card_info {
 	uint32_t id;
 	uint32_t slots;
 	uint64_t slot_bytes;
-	int is_cuda;
+	/* FS_CARD_HOST, FS_CARD_CUDA, ...  Was `int is_cuda` before library
+	 * version 0.7, at the same place and size: for these two kinds the
+	 * value is the one is_cuda had (0, 1). */
+	uint32_t kind;
 	char name[40];
 	/* 1 once the card is down (lost, reset, or taken down by an admin:
 	 * `fsctl card down`) until the daemon restarts: every lookup of it

@@ -43,7 +43,7 @@ class CardInfoC(ctypes.Structure):
         ("id", c_u32),
         ("slots", c_u32),
         ("slot_bytes", c_u64),
-        ("is_cuda", ctypes.c_int),
+        ("kind", c_u32),  # library 0.7: FS_CARD_HOST 0, FS_CARD_CUDA 1 (was is_cuda, same values)
         ("name", ctypes.c_char * 40),
         ("down", c_u32),  # library 0.2: 1 once the card is down
     ]

@@ -110,7 +110,8 @@ def _err_class(rc):
 
 ModelInfo = namedtuple("ModelInfo", "layers experts experts_used cards max_expert_bytes name")
 # down: the card was down when the handle attached (Client.card_down asks now)
-CardInfo = namedtuple("CardInfo", "id slots slot_bytes is_cuda name device down")
+CardInfo = namedtuple("CardInfo", "id slots slot_bytes is_cuda name device down kind")
+CARD_HOST, CARD_CUDA = 0, 1  # fs_card_info.kind (FS_CARD_HOST, FS_CARD_CUDA)
 
 
 class Part(namedtuple("Part", "role what ggml_type offset bytes ne")):
@@ -363,11 +364,12 @@ class Client:
             ci = _lib.CardInfoC()
             if self._lib.fs_client_card(self._handle, i, ctypes.byref(ci)) < 0:
                 break
-            dev = self._lib.fs_card_device(self._handle, i) if ci.is_cuda else -_errno.ENODEV
+            dev = self._lib.fs_card_device(self._handle, i) if ci.kind == CARD_CUDA else -_errno.ENODEV
             if dev >= 0:
                 self._dev[i] = dev
-            out.append(CardInfo(ci.id, ci.slots, ci.slot_bytes, bool(ci.is_cuda), ci.name.decode("utf-8", "replace"),
-                                dev if dev >= 0 else None, bool(ci.down)))
+            out.append(CardInfo(ci.id, ci.slots, ci.slot_bytes, ci.kind == CARD_CUDA,
+                                ci.name.decode("utf-8", "replace"), dev if dev >= 0 else None, bool(ci.down),
+                                ci.kind))
         return out
 
     def card_down(self, card):

@@ -134,6 +134,7 @@ class WithDaemon(unittest.TestCase):
             self.assertEqual(card.id, i)
             self.assertEqual(card.slots, SLOTS)
             self.assertFalse(card.is_cuda)
+            self.assertEqual(card.kind, 0)  # FS_CARD_HOST
             self.assertIsNone(card.device)
             self.assertFalse(card.down)
             self.assertFalse(self.c.card_down(i))
