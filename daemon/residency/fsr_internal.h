@@ -218,7 +218,7 @@ struct fsr {
 	int admit_value;       /* a copy that displaces a resident must be worth more (fsr_sched.c) */
 	uint32_t cross_window; /* layers 0..N-1 of the next window predicted from the last */
 	int demand_late;       /* demand copies handed out as late as their deadlines allow */
-	int pred_value;                 /* predictions chosen by score within the bus (fsr_sched_value.c) */
+	int pred_value;        /* predictions chosen by score within the bus (fsr_sched_value.c) */
 	uint32_t cfg_slots[FSR_NTIERS]; /* per-layer tiers' <name>_slots as configured, FSR_AUTO/ALL kept */
 	uint32_t cfg_spare;             /* as configured, FSR_AUTO kept */
 	uint32_t pred_auto_max; /* FSR_AUTO predicted size's cap: copies the bus lands per layer time */
@@ -399,6 +399,9 @@ FSR_INTERNAL void fsr_recency_hit(struct fsr *r, uint32_t card, uint32_t s);
 FSR_INTERNAL void fsr_predicted_hit(struct fsr *r, uint32_t card, uint32_t s);
 FSR_INTERNAL void fsr_predicted_recycle(struct fsr *r, uint32_t client, uint32_t window);
 FSR_INTERNAL void fsr_predicted_want(struct fsr *r, uint32_t card, uint32_t client, const struct fs_rec *rec);
+/* 0 when the predicted tier is configured off (predicted_slots 0): nowhere
+ * to copy a prediction to. */
+FSR_INTERNAL int fsr_predicted_configured(const struct fsr *r);
 FSR_INTERNAL void fsr_predicted_seen(struct fsr *r, uint32_t client, uint32_t layer, uint32_t expert);
 FSR_INTERNAL void fsr_predicted_cross(struct fsr *r, uint32_t client, uint32_t window);
 

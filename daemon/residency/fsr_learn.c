@@ -802,7 +802,7 @@ static int step(struct fsr *r, uint32_t c)
 			return 0;
 		/* Silent for this client (auto, it predicts itself), or nowhere
 		 * to copy a prediction to: learning is all. */
-		if ((L->mode != FSR_LEARN_ON && cl->self_pred) || r->cfg_slots[FSR_TIER_PREDICTED] == 0)
+		if ((L->mode != FSR_LEARN_ON && cl->self_pred) || !fsr_predicted_configured(r))
 			return 0;
 		cl->todo = FSR_HORIZONS;
 	}

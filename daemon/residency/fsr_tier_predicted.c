@@ -20,6 +20,11 @@
 
 #include "fsr_internal.h"
 
+int fsr_predicted_configured(const struct fsr *r)
+{
+	return r->cfg_slots[FSR_TIER_PREDICTED] != 0;
+}
+
 void fsr_predicted_want(struct fsr *r, uint32_t card, uint32_t client, const struct fs_rec *rec)
 {
 	struct fsr_card *cd = &r->card[card];

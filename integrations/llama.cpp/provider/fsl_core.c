@@ -142,8 +142,9 @@ static int find_card(struct fsl *p, uint32_t cards)
 		struct fs_card_info ci;
 		if (fs_client_card(p->c, k, &ci) < 0 || ci.down)
 			continue;
-		if (p->gpu.host_slots ? ci.kind == FS_CARD_HOST :
-					(ci.kind == FS_CARD_CUDA && fs_card_device(p->c, k) == p->gpu.device)) {
+		if (p->gpu.host_slots ?
+			    ci.kind == FS_CARD_HOST :
+			    (ci.kind == FS_CARD_CUDA && fs_card_device(p->c, k) == p->gpu.device)) {
 			p->card = k;
 			return 0;
 		}
