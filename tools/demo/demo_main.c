@@ -133,6 +133,14 @@ static void use_expert(struct run *r, const struct fs_view *v, uint32_t w, uint3
 	fs_post_usage(r->c, w, layer, expert, card, hit);
 }
 
+/* A slow engine's compute: `us` microseconds with its epoch held. */
+static void sleep_us(uint64_t us)
+{
+	struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
 static void one_window(struct run *r, uint32_t i)
 {
 	uint32_t w = i + 1; /* the engine's window numbers start at 1 */
@@ -154,6 +162,8 @@ static void one_window(struct run *r, uint32_t i)
 		}
 		uint32_t card = demo_card_of(l, layers, r->cards);
 		uint32_t n = fs_trace_iter_experts(&r->it, l, &ex);
+		if (r->o->hold_us) /* the layer's compute, before its reads: they come late in the hold */
+			sleep_us(r->o->hold_us / layers);
 		for (uint32_t k = 0; k < n; k++)
 			use_expert(r, &v, w, l, ex[k], card);
 		demo_predict_learn(&r->pred, l, ex, n);
@@ -246,12 +256,8 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < o.windows; i++) {
 		one_window(&r, i);
 		progress(&r, i + 1, i + 1 == o.windows);
-		if (o.window_us) {
-			struct timespec ts = {(time_t)(o.window_us / 1000000),
-					      (long)(o.window_us % 1000000) * 1000};
-			while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-				;
-		}
+		if (o.window_us)
+			sleep_us(o.window_us);
 	}
 	if (r.lost_daemon)
 		printf("note: foresightd went away during the run (attached %llu time(s)); %s\n",

@@ -48,6 +48,9 @@ int demo_parse(int argc, char **argv, struct demo_opts *o)
 		FS_OPT_U32("tokens", "T", &o->tokens, 1, 4096, "tokens per window"),
 		FS_OPT_U64("window-us", "X", &o->window_us, 0, 60000000,
 			   "sleep X microseconds per window to pace it"),
+		FS_OPT_U64("hold-us", "X", &o->hold_us, 0, 60000000,
+			   "a slow engine: spend X microseconds inside each window, its epoch held "
+			   "(spread over the layers, as their compute would be)"),
 		FS_OPT_STR(
 			"trace", "FILE", &o->trace,
 			"replay a route trace (CSV or .fstrace), wrapping around; else a synthetic trace:"),
