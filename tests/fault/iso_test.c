@@ -264,6 +264,29 @@ static void measure(struct fdaemon *d, const char *what, const char *extra, int 
 	}
 }
 
+/*
+ * SIGTERM -> exit, after the attack (issue 33): the stop is bounded
+ * whatever the control connections did.  After the no-read flood a
+ * foresightd waited in nng_close() 30-60 s and more (the probe's close,
+ * before the listener's).  The bar: 2 s (sanitized 4 s) with
+ * FS_TEST_TIMING=1, else 10 s, which a hang still fails.
+ */
+static void iso_stop(struct fdaemon *d, const char *what)
+{
+	long bar = fault_timing_claims() ? (SAN ? 4000 : 2000) : 10000;
+	uint64_t t0 = fsh_now_ms();
+	kill(d->h.pid, SIGTERM);
+	int st = fsh_wait(d->h.pid, (int)bar); /* -1: still up at the bar, killed */
+	long ms = (long)(fsh_now_ms() - t0);
+	d->h.pid = 0;
+	fprintf(stderr, "iso %s: SIGTERM -> exit in %ld ms (status %d)\n", what, ms, st);
+	if (st != 0)
+		fault_print_tail("foresightd's log", d->h.log, 3000);
+	cr_expect_eq(st, 0, "%s: foresightd did not stop within %ld ms of SIGTERM (status %d)", what, bar,
+		     st);
+	fd_stop(d);
+}
+
 /* ---- 8: log forging through the attach name ------------------------------ */
 
 Test(iso, a_name_cannot_forge_a_log_line_or_a_reply, .timeout = 60)
@@ -309,7 +332,7 @@ Test(iso, a_name_cannot_forge_a_log_line_or_a_reply, .timeout = 60)
 	cr_expect_gt(lines, 0);
 	cr_expect_eq(foreign, 0, "%u forged log lines", foreign);
 	cr_expect_not_null(strstr(log, "x\\x0a<3>forged by a client"), "the escaped name is not in the log");
-	fd_stop(&d);
+	iso_stop(&d, "a_name_cannot_forge_a_log_line_or_a_reply");
 }
 
 /* ---- 1: a hold naming a long-superseded epoch ----------------------------- */
@@ -327,7 +350,7 @@ Test(iso, a_stale_hold_does_not_pin_reclaim, .timeout = 300)
 	double bh = fault_num(st, "daemon", "bad_holds");
 	cJSON_Delete(st);
 	cr_expect_geq(bh, 1.0, "the stale hold was not counted");
-	fd_stop(&d);
+	iso_stop(&d, "a_stale_hold_does_not_pin_reclaim");
 }
 
 /* ---- 2: the hold budget is the client's, over time ------------------------ */
@@ -354,7 +377,7 @@ Test(iso, a_client_revoked_for_a_long_hold_backs_off, .timeout = 300)
 	double refused = fault_num(st, "daemon", "backoff_refused");
 	cJSON_Delete(st);
 	cr_expect_geq(refused, 1.0, "no re-attach was refused for the back-off");
-	fd_stop(&d);
+	iso_stop(&d, "a_client_revoked_for_a_long_hold_backs_off");
 }
 
 Test(iso, a_client_holding_every_buffer_does_not_stop_publication, .timeout = 300)
@@ -378,7 +401,7 @@ Test(iso, a_client_holding_every_buffer_does_not_stop_publication, .timeout = 30
 	cJSON_Delete(st);
 	cr_expect_geq(stale, 1.0, "the client holding every buffer was never revoked");
 	cr_expect_geq(refused, 1.0, "it was never refused for its back-off");
-	fd_stop(&d);
+	iso_stop(&d, "a_client_holding_every_buffer_does_not_stop_publication");
 }
 
 /* ---- 9: a bad word counted once, not once per pass ----------------------- */
@@ -402,7 +425,7 @@ Test(iso, a_bad_hold_is_counted_once, .timeout = 60)
 	fsh_wait(h, 20000);
 	fprintf(stderr, "%s", text(out));
 	cr_expect_not_null(strstr(text(out), "bad_holds +1\n"), "one bad word, counted: %s", text(out));
-	fd_stop(&d);
+	iso_stop(&d, "a_bad_hold_is_counted_once");
 }
 
 /* ---- 3, 5: shares of the client table and of the fd socket ---------------- */
@@ -472,7 +495,7 @@ Test(iso, one_member_cannot_take_every_client_row, .timeout = 300)
 	cr_expect_geq(capped, 1.0, "no attach was capped");
 	cr_expect_geq(expired, 1.0, "no half-open row expired");
 	iso_users_done();
-	fd_stop(&d);
+	iso_stop(&d, "one_member_cannot_take_every_client_row");
 }
 
 Test(iso, a_connect_flood_on_the_fd_socket_locks_out_no_attach, .timeout = 300)
@@ -509,7 +532,7 @@ Test(iso, a_connect_flood_on_the_fd_socket_locks_out_no_attach, .timeout = 300)
 	cJSON_Delete(st);
 	cr_expect_geq(refused, 100.0, "the flood's connections were not refused and counted (%.0f)", refused);
 	iso_users_done();
-	fd_stop(&d);
+	iso_stop(&d, "a_connect_flood_on_the_fd_socket_locks_out_no_attach");
 }
 
 /* ---- 4, 6: the control loop and its connections --------------------------- */
@@ -567,7 +590,7 @@ static void conns_attack(const char *what, const char *counter)
 	cr_expect(worst >= 0 && worst <= bar, "%s: a ping failed or took %ld ms (bar %ld)", what, worst, bar);
 	cr_expect_geq(n, 1.0, "%s: %s did not count the attack", what, counter);
 	iso_users_done();
-	fd_stop(&d);
+	iso_stop(&d, what);
 }
 
 Test(iso, a_client_that_never_reads_its_replies_stalls_nothing, .timeout = 300)
@@ -728,5 +751,5 @@ Test(iso, daemon_restarts_without_the_fd_store_cost_engines_no_memory, .timeout 
 		"iso restarts: %u without the fd store: engine 0 at most %d arena maps and %d fds (%d and %d "
 		"before), flat again within %ld ms of the re-attach; engines back within %ld ms\n",
 		restarts, worst_maps, worst_fds, maps0[0], fds0[0], worst_flat, worst_back);
-	fd_stop(&d);
+	iso_stop(&d, "daemon_restarts_without_the_fd_store_cost_engines_no_memory");
 }
