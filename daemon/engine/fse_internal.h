@@ -15,7 +15,9 @@ struct fse_client {
 	uint64_t hold_seen[FS_MAX_HOLDS]; /* last values read, bad ones as 0 */
 	uint64_t hold_bad[FS_MAX_HOLDS];  /* the bad value a word last had (counted once) */
 	uint64_t first_epoch;             /* current when it was added: it can hold no older */
+	uint64_t refused_logged_ns;       /* a refused hold last logged */
 	int pid;
+	uint32_t uid;
 	char name[48];
 };
 
@@ -37,6 +39,7 @@ struct fse {
 	uint64_t buf_epoch[FS_MAX_EPOCH_BUFS];
 	uint64_t buf_superseded_ns[FS_MAX_EPOCH_BUFS]; /* when its epoch stopped being current */
 	uint32_t cur_buf;
+	uint64_t hold_floor; /* current when the holds were last read: a new hold is this or newer */
 
 	/* pass state */
 	uint64_t last_publish, last_check, last_hb;
@@ -82,7 +85,11 @@ void fse_note(struct fse *e, const struct fse_notice *n);
 void fse_log(struct fse *e, int prio, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* fse_pass.c */
 void fse_finish(struct fse *e, struct fse_client *c, uint32_t reason);
+/* fse_holds.c: read every hold (after a publish's fence), free what no one
+ * pins; each user's budget; the buffer holding an epoch (-1: none) */
 uint32_t fse_holds(struct fse *e);
+void fse_budget(struct fse *e);
+int fse_epoch_buf_of(const struct fse *e, uint64_t ep);
 /* fse_cards.c: after a publish of epoch `e`: a card that went down, told */
 void fse_cards_published(struct fse *e, uint64_t epoch);
 /* fse_engine.c: the commands queued now */

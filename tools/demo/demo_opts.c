@@ -17,7 +17,8 @@ static const char usage[] = "usage: fs-demo-engine [OPTIONS]\n"
 static const char tail[] = "\n"
 			   "The last two lines are \"hits: H misses: M hit rate: x%\" and\n"
 			   "\"verified reads: N mismatches: M\".  Exit status: 0 when every read verified\n"
-			   "(N > 0, M = 0), 1 on a mismatch, 2 on a usage error or when it cannot attach.\n";
+			   "(N > 0, M = 0), 1 on a mismatch, 2 on a usage error or when it cannot attach.\n"
+			   "SIGINT or SIGTERM ends the run after the current window, with these lines.\n";
 
 const char *demo_predict_name(enum demo_predict p)
 {
