@@ -937,7 +937,8 @@ static pid_t slow_engine(struct fdaemon *d, const char *what, const char *out, u
 }
 
 /*
- * Five honest engines holding each epoch 20 ms beside the two fast ones:
+ * Five honest engines holding each epoch 20 ms beside the two fast ones
+ * (96 slots a card):
  * never revoked (one attach each, over_budget 0, stale 0), never wrong
  * (each exits 0: every byte verified), and they cost the fast ones little:
  * their holds pin only the slots of the tables they read (fs_lookup), and
@@ -949,7 +950,11 @@ Test(iso, a_slow_honest_engine_is_never_revoked_never_wrong_and_costs_little, .t
 {
 	struct fdaemon d;
 	cr_assert_eq(fd_init(&d, 0), 0);
-	const char *extra[16] = {SMALL};
+	/* Twice SMALL's slots: five slow engines beside two churning fast
+	 * ones on 48 slots a card pinned 20-30 of them (the slow user's share:
+	 * 24) on a loaded host, and were revoked, by the budget's rule, in one
+	 * run of two. */
+	const char *extra[16] = {"--layers", "8", "--experts", "32", "--expert-bytes", "4096", "--slots", "96"};
 	iso_users(&d, extra, 8);
 	cr_assert_geq(fd_start(&d, extra, 0), 0, "foresightd did not start");
 	iso_rounds = 2;
