@@ -100,7 +100,8 @@ int fsd_hot_init(struct fsd *d)
 		.host = d,
 		/* reloadable (SIGHUP stores them with relaxed stores) */
 		.live = {&d->cfg.publish_us, &d->cfg.liveness_ms, &d->cfg.hold_timeout_ms,
-			 &d->cfg.hold_pressure_ms, &d->cfg.dev_poll_us, &d->cfg.pin_share_pct},
+			 &d->cfg.hold_pressure_ms, &d->cfg.dev_poll_us, &d->cfg.pin_share_pct,
+			 &d->cfg.pin_grace_ms},
 	};
 	d->eng = fse_create(&ec);
 	return d->eng ? 0 : -errno;

@@ -99,7 +99,8 @@ struct fse_live {
 	const uint32_t *hold_pressure_ms; /* ... or this, when it pins an eighth of a pool (0: off) */
 	const uint32_t *dev_poll_us;      /* fse_sleep: longest sleep while a device ring is armed */
 	const uint32_t *pin_share_pct;    /* a user's holds may keep this % of its share of a card's
-					     slots from reuse; past it, revoked at once (0: off) */
+					     slots from reuse; past it, revoked at once (0: off) ... */
+	const uint32_t *pin_grace_ms;     /* ... once the hold has pinned this long (fse_holds.c) */
 };
 
 struct fse_config {

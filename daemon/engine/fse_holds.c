@@ -19,16 +19,22 @@
  * (10 s): the honest engine beside it dropped to 10.5 % of hits.
  *
  * A budget per user.  A hold pins the RETIRING slots of the tables its
- * client can read (fsr_clients.c: its holds and its reach).  The slots
- * pinned by the holds of one user (uid: not a process, not a name) on a
- * card count against that user's budget there: pin_share_pct % of its share
- * of the card's slots, the share being the slots over the users attached.
- * Past it, the client of that user holding the oldest epoch is revoked at
- * once (FS_DETACH_OVER_BUDGET; the loop then bars the user,
- * fsd_clients.c), and again until the user is back under it.  An honest
- * engine pins what is evicted from the tables it reads while it holds one,
- * a few slots per window; one that holds an epoch and never lets go pins
- * every slot evicted after it and is gone within that many evictions.
+ * client can read (fsr_clients.c: its holds and its reach).  The slots that
+ * the holds of one user (uid: not a process, not a name) pin on a card and
+ * that were evicted for another user's wants (fsr_slot.evict_for) count
+ * against that user's budget there: pin_share_pct % of its share of the
+ * card's slots, the share being the slots over the users attached.  A
+ * slot evicted for the user's own want is its own to wait for and costs
+ * no one else.  Past the budget, the client of that user holding the
+ * oldest epoch is revoked at once, once that epoch has been superseded
+ * (pinning) longer than pin_grace_ms (FS_DETACH_OVER_BUDGET; the loop then
+ * bars the user, fsd_clients.c), and again until the user is back under
+ * it.  The grace is for honest engines on a loaded host: a fast engine
+ * whose windows took 25-100 ms beside five slow ones (2 cores) pinned 73 of
+ * 128 slots that they had evicted, over its share of 64, and was revoked
+ * and barred without it.  An honest engine releases its hold within a
+ * window; one that holds an epoch and never lets go is gone pin_grace_ms
+ * after its pins pass the budget, far sooner than the hold timeout.
  */
 #include <string.h>
 
@@ -40,6 +46,12 @@ int fse_epoch_buf_of(const struct fse *e, uint64_t ep)
 		if (e->buf_epoch[b] == ep)
 			return (int)b;
 	return -1;
+}
+
+uint64_t fse_hold_superseded(const struct fse *e, uint64_t ep)
+{
+	int b = ep ? fse_epoch_buf_of(e, ep) : -1;
+	return b < 0 || (uint32_t)b == e->cur_buf ? 0 : e->buf_superseded_ns[b];
 }
 
 static const char *refusal_name(uint32_t why)
@@ -153,11 +165,12 @@ static uint64_t oldest_hold(const struct fse_client *c)
 	return m;
 }
 
-void fse_budget(struct fse *e)
+void fse_budget(struct fse *e, uint64_t now)
 {
 	uint32_t uid[FSE_MAX_CLIENTS], user_of[FSE_MAX_CLIENTS], rows[FSE_MAX_CLIENTS];
 	uint32_t users = users_of(e, uid, user_of);
 	uint32_t pct = fse_live(e->cfg.live.pin_share_pct);
+	uint64_t grace_ns = (uint64_t)fse_live(e->cfg.live.pin_grace_ms) * 1000000u;
 	/* Each client's own figure, for fsctl clients and /metrics. */
 	for (uint32_t row = 0; row < e->cfg.max_clients; row++) {
 		if (!e->clients[row].active)
@@ -190,13 +203,19 @@ void fse_budget(struct fse *e)
 				unsigned pinned = n ? fsr_pinned(e->core, card, rows, n, 1) : 0;
 				if (pinned <= budget || !worst)
 					break;
+				/* Charged only once it has pinned longer than an honest
+				 * window takes here, however loaded (pin_grace_ms). */
+				uint64_t since = fse_hold_superseded(e, worst_h);
+				if (!since || now < since || now - since < grace_ns)
+					break;
 				fse_log(e, 4,
 					"client %u (%s, pid %d, uid %u): the holds of uid %u keep %u of card %u's %u "
-					"slots from reuse, over its budget of %llu (%u %% of its share, %u users): "
-					"revoking the holder of epoch %llu",
+					"slots from reuse for others, over its budget of %llu (%u %% of its share, %u "
+					"users): revoking the holder of epoch %llu, superseded %llu ms ago",
 					(unsigned)(worst - e->clients), worst->name, worst->pid, worst->uid,
 					uid[u], pinned, card, fsr_card_slots(e->core, card),
-					(unsigned long long)budget, pct, users, (unsigned long long)worst_h);
+					(unsigned long long)budget, pct, users, (unsigned long long)worst_h,
+					(unsigned long long)((now - since) / 1000000u));
 				fse_count(&e->cfg.ctr.daemon[FS_C_over_budget], 1);
 				fse_finish(e, worst, FS_DETACH_OVER_BUDGET);
 				fse_holds(e); /* its slots: free now, unless another hold pins them */

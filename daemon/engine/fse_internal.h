@@ -88,8 +88,10 @@ void fse_finish(struct fse *e, struct fse_client *c, uint32_t reason);
 /* fse_holds.c: read every hold (after a publish's fence), free what no one
  * pins; each user's budget; the buffer holding an epoch (-1: none) */
 uint32_t fse_holds(struct fse *e);
-void fse_budget(struct fse *e);
+void fse_budget(struct fse *e, uint64_t now);
 int fse_epoch_buf_of(const struct fse *e, uint64_t ep);
+/* When epoch ep stopped being current, or 0 (current, or in no buffer). */
+uint64_t fse_hold_superseded(const struct fse *e, uint64_t ep);
 /* fse_cards.c: after a publish of epoch `e`: a card that went down, told */
 void fse_cards_published(struct fse *e, uint64_t epoch);
 /* fse_engine.c: the commands queued now */

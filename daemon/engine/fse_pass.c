@@ -259,13 +259,6 @@ static void reserve(struct fse *e, uint64_t now)
 	e->deferred_since = now; /* the next one, if any, after another period */
 }
 
-/* When the epoch `ep` stopped being current, or 0 (current, or unknown). */
-static uint64_t hold_superseded(const struct fse *e, uint64_t ep)
-{
-	int b = ep ? fse_epoch_buf_of(e, ep) : -1;
-	return b < 0 || (uint32_t)b == e->cur_buf ? 0 : e->buf_superseded_ns[b];
-}
-
 /*
  * A valid hold still pins every slot retired after its epoch (fsr_reclaim
  * frees nothing newer than the oldest hold), so one engine holding an old
@@ -287,7 +280,7 @@ static void pressure(struct fse *e, uint64_t now)
 	uint64_t minh = fsr_min_hold(e->core);
 	if (minh == UINT64_MAX)
 		return;
-	uint64_t since = hold_superseded(e, minh);
+	uint64_t since = fse_hold_superseded(e, minh);
 	uint64_t pressure_ns = (uint64_t)fse_live(e->cfg.live.hold_pressure_ms) * 1000000u;
 	if (!pressure_ns || !since || now <= since || now - since < pressure_ns)
 		return;
@@ -362,7 +355,7 @@ static void liveness(struct fse *e, uint64_t now)
 		 * engine.  (Re-acquiring an epoch that is still current, window
 		 * after window, is normal and never times out.) */
 		for (unsigned k = 0; k < FS_MAX_HOLDS; k++) {
-			uint64_t since = hold_superseded(e, c->hold_seen[k]);
+			uint64_t since = fse_hold_superseded(e, c->hold_seen[k]);
 			if (since && now > since && now - since > hold_ns) { /* since may be after `now` */
 				fse_log(e, 4, "client %u (%s, pid %d): epoch %llu held over %u ms, revoking",
 					row, c->name, c->pid, (unsigned long long)c->hold_seen[k],
@@ -418,7 +411,7 @@ int fse_pass(struct fse *e, uint64_t now)
 		fse_holds(e);
 		liveness(e, now);
 		pressure(e, now);
-		fse_budget(e);
+		fse_budget(e, now);
 		e->last_check = now;
 	}
 	if (now - e->last_hb >= hb_ns / 2) {
