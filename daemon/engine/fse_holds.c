@@ -32,9 +32,13 @@
  * it.  The grace is for honest engines on a loaded host: a fast engine
  * whose windows took 25-100 ms beside five slow ones (2 cores) pinned 73 of
  * 128 slots that they had evicted, over its share of 64, and was revoked
- * and barred without it.  An honest engine releases its hold within a
- * window; one that holds an epoch and never lets go is gone pin_grace_ms
- * after its pins pass the budget, far sooner than the hold timeout.
+ * and barred without it; and the slow ones, their windows stretched past
+ * 1 s there, were revoked after a grace of 1 s.  So the grace is the longer
+ * of pin_grace_ms and four times how long the holder's own holds last
+ * (hold_timed), within the hold timeout.  An honest engine releases its
+ * hold within a window; one that holds an epoch and never lets go has no
+ * such figure and is gone pin_grace_ms after its pins pass the budget, far
+ * sooner than the hold timeout.
  */
 #include <string.h>
 
@@ -114,6 +118,24 @@ static uint64_t hold_check(struct fse *e, struct fse_client *c, unsigned k, uint
 	return 0;
 }
 
+/*
+ * How long this client's holds last (the budget's grace, fse_budget): a
+ * hold that ended (released, or replaced by the next window's) counts at
+ * once when longer than the figure, and pulls it down by an eighth when
+ * shorter.  An engine's windows on a host loaded far past its cores take
+ * what they take (five 20 ms engines beside a sixth on 2 cores held epochs
+ * over 1 s); one that holds an epoch and never lets go has no figure.
+ */
+static void hold_timed(struct fse *e, struct fse_client *c, unsigned k, uint64_t h)
+{
+	uint64_t now = fse_now(e);
+	if (c->hold_seen[k] && now > c->hold_since[k]) {
+		uint64_t d = now - c->hold_since[k];
+		c->hold_typ_ns = d > c->hold_typ_ns ? d : c->hold_typ_ns - (c->hold_typ_ns - d) / 8u;
+	}
+	c->hold_since[k] = h ? now : 0;
+}
+
 uint32_t fse_holds(struct fse *e)
 {
 	fs_smp_mb(); /* the current store above, before these hold loads */
@@ -125,6 +147,8 @@ uint32_t fse_holds(struct fse *e)
 		uint64_t holds[FS_MAX_HOLDS];
 		for (unsigned k = 0; k < FS_MAX_HOLDS; k++) {
 			holds[k] = hold_check(e, c, k, fs_load_acquire(&c->hdr->holds[k]), cur);
+			if (holds[k] != c->hold_seen[k])
+				hold_timed(e, c, k, holds[k]);
 			c->hold_seen[k] = holds[k];
 		}
 		/* Only valid holds reach the core (it keeps the holds gauge). */
@@ -171,6 +195,7 @@ void fse_budget(struct fse *e, uint64_t now)
 	uint32_t users = users_of(e, uid, user_of);
 	uint32_t pct = fse_live(e->cfg.live.pin_share_pct);
 	uint64_t grace_ns = (uint64_t)fse_live(e->cfg.live.pin_grace_ms) * 1000000u;
+	uint64_t hold_ns = (uint64_t)fse_live(e->cfg.live.hold_timeout_ms) * 1000000u;
 	/* Each client's own figure, for fsctl clients and /metrics. */
 	for (uint32_t row = 0; row < e->cfg.max_clients; row++) {
 		if (!e->clients[row].active)
@@ -204,9 +229,14 @@ void fse_budget(struct fse *e, uint64_t now)
 				if (pinned <= budget || !worst)
 					break;
 				/* Charged only once it has pinned longer than an honest
-				 * window takes here, however loaded (pin_grace_ms). */
+				 * window takes here (pin_grace_ms), or four times what
+				 * this client's holds last when that is longer, within
+				 * the hold timeout. */
 				uint64_t since = fse_hold_superseded(e, worst_h);
-				if (!since || now < since || now - since < grace_ns)
+				uint64_t grace = 4u * worst->hold_typ_ns;
+				grace = grace > grace_ns ? grace : grace_ns;
+				grace = grace < hold_ns ? grace : hold_ns;
+				if (!since || now < since || now - since < grace)
 					break;
 				fse_log(e, 4,
 					"client %u (%s, pid %d, uid %u): the holds of uid %u keep %u of card %u's %u "

@@ -11,11 +11,13 @@ struct fse_client {
 	int active;
 	struct fs_client_hdr *hdr;
 	struct fs_ring_cons ring;
-	struct fs_ring_cons dev_ring;     /* its GPU kernels' ring (fs_ring_dev.h) */
-	uint64_t hold_seen[FS_MAX_HOLDS]; /* last values read, bad ones as 0 */
-	uint64_t hold_bad[FS_MAX_HOLDS];  /* the bad value a word last had (counted once) */
-	uint64_t first_epoch;             /* current when it was added: it can hold no older */
-	uint64_t refused_logged_ns;       /* a refused hold last logged */
+	struct fs_ring_cons dev_ring;      /* its GPU kernels' ring (fs_ring_dev.h) */
+	uint64_t hold_seen[FS_MAX_HOLDS];  /* last values read, bad ones as 0 */
+	uint64_t hold_bad[FS_MAX_HOLDS];   /* the bad value a word last had (counted once) */
+	uint64_t first_epoch;              /* current when it was added: it can hold no older */
+	uint64_t refused_logged_ns;        /* a refused hold last logged */
+	uint64_t hold_since[FS_MAX_HOLDS]; /* when the accepted value of each word was first read */
+	uint64_t hold_typ_ns;              /* how long its holds last: up at once, down by 1/8 a hold */
 	int pid;
 	uint32_t uid;
 	char name[48];
