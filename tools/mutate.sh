@@ -110,7 +110,7 @@ mutant reach-ignored "daemon/residency/fsr_clients.c" \
 	"a client that says nothing of its reach (an older library's fs_lookup_live) pins only its own tables"
 mutant reach-pins-all "daemon/residency/fsr_clients.c" \
 	'return sl->pub <= vis;' \
-	'return 1; /* MUTANT reach-pins-all */' \
+	'return (sl->pub <= vis) | 1; /* MUTANT reach-pins-all */' \
 	'^fsr_test$' \
 	"a hold pins every slot retired after it, whatever tables its client reads"
 mutant pin-budget "daemon/engine/fse_holds.c" \
