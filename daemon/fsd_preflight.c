@@ -88,14 +88,7 @@ static void check_socket(struct pf *pf, const struct fsd_config *c)
 	}
 	/* The start creates the sockets and their lock there. */
 	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s", c->socket_path);
-	char *slash = strrchr(dir, '/');
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == dir)
-		dir[1] = 0;
-	else
-		*slash = 0;
+	fsd_sock_dir(c->socket_path, dir, sizeof(dir));
 	if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) < 0) {
 		result(pf, 0, "socket directory %s: this user (uid %u) cannot create files there: %s", dir,
 		       (unsigned)geteuid(), strerror(errno));

@@ -222,91 +222,90 @@ static int hold_session(struct me *m, const struct hold_how *how, uint64_t end)
 	return fs_load_acquire(&m->ch->state) == FS_CLIENT_DETACHED;
 }
 
+/* What one attachment of a holder came to (iso_holder). */
+struct hold_tally {
+	unsigned attaches, refused, revoked, told;
+	uint64_t held_ns;
+	char why[256]; /* the latest refusal */
+};
+
+static void tally_add(struct hold_tally *sum, const struct hold_tally *one)
+{
+	sum->attaches += one->attaches;
+	sum->refused += one->refused;
+	sum->revoked += one->revoked;
+	sum->told += one->told;
+	sum->held_ns += one->held_ns;
+	if (one->refused)
+		snprintf(sum->why, sizeof(sum->why), "%s", one->why);
+}
+
+/* One attachment under `name`: hold as `how` says until dropped or `end`. */
+static void hold_once(const char *sock, const char *name, const struct hold_how *how, uint64_t end,
+		      struct hold_tally *one)
+{
+	memset(one, 0, sizeof(*one));
+	struct me m = {.sock = sock, .name = name, .quiet = 1};
+	if (fault_hostile_attach(&m) < 0) {
+		one->refused = 1;
+		snprintf(one->why, sizeof(one->why), "%s", m.err);
+	} else {
+		one->attaches = 1;
+		uint64_t t0 = iso_now_ns();
+		one->revoked = (unsigned)hold_session(&m, how, end);
+		one->held_ns = iso_now_ns() - t0;
+		one->told = fs_load_acquire(&m.ch->holds_refused);
+	}
+	iso_unmap(&m);
+}
+
 /*
  * Attach and hold (how), attach again at once when dropped (every 20 ms
  * while refused).  fresh = 0: as the same process under the same name;
  * fresh = 1: each attachment from a new process under a new name (a bar
- * keyed on the pid or the name does not see it).
+ * keyed on the pid or the name does not see it), its tally sent back
+ * through a pipe.
  */
 static int iso_holder(const char *sock, const char *what, unsigned secs, const struct hold_how *how,
 		      int fresh)
 {
 	uint64_t end = iso_now_ns() + secs * 1000000000ull;
-	unsigned attaches = 0, refused = 0, revoked = 0, refusals_told = 0;
-	uint64_t held_ns = 0;
-	char why[256] = "";
+	struct hold_tally sum = {0}, one;
 	printf("iso %s: attached (first try follows)\n", what);
 	fflush(stdout);
 	for (unsigned serial = 0; iso_now_ns() < end; serial++) {
 		char name[48];
 		snprintf(name, sizeof(name), fresh ? "iso-%s-%u" : "iso-%s", what, serial);
-		int pfd[2] = {-1, -1};
-		pid_t kid = 0;
-		if (fresh) {
+		if (!fresh) {
+			hold_once(sock, name, how, end, &one);
+		} else {
+			int pfd[2];
 			if (pipe(pfd) < 0)
 				return 2;
-			kid = fork();
+			pid_t kid = fork();
 			if (kid < 0)
 				return 2;
-			if (kid > 0) { /* the parent: the child's result line */
-				close(pfd[1]);
-				char line[400] = "";
-				ssize_t k = read(pfd[0], line, sizeof(line) - 1);
+			if (kid == 0) {
 				close(pfd[0]);
-				waitpid(kid, NULL, 0);
-				unsigned a = 0, r = 0, v = 0, t = 0;
-				unsigned long long ns = 0;
-				int used = 0;
-				if (k > 0 &&
-				    sscanf(line, "%u %u %u %u %llu %n", &a, &r, &v, &t, &ns, &used) >= 5) {
-					attaches += a;
-					refused += r;
-					revoked += v;
-					refusals_told += t;
-					held_ns += ns;
-					if (r)
-						snprintf(why, sizeof(why), "%s", line + used);
-				}
-				if (r)
-					iso_sleep_ms(20);
-				continue;
+				hold_once(sock, name, how, end, &one);
+				_exit(write(pfd[1], &one, sizeof(one)) == (ssize_t)sizeof(one) ? 0 : 2);
 			}
+			close(pfd[1]);
+			memset(&one, 0, sizeof(one));
+			ssize_t k = read(pfd[0], &one, sizeof(one));
 			close(pfd[0]);
+			waitpid(kid, NULL, 0);
+			if (k != (ssize_t)sizeof(one))
+				memset(&one, 0, sizeof(one));
 		}
-		struct me m = {.sock = sock, .name = name, .quiet = 1};
-		unsigned a = 0, r = 0, v = 0, t = 0;
-		uint64_t ns = 0;
-		if (fault_hostile_attach(&m) < 0) {
-			r = 1;
-			snprintf(why, sizeof(why), "%s", m.err);
-		} else {
-			a = 1;
-			uint64_t t0 = iso_now_ns();
-			v = (unsigned)hold_session(&m, how, end);
-			ns = iso_now_ns() - t0;
-			t = fs_load_acquire(&m.ch->holds_refused);
-		}
-		iso_unmap(&m);
-		if (fresh) {
-			char line[400];
-			int len = snprintf(line, sizeof(line), "%u %u %u %u %llu %s", a, r, v, t,
-					   (unsigned long long)ns, why);
-			if (write(pfd[1], line,
-				  (size_t)(len < (int)sizeof(line) ? len : (int)sizeof(line) - 1)) < 0)
-				_exit(2);
-			_exit(0);
-		}
-		attaches += a;
-		refused += r;
-		revoked += v;
-		refusals_told += t;
-		held_ns += ns;
-		if (r)
+		tally_add(&sum, &one);
+		if (one.refused)
 			iso_sleep_ms(20);
 	}
 	printf("iso %s: %u attaches, %u revoked, %u refused (%s), attached %.1f s of %u s, holds refused %u "
 	       "(told in its region)\n",
-	       what, attaches, revoked, refused, why, (double)held_ns / 1e9, secs, refusals_told);
+	       what, sum.attaches, sum.revoked, sum.refused, sum.why, (double)sum.held_ns / 1e9, secs,
+	       sum.told);
 	fflush(stdout);
 	return 0;
 }
