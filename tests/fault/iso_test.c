@@ -956,7 +956,8 @@ Test(iso, a_slow_honest_engine_is_never_revoked_never_wrong_and_costs_little, .t
 	 * ones on 48 slots a card pinned 20-30 of them for the fast ones, past
 	 * the slow user's share (24), on a loaded host; 96 keeps what they
 	 * cost inside their share, which is what this test is about. */
-	const char *extra[16] = {"--layers", "8", "--experts", "32", "--expert-bytes", "4096", "--slots", "96"};
+	const char *extra[16] = {"--layers",       "8",    "--experts", "32",
+				 "--expert-bytes", "4096", "--slots",   "96"};
 	iso_users(&d, extra, 8);
 	cr_assert_geq(fd_start(&d, extra, 0), 0, "foresightd did not start");
 	iso_rounds = 2;
