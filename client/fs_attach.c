@@ -231,6 +231,10 @@ static int map_client(struct fs_client *c, struct fs_att *a)
 	}
 	a->ch = h;
 	fs_store_release(&h->heartbeat_ns, fs_now_ns());
+	/* This library says what it reads through its holds (fs_lookup_live
+	 * stores its reach): the daemon then keeps only those tables' slots
+	 * for it.  1: none newer than what it holds, so far. */
+	fs_store_release(&h->reach, 1ull);
 	/* The daemon marks us ATTACHED once its residency core counts our holds;
 	 * no epoch may be acquired before that (it would not protect its slots). */
 	uint64_t until = fs_now_ns() + 2000000000ull;

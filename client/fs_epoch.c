@@ -168,6 +168,40 @@ int fs_lookup(const fs_client *c, const struct fs_view *v, uint32_t card, uint32
 	return slot_from_entry(a, card, layer, expert, e, out);
 }
 
+/*
+ * The newest table, through an older hold: its slots are kept for us only
+ * once the daemon knows we may read it (our reach, fs_regions.h).  Store
+ * the reach (once per epoch), fence, and read only if `current` is still
+ * that epoch: either the daemon's next read of our holds sees the reach, or
+ * we see the newer epoch and try again with it.  The buffer's seqlock then
+ * says whether it was rewritten meanwhile.  0: no such table to read.
+ */
+static const uint64_t *live_table(const struct fs_att *a, uint64_t *ep_out,
+				  const struct fs_epoch_buf_hdr **bh_out)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		uint64_t cur = fs_load_acquire(&a->dh->current);
+		uint64_t ep = FS_CUR_EPOCH(cur);
+		uint64_t r = fs_load_relaxed(&a->ch->reach);
+		if (r < ep) {
+			/* A maximum (two threads of one handle must not lower it). */
+			while (r < ep && !__atomic_compare_exchange_n(&a->ch->reach, &r, ep, 0,
+								      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+				;
+			fs_smp_mb(); /* the reach store, before re-reading current */
+			if (fs_load_acquire(&a->dh->current) != cur)
+				continue;
+		}
+		uint32_t buf = FS_CUR_BUF(cur);
+		if (buf >= a->epoch_bufs)
+			return NULL;
+		*ep_out = ep;
+		*bh_out = buf_hdr(a, buf);
+		return buf_entries(a, buf);
+	}
+	return NULL;
+}
+
 int fs_lookup_live(const fs_client *c, const struct fs_view *v, uint32_t card, uint32_t layer,
 		   uint32_t expert, struct fs_slot *out)
 {
@@ -177,17 +211,14 @@ int fs_lookup_live(const fs_client *c, const struct fs_view *v, uint32_t card, u
 	if (!a || v->epoch == 0 || card >= a->cards || layer >= a->layers || expert >= a->experts)
 		return 0;
 	/* The newest table maps only slots retired, if ever, after it: our hold
-	 * of an older epoch keeps them from being rewritten.  Seqlock read. */
-	uint64_t cur = fs_load_acquire(&a->dh->current);
-	uint32_t buf = FS_CUR_BUF(cur);
-	if (buf >= a->epoch_bufs)
+	 * of an older epoch, with our reach, keeps them from being rewritten.
+	 * Seqlock read. */
+	uint64_t ep;
+	const struct fs_epoch_buf_hdr *bh;
+	const uint64_t *tab = live_table(a, &ep, &bh);
+	if (!tab || fs_load_acquire(&bh->epoch) != ep || ep < v->epoch)
 		return 0;
-	const struct fs_epoch_buf_hdr *bh = buf_hdr(a, buf);
-	uint64_t ep = fs_load_acquire(&bh->epoch);
-	if (ep != FS_CUR_EPOCH(cur) || ep < v->epoch)
-		return 0;
-	uint64_t e = fs_load_relaxed(
-		&buf_entries(a, buf)[((uint64_t)card * a->layers + layer) * a->experts + expert]);
+	uint64_t e = fs_load_relaxed(&tab[((uint64_t)card * a->layers + layer) * a->experts + expert]);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (fs_load_relaxed(&bh->epoch) != ep)
 		return 0; /* rewritten under us: treat as a miss */

@@ -79,7 +79,7 @@ int fsd_arena_gguf_describe(const char *path)
 /* --check-config and the start's preflight: the file opens, parses and
  * plans as the start would (a truncated or foreign file fails here).  On
  * success msg says what it holds. */
-int fsd_arena_gguf_check(const char *path, char *msg, size_t len)
+int fsd_arena_gguf_check(const char *path, char *msg, size_t len, uint64_t *arena_bytes, uint64_t *slot_bytes)
 {
 	struct fsd_gguf g;
 	struct fsg_layout lo;
@@ -90,6 +90,9 @@ int fsd_arena_gguf_check(const char *path, char *msg, size_t len)
 	}
 	snprintf(msg, len, "GGUF %s, %u layers x %u experts, top-%u, %.3f GB of experts", g.p.arch,
 		 g.p.layers, g.p.experts, g.p.experts_used, (double)g.p.member_bytes / 1e9);
+	*arena_bytes = lo.bytes;
+	*slot_bytes = (g.p.max_blob + FS_ARENA_ALIGN - 1) / FS_ARENA_ALIGN *
+		      FS_ARENA_ALIGN; /* as the start */
 	fsg_layout_free(&lo);
 	fsg_plan_free(&g.p);
 	fsg_close(&g.f);

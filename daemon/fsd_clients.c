@@ -41,6 +41,8 @@ static const char *reason_name(uint32_t r)
 		return "epoch held too long";
 	case FS_DETACH_SHUTDOWN:
 		return "daemon stopping";
+	case FS_DETACH_OVER_BUDGET:
+		return "its user's holds kept more slots from reuse than its budget";
 	default:
 		return "unknown";
 	}
@@ -154,32 +156,37 @@ static void row_release(struct fsd *d, struct fsd_client *c)
 }
 
 /*
- * The hold budget is per client identity, over time: a client revoked for
- * an overlong hold (or for pinning the epoch buffers) may not attach again
- * for 4 x hold_timeout_ms (or hold_pressure_ms when that is set and
- * shorter), four times as long at each further revocation, up to
- * BACKOFF_MAX_NS; an identity is forgotten after BACKOFF_FORGET_NS without
- * a revocation.  (A valid hold pins the slots retired after it for up to
- * that limit each time; with the back-off that is at most a fifth of the
- * time at first, then a seventeenth, and so on.)  The identity is the
- * uid with the pid or the name: a process that comes back under another
- * name, or a fresh process under the same name, is the same client.  The
- * cost: engines of one program and user share a name (the library's
- * default is the program's name), so one revoked engine keeps its siblings
- * from re-attaching for the back-off; give engines their own names.
- * Without this a client that re-acquired after
- * each revocation kept the others' hit rate at 1.8 % forever.
+ * The hold budget is per user, over time: a client revoked for an
+ * overlong hold, for pinning the epoch buffers, or because its user's
+ * holds kept more slots from reuse than the user's budget (fse_holds.c),
+ * bars its user: no client of that uid may attach for 4 x hold_timeout_ms
+ * (or hold_pressure_ms when that is set and shorter), four times as long
+ * at each further revocation, up to BACKOFF_MAX_NS; a user is forgotten
+ * after BACKOFF_FORGET_NS without a revocation.  (A valid hold pins slots
+ * for up to that limit each time; with the back-off that is at most a
+ * fifth of the time at first, then a seventeenth, and so on.)  Per user,
+ * not per process or name (issue 33): keyed on the uid with the pid or the
+ * name, a fresh process under a fresh name attached at once after each
+ * revocation, and kept the honest engine at 14 % of its hits for as long
+ * as it ran.  The cost: one revoked engine bars every engine of its user;
+ * engines that must not share that fate run as users of their own.  Root
+ * and foresightd's own user (the admins, who can stop the daemon anyway)
+ * are keyed as before, on the uid with the pid or the name, so a test or
+ * an operator running everything as one admin is not barred wholesale.
  */
 #define BACKOFF_MAX_NS (600ull * 1000000000ull)
 #define BACKOFF_FORGET_NS (3600ull * 1000000000ull)
 
+static int is_admin(uid_t uid);
+
 static struct fsd_backoff *backoff_find(struct fsd *d, uid_t uid, pid_t pid, const char *name, uint64_t now)
 {
+	int per_user = !is_admin(uid);
 	for (uint32_t i = 0; i < FSD_MAX_CLIENTS; i++) {
 		struct fsd_backoff *b = &d->backoff[i];
 		if (b->strikes && now - b->last_ns > BACKOFF_FORGET_NS)
 			b->strikes = 0;
-		if (b->strikes && b->uid == uid && (b->pid == pid || strcmp(b->name, name) == 0))
+		if (b->strikes && b->uid == uid && (per_user || b->pid == pid || strcmp(b->name, name) == 0))
 			return b;
 	}
 	return NULL;
@@ -210,8 +217,10 @@ static void backoff_strike(struct fsd *d, const struct fsd_client *c)
 	b->strikes++;
 	b->last_ns = now;
 	b->until_ns = now + wait;
-	fsd_log(FSD_WARN, "client %u (%s, pid %d, uid %d): revoked %u time(s); no attach for %llu ms", c->row,
-		c->name, (int)c->pid, (int)c->uid, b->strikes, (unsigned long long)(wait / 1000000u));
+	fsd_log(FSD_WARN, "client %u (%s, pid %d, uid %d): revoked %u time(s); no attach %s for %llu ms",
+		c->row, c->name, (int)c->pid, (int)c->uid, b->strikes,
+		is_admin(c->uid) ? "by this process or name" : "by this user",
+		(unsigned long long)(wait / 1000000u));
 }
 
 /*
@@ -352,7 +361,9 @@ int fsd_client_attach(struct fsd *d, pid_t pid, uid_t uid, gid_t gid, const char
 	if (bo && now < bo->until_ns) {
 		fsd_count(&d->counters_daemon[FS_C_backoff_refused], 1);
 		snprintf(err, errlen,
-			 "revoked %u time(s) for holding epochs too long; attach again in %llu ms",
+			 "%s revoked %u time(s) for holding epochs too long or pinning more slots than its "
+			 "budget; attach again in %llu ms",
+			 is_admin(uid) ? "this process or name was" : "a client of this user was",
 			 bo->strikes, (unsigned long long)((bo->until_ns - now + 999999u) / 1000000u));
 		return -EAGAIN;
 	}
@@ -478,7 +489,7 @@ void fsd_clients_reap(struct fsd *d)
 		fsd_count(&d->counters_daemon[FS_C_detaches], 1);
 		fsd_log(FSD_INFO, "client %u (%s, pid %d): %s; holds dropped", c->row, c->name, (int)c->pid,
 			reason_name(reasons[i]));
-		if (reasons[i] == FS_DETACH_HOLD_TIMEOUT)
+		if (reasons[i] == FS_DETACH_HOLD_TIMEOUT || reasons[i] == FS_DETACH_OVER_BUDGET)
 			backoff_strike(d, c);
 		row_release(d, c);
 	}

@@ -126,6 +126,7 @@ struct fsd_ctl {
 	int probe_busy;
 	uint64_t probe_seen, probe_t0;
 	char url[160];
+	nng_socket rep; /* the REP socket, for the stop's helper thread */
 };
 
 static int is_admin(uint64_t uid)
@@ -598,9 +599,30 @@ int fsd_control_start(struct fsd *d)
 	return 0;
 }
 
-static void *close_rep(void *arg)
+/*
+ * Everything nng is closed on a helper thread, and the stop waits for it
+ * at most CTL_STOP_NS: nng_close() waits for every pipe and aio of the
+ * socket, and nng 1.5.2 was seen waiting there for good.  After a flood of
+ * requests whose replies were never read (issue 33), the probe's own
+ * nng_close() (the loop's dialer to its listener) did not return for 30-60
+ * s and more, before the listener's close was even tried: the old 2 s
+ * bound covered only that one.  A daemon that is stopping must stop
+ * whatever its peers do (the clients see it go either way, and exit
+ * closes every socket), so the probe, the contexts and the listener go in
+ * one bounded step.
+ */
+#define CTL_STOP_NS 1000000000ull
+
+static void *close_nng(void *arg)
 {
-	nng_close(*(nng_socket *)arg);
+	struct fsd_ctl *t = arg;
+	if (t->probe_open)
+		nng_close(t->probe); /* its connection is the loop's own */
+	/* The contexts' operations end here (their callbacks see `closing`
+	 * and arm nothing more), before nng_close waits for them. */
+	for (unsigned i = 0; i < t->n_ctxs; i++)
+		nng_aio_stop(t->ctxs[i].aio);
+	nng_close(t->rep);
 	return NULL;
 }
 
@@ -624,31 +646,23 @@ void fsd_control_stop(struct fsd *d)
 		uv_close((uv_handle_t *)&d->lp->ctl_reap, NULL);
 		d->lp->ctl_handles_on = 0;
 	}
-	/* The probe first: its connection is the loop's own. */
-	if (t->probe_open)
-		nng_close(t->probe);
-	t->probe_open = t->probe_busy = 0;
 	/* No new engine finds a socket that will not answer. */
 	fsd_sock_unlink(&d->cfg, FSD_SOCK_CONTROL);
-	/* The contexts' operations end here (their callbacks see `closing`
-	 * and arm nothing more), before nng_close waits for them. */
-	for (unsigned i = 0; i < t->n_ctxs; i++)
-		nng_aio_stop(t->ctxs[i].aio);
-	/* nng_close() waits for every pipe; a daemon (nng 1.5.2) was seen
-	 * waiting there forever after SIGTERM, with one connection left over
-	 * from killed clients.  Close on a helper thread and give it 2 s: a
-	 * daemon that is stopping must stop (the clients see it go either
-	 * way, and exit closes the socket). */
+	/* The socket by value: the helper may outlive main's frame (d->lp). */
+	t->rep = d->lp->rep;
 	pthread_t closer;
 	struct timespec dl;
 	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += 2;
+	dl.tv_nsec += (long)(CTL_STOP_NS % 1000000000ull);
+	dl.tv_sec += (time_t)(CTL_STOP_NS / 1000000000ull) + dl.tv_nsec / 1000000000L;
+	dl.tv_nsec %= 1000000000L;
 	int closed = 0;
-	if (pthread_create(&closer, NULL, close_rep, &d->lp->rep) != 0) {
-		nng_close(d->lp->rep);
+	if (pthread_create(&closer, NULL, close_nng, t) != 0) {
+		close_nng(t);
 		closed = 1;
 	} else if (pthread_timedjoin_np(closer, NULL, &dl) != 0) {
-		fsd_log(FSD_WARN, "control: nng_close did not return within 2 s; stopping without it");
+		fsd_log(FSD_WARN, "control: nng did not close within %llu ms; stopping without it",
+			(unsigned long long)(CTL_STOP_NS / 1000000u));
 		pthread_detach(closer);
 	} else {
 		closed = 1;
@@ -657,6 +671,7 @@ void fsd_control_stop(struct fsd *d)
 	d->lp->ctl = NULL;
 	if (!closed)
 		return; /* the contexts may still be nng's: leave them, and t with them */
+	t->probe_open = t->probe_busy = 0;
 	/* Every aio has completed (ECLOSED); requests the loop never took. */
 	for (unsigned i = 0; i < t->n_ctxs; i++) {
 		nng_aio_stop(t->ctxs[i].aio);

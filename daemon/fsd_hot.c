@@ -87,7 +87,8 @@ int fsd_hot_init(struct fsd *d)
 		.host = d,
 		/* reloadable (SIGHUP stores them with relaxed stores) */
 		.live = {&d->cfg.publish_us, &d->cfg.liveness_ms, &d->cfg.hold_timeout_ms,
-			 &d->cfg.hold_pressure_ms, &d->cfg.dev_poll_us},
+			 &d->cfg.hold_pressure_ms, &d->cfg.dev_poll_us, &d->cfg.pin_share_pct,
+			 &d->cfg.pin_grace_ms},
 	};
 	ec.backend.ctx = d->backend_priv;
 	d->eng = fse_create(&ec); /* binds the backend to the engine's callbacks */
@@ -105,8 +106,11 @@ int fsd_hot_add(struct fsd *d, uint32_t row)
 	if (!d->eng)
 		return -EAGAIN;
 	struct fsd_client *c = &d->clients[row];
-	struct fse_client_in in = {
-		.hdr = c->region.base, .ring = c->ring, .dev_ring = c->dev_ring, .pid = c->pid};
+	struct fse_client_in in = {.hdr = c->region.base,
+				   .ring = c->ring,
+				   .dev_ring = c->dev_ring,
+				   .pid = c->pid,
+				   .uid = (uint32_t)c->uid};
 	memcpy(in.name, c->name, sizeof(in.name) < sizeof(c->name) ? sizeof(in.name) : sizeof(c->name));
 	in.name[sizeof(in.name) - 1] = 0;
 	return fse_cmd_add(d->eng, row, &in);

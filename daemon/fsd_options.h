@@ -118,6 +118,12 @@
 	X(hold_pressure_ms, hold_pressure_ms, U32, 0, 0, 0, 3600000, FSD_RELOAD, \
 	  "when the slots an old hold keeps retired are an eighth of a card's pool, it is revoked this " \
 	  "long after its epoch was superseded; 0: off, only hold_timeout_ms") \
+	X(pin_share_pct, pin_share_pct, U32, 0, 100, 0, 100, FSD_RELOAD, \
+	  "a user's holds may keep this % of its share of a card's slots (slots / users attached) " \
+	  "from reuse; past it its holder is revoked at once and the user backs off; 0: off") \
+	X(pin_grace_ms, pin_grace_ms, U32, 0, 1000, 0, 3600000, FSD_RELOAD, \
+	  "a hold past its user's pin budget is charged once its epoch was superseded this long " \
+	  "(an honest window, however loaded the host, is shorter)") \
 	X(publish_us, publish_us, U32, 0, 200, 0, 1000000, FSD_RELOAD | FSD_POLICY, \
 	  "minimum interval between epochs") \
 	X(spin_us, spin_us, U32, 0, 50, 0, 10000000, FSD_RELOAD, \

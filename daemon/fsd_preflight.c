@@ -14,8 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "fs_arena.h"
 
 #include "fsd.h"
 #include "fsd_preflight.h"
@@ -54,11 +58,25 @@ static void check_group(struct pf *pf, const struct fsd_config *c)
 	/* Only the loop thread (or main before it) looks groups up. */
 	// cppcheck-suppress getgrnamCalled
 	struct group *g = getgrnam(c->group);
-	if (g)
-		result(pf, 1, "group '%s' exists (gid %u)", c->group, (unsigned)g->gr_gid);
-	else
+	if (!g) {
 		result(pf, 0, "group '%s' does not exist (key 'group'; systemd-sysusers creates 'foresight')",
 		       c->group);
+		return;
+	}
+	/* The start gives its sockets this group (chown): root may name any
+	 * group, another user only one it is in. */
+	gid_t gid = g->gr_gid, groups[NGROUPS_MAX];
+	int n = getgroups(NGROUPS_MAX, groups), member = geteuid() == 0 || getegid() == gid;
+	for (int i = 0; i < n && !member; i++)
+		member = groups[i] == gid;
+	if (member)
+		result(pf, 1, "group '%s' exists (gid %u) and this user may give it its sockets", c->group,
+		       (unsigned)gid);
+	else
+		result(pf, 0,
+		       "group '%s' (gid %u): this user (uid %u) is not in it, so it cannot give its sockets "
+		       "that group (add it: usermod -aG %s USER; or run as the unit's User=)",
+		       c->group, (unsigned)gid, (unsigned)geteuid(), c->group);
 }
 
 static void check_socket(struct pf *pf, const struct fsd_config *c)
@@ -68,7 +86,16 @@ static void check_socket(struct pf *pf, const struct fsd_config *c)
 		result(pf, 0, "%s", err);
 		return;
 	}
-	result(pf, 1, "socket directory of %s exists", c->socket_path);
+	/* The start creates the sockets and their lock there. */
+	char dir[PATH_MAX];
+	fsd_sock_dir(c->socket_path, dir, sizeof(dir));
+	if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) < 0) {
+		result(pf, 0, "socket directory %s: this user (uid %u) cannot create files there: %s", dir,
+		       (unsigned)geteuid(), strerror(errno));
+		return;
+	}
+	result(pf, 1, "socket directory of %s exists and this user can create its sockets there",
+	       c->socket_path);
 	long pid = 0;
 	int held = fsd_sock_lock_held(c, &pid);
 	for (int w = 0; w < FSD_SOCK_N; w++) {
@@ -87,19 +114,76 @@ static void check_socket(struct pf *pf, const struct fsd_config *c)
 		       pid, c->socket_path);
 }
 
+/* A /proc/meminfo line in bytes, 0 when absent. */
+static uint64_t meminfo(const char *key)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	if (!f)
+		return 0;
+	char line[256];
+	uint64_t v = 0;
+	size_t n = strlen(key);
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, key, n) == 0 && line[n] == ':') {
+			v = strtoull(line + n + 1, NULL, 10) * 1024u;
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+/*
+ * What the start puts in host memory: the arena (locked in memory when
+ * the memlock limit allows), and on the host backend a slot pool per card.
+ * Larger than the machine's RAM, the start was OOM-killed or thrashed
+ * after minutes of loading; larger than what is free now, it may be.
+ */
+static void check_memory(struct pf *pf, const struct fsd_config *c, uint64_t arena, uint64_t slot_bytes)
+{
+	uint64_t pools = strcmp(c->backend, "host") == 0 ? (uint64_t)c->cards * c->slots * slot_bytes : 0;
+	uint64_t need = arena + pools, total = meminfo("MemTotal"), avail = meminfo("MemAvailable");
+	if (!total) {
+		if (pf->report)
+			printf("  note  host memory: /proc/meminfo unreadable, the arena's size not checked\n");
+		return;
+	}
+	char what[160];
+	snprintf(what, sizeof(what), "the arena (%.3f GB)%s%.3f GB of slot pools", (double)arena / 1e9,
+		 pools ? " and " : "", (double)pools / 1e9);
+	if (!pools)
+		snprintf(what, sizeof(what), "the arena (%.3f GB)", (double)arena / 1e9);
+	if (need > total) {
+		result(pf, 0, "host memory: %s need %.3f GB, more than this machine's %.3f GB of RAM", what,
+		       (double)need / 1e9, (double)total / 1e9);
+		return;
+	}
+	result(pf, 1, "host memory: %s fit in %.3f GB of RAM", what, (double)total / 1e9);
+	if (pf->report && avail && need > avail)
+		printf("  note  host memory: only %.3f GB is available now: the start may not get it\n",
+		       (double)avail / 1e9);
+}
+
 static void check_model(struct pf *pf, const struct fsd_config *c)
 {
 	if (!c->model_path[0]) {
 		if (pf->report)
 			printf("  %-5s model: none (a synthetic arena of %u layers x %u experts x %llu bytes)\n",
 			       "ok", c->layers, c->experts, (unsigned long long)c->expert_bytes);
+		/* As fsd_arena_synth.c lays it out. */
+		uint64_t n = (uint64_t)c->layers * c->experts;
+		uint64_t blob = (c->expert_bytes + FS_ARENA_ALIGN - 1) / FS_ARENA_ALIGN * FS_ARENA_ALIGN;
+		check_memory(pf, c, sizeof(struct fs_arena_hdr) + n * (sizeof(struct fs_arena_entry) + blob),
+			     blob);
 		return;
 	}
 	char err[PATH_MAX_MSG];
-	if (fsd_arena_gguf_check(c->model_path, err, sizeof(err)) < 0)
+	uint64_t arena = 0, slot_bytes = 0;
+	if (fsd_arena_gguf_check(c->model_path, err, sizeof(err), &arena, &slot_bytes) < 0) {
 		result(pf, 0, "model %s: %s", c->model_path, err);
-	else
-		result(pf, 1, "model %s: %s", c->model_path, err);
+		return;
+	}
+	result(pf, 1, "model %s: %s", c->model_path, err);
+	check_memory(pf, c, arena, slot_bytes);
 }
 
 /* Bind the address and let it go: in use, or not this host's, shows now. */
@@ -154,8 +238,9 @@ int fsd_preflight(const struct fsd_config *c, int report)
 		printf("  not checked (they need the start's resources): ");
 		if (strcmp(c->backend, "cuda") == 0)
 			printf("the GPUs, their memory for the slot pools and peer access; ");
-		printf("locking the arena in memory (mlock, LimitMEMLOCK=); the user the service runs as "
-		       "(the unit's User=) and its access to the model and socket directory\n");
+		printf("locking the arena in memory (mlock, LimitMEMLOCK=) and the unit's MemoryMax=; the user "
+		       "the service runs as (the unit's User=: this user's group and socket directory "
+		       "access were checked) and its access to the model\n");
 	}
 	return pf.failed ? -1 : 0;
 }

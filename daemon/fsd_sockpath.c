@@ -52,17 +52,22 @@ const char *fsd_sock_path(const struct fsd_config *c, enum fsd_sock which)
 	return which == FSD_SOCK_CONTROL ? c->socket_path : c->fd_socket_path;
 }
 
-int fsd_sock_dir_check(const char *path, char *err, size_t errlen)
+void fsd_sock_dir(const char *path, char *dir, size_t len)
 {
-	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s", path);
+	snprintf(dir, len, "%s", path);
 	char *slash = strrchr(dir, '/');
 	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
+		snprintf(dir, len, ".");
 	else if (slash == dir)
 		dir[1] = 0;
 	else
 		*slash = 0;
+}
+
+int fsd_sock_dir_check(const char *path, char *err, size_t errlen)
+{
+	char dir[PATH_MAX];
+	fsd_sock_dir(path, dir, sizeof(dir));
 	struct stat st;
 	if (stat(dir, &st) < 0) {
 		snprintf(err, errlen, "socket directory %s: %s", dir, strerror(errno));

@@ -12,6 +12,8 @@ enum fsd_sock { FSD_SOCK_CONTROL, FSD_SOCK_FD, FSD_SOCK_N };
 const char *fsd_sock_path(const struct fsd_config *c, enum fsd_sock which);
 /* The socket's directory exists and is one: 0, or -errno and a message. */
 int fsd_sock_dir_check(const char *path, char *err, size_t errlen);
+/* The directory of a socket path ("." for a bare name). */
+void fsd_sock_dir(const char *path, char *dir, size_t len);
 /* Nothing at path: 0; a socket: 1; anything else: -EEXIST (or -errno) and a message. */
 int fsd_sock_path_check(const char *path, char *err, size_t errlen);
 /* 1 when a live daemon holds the socket's lock (its pid in *pid), else 0. */

@@ -30,7 +30,7 @@
 	X(records, "ring records consumed")                                                                  \
 	X(bad_records, "ring records rejected (type, fields, bounds)")                                       \
 	X(bad_index, "impossible ring head/tail seen")                                                       \
-	X(bad_holds, "held epoch numbers that cannot exist")                                                 \
+	X(bad_holds, "hold words refused: no epoch the client acquired")                                     \
 	X(hot_wakeups, "times the hot thread woke from sleep")                                               \
 	X(arena_loaded_bytes, "arena bytes read from the model file so far")                                 \
 	X(arena_bytes, "arena bytes to read from the model file (gauge; 0: synth)")                          \
@@ -49,7 +49,8 @@
 	X(replies_dropped, "control replies dropped: not read within 1 s, or requests piled up behind them") \
 	X(conns_refused, "control connections closed at once: over a process's, user's or the fd budget")    \
 	X(conns_reaped, "idle control connections closed to keep half the connection budget free")           \
-	X(control_relistens, "control socket listened on anew: its listener had stopped taking connections")
+	X(control_relistens, "control socket listened on anew: its listener had stopped taking connections") \
+	X(over_budget, "clients revoked at once: their user's holds pinned more slots than its budget")
 
 /* Per card. */
 #define FS_COUNTERS_CARD(X)                                                                \
@@ -71,6 +72,7 @@
 	X(up, "1 while the card serves, 0 once it is down until a restart (gauge)")        \
 	X(abandoned, "copies in flight when the card went down: they never land")          \
 	X(done_after_down, "copy completions reported after the card went down, ignored")  \
+	X(freed_past_holds, "reused past an older hold: in no table its holder reads")     \
 	FS_TIER_SIZES(X)  /* size_<name>: each tier's reserved size (gauge) */             \
 	FS_TIER_GHOSTS(X) /* ghost_<name>: misses its ghost list caught */                 \
 	X(learned, "predictions foresightd's learned predictor made for this card (learn)")
@@ -99,6 +101,8 @@
 	X(dev_full, "device-ring posts refused (its kernels' count)")                             \
 	X(dev_seen_ns, "when a device-ring record was last consumed (gauge, CLOCK_MONOTONIC ns)") \
 	X(holds, "epochs held now (gauge)")                                                       \
+	X(holds_refused, "hold words refused: no epoch it acquired (its region says why)")        \
+	X(pinned, "RETIRING slots its holds keep from reuse, all cards (gauge)")                  \
 	X(redials, "control dialers it replaced: requests found no connection (client's own count)")
 
 #define FS_X_ENUM(name, help) FS_C_##name,

@@ -31,7 +31,20 @@
  *    store_release(current); fs_smp_mb(); only then read the holds.
  *    Either the daemon sees the hold or the client sees the newer current.
  *  - A slot removed from the table in epoch U is rewritten only once every
- *    live client's holds are >= U (the grace period).
+ *    live client's holds are >= U (the grace period), or hold only epochs
+ *    whose tables, and the newer ones the client may read (its reach),
+ *    never mapped it.
+ *  - Holds are checked when read: a word that changed must name the
+ *    epoch current when the daemon last read the holds, or a newer one
+ *    (what an acquire stores), in a buffer; anything else is refused
+ *    (fs_hold_refusal) while the word keeps that value.
+ *  - Reach (fs_lookup_live): before reading the newest table, epoch E,
+ *    through an older hold, the client stores reach = E (once per E),
+ *    fs_smp_mb(), and reads only if `current` is still E.  Either the
+ *    daemon sees the reach or the client sees a newer epoch, as for an
+ *    acquire.  A client's holds pin only the slots of the tables between
+ *    its oldest hold and max(newest hold, reach); reach 0 (a library that
+ *    does not store it) pins every slot retired after its oldest hold.
  */
 #ifndef FS_REGIONS_H
 #define FS_REGIONS_H
@@ -215,9 +228,12 @@ struct fs_client_hdr {
 				    the engine's GPU kernels post here; 0: none */
 	uint64_t dev_ring_bytes; /* (proto/fs_ring_dev.h) */
 	/* line 1: daemon-written state (the client may scribble on it: harmless) */
-	uint32_t state;  /* enum fs_client_state */
-	uint32_t reason; /* why detached: enum fs_detach_reason */
-	uint32_t pad1[14];
+	uint32_t state;         /* enum fs_client_state */
+	uint32_t reason;        /* why detached: enum fs_detach_reason */
+	uint32_t holds_refused; /* hold words refused: named no epoch this client acquired */
+	uint32_t refused_why;   /* the latest refusal: enum fs_hold_refusal */
+	uint64_t refused_epoch; /* the value that hold word had */
+	uint32_t pad1[10];
 	/* line 2: client-written liveness */
 	uint64_t heartbeat_ns; /* CLOCK_MONOTONIC, refreshed on every acquire */
 	uint64_t posted;       /* records posted (client's own count) */
@@ -228,7 +244,10 @@ struct fs_client_hdr {
 				  sleeping on it */
 	uint64_t redials;      /* control dialers the handle replaced since it
 				  opened (fs_client_redials; across attaches) */
-	uint64_t pad2[3];
+	uint64_t reach;        /* the newest epoch whose table it read through a
+				  hold (fs_lookup_live); 0: it does not say
+				  (see "Reach" above) */
+	uint64_t pad2[2];
 	/* line 3: epochs held, 0 = free; read by the daemon after each publish */
 	uint64_t holds[FS_MAX_HOLDS];
 };
@@ -237,6 +256,8 @@ _Static_assert(offsetof(struct fs_client_hdr, holds) == 3 * FS_CACHELINE, "holds
 _Static_assert(offsetof(struct fs_client_hdr, off_dev_ring) == 48, "off_dev_ring on line 0");
 _Static_assert(offsetof(struct fs_client_hdr, dev_armed) == 2 * FS_CACHELINE + 24, "dev_armed on line 2");
 _Static_assert(offsetof(struct fs_client_hdr, redials) == 2 * FS_CACHELINE + 32, "redials on line 2");
+_Static_assert(offsetof(struct fs_client_hdr, reach) == 2 * FS_CACHELINE + 40, "reach where pad2 began");
+_Static_assert(offsetof(struct fs_client_hdr, refused_epoch) == FS_CACHELINE + 16, "refused_epoch in pad1");
 
 enum fs_detach_reason {
 	FS_DETACH_NONE = 0,
@@ -245,6 +266,19 @@ enum fs_detach_reason {
 	FS_DETACH_STALE = 3,        /* heartbeat older than the liveness timeout */
 	FS_DETACH_HOLD_TIMEOUT = 4, /* an epoch held longer than hold_timeout */
 	FS_DETACH_SHUTDOWN = 5,     /* the daemon is stopping */
+	FS_DETACH_OVER_BUDGET = 6,  /* its user's holds kept more slots from reuse than its budget */
+};
+
+/* Why the daemon refused a hold word (fs_client_hdr.refused_why).  A
+ * refused hold protects nothing: the daemon reads it as 0 while the word
+ * keeps that value.  An acquire preempted between its load of `current`
+ * and its hold store can be refused once; its re-check of `current` then
+ * retries, so an engine never reads through a refused hold. */
+enum fs_hold_refusal {
+	FS_HOLD_REFUSED_NONE = 0,
+	FS_HOLD_NO_BUFFER = 1,     /* no epoch buffer holds it (long superseded, or never published) */
+	FS_HOLD_NOT_CURRENT = 2,   /* superseded before the word took it: never acquired */
+	FS_HOLD_BEFORE_ATTACH = 3, /* published before this client attached */
 };
 
 #endif /* FS_REGIONS_H */

@@ -9,6 +9,10 @@
 # path, a metrics address in use.  Each must now exit 2 naming the problem;
 # a good configuration (with a real GGUF model) exits 0 and lists what it
 # did not check.  FIXTURE is fs-gguf-fixture (writes a small GGUF model).
+# Issue 33 added three that passed and then failed the start: an arena
+# larger than the machine's RAM (OOM-killed after loading), a --group the
+# daemon's user is not in (the socket's chown failed), a socket directory
+# it cannot write.
 set -euo pipefail
 daemon=$1 fixture=$2
 # shellcheck source=tests/fs_daemon_lib.sh
@@ -17,11 +21,12 @@ fs_test_init check_config_test
 grp=$(id -gn)
 "$fixture" --arch qwen3moe --out "$work/model.gguf" >/dev/null
 good=(--socket "$work/s" --group "$grp")
+run_as=() # a command to run the checks as another user (setpriv)
 
 expect_ok()
 {
 	local rc=0
-	"$daemon" --check-config "$@" >"$work/out" 2>&1 || rc=$?
+	"${run_as[@]}" "$daemon" --check-config "$@" >"$work/out" 2>&1 || rc=$?
 	cat "$work/out"
 	[[ $rc -eq 0 ]] || fail "--check-config $* exited $rc, not 0"
 }
@@ -29,7 +34,7 @@ expect_fail() # WHAT PATTERN ARGS...
 {
 	local what=$1 pat=$2 rc=0
 	shift 2
-	"$daemon" --check-config "$@" >"$work/out" 2>&1 || rc=$?
+	"${run_as[@]}" "$daemon" --check-config "$@" >"$work/out" 2>&1 || rc=$?
 	cat "$work/out"
 	[[ $rc -eq 2 ]] || fail "$what: exited $rc, not 2"
 	grep -q -- "$pat" "$work/out" || fail "$what: no '$pat' in the output"
@@ -67,4 +72,30 @@ s=socket.socket(); s.bind(("127.0.0.1",0)); s.listen(); print(s.getsockname()[1]
 		"${good[@]}" --metrics-listen "127.0.0.1:$port"
 	kill "$holder"
 fi
+# issue 33: an arena (and host slot pools) larger than this machine's RAM
+expect_fail "an arena larger than RAM" "FAIL  host memory: the arena (4194310.577 GB)" \
+	--socket "$work/s" --layers 1024 --experts 4096 --expert-bytes 1000000000
+grep -q "more than this machine's" "$work/out" || fail "the RAM is not named"
+# a group this user is not in, a socket directory it cannot write: as root,
+# checked as nobody (root may chown to any group and write anywhere)
+notin=root
+if [[ $(id -u) == 0 ]]; then
+	run_as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	chmod 0711 "$work"
+elif id -nG | tr ' ' '\n' | grep -qx root; then
+	notin=
+fi
+mkdir -m 0755 "$work/ro"
+mkdir -m 0777 "$work/rw"
+[[ $(id -u) == 0 ]] || chmod 0555 "$work/ro"
+if [[ -n $notin ]]; then
+	expect_fail "a group this user is not in" "FAIL  group '$notin' (gid [0-9]*): this user (uid [0-9]*) is not in it" \
+		--socket "$work/rw/s" --group "$notin"
+	grep -q "ok    socket directory of $work/rw/s" "$work/out" || fail "the writable directory was refused"
+else
+	echo "check_config_test: this user is in group root: the group case is not run"
+fi
+expect_fail "a socket directory this user cannot write" \
+	"FAIL  socket directory $work/ro: this user (uid [0-9]*) cannot create files there" --socket "$work/ro/s"
+run_as=()
 echo "check_config_test: PASS"

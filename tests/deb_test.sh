@@ -7,11 +7,17 @@
 # unit's ExecStart and the pkg-config file carry the prefix).  BUILD_DIR is
 # used when it is one; otherwise (CI's build/ has the default /usr/local) a
 # tree at BUILD_DIR/deb-usr is configured with /usr, no tests and no CUDA
-# (the package's layout is the same; nvcc would triple the time), and built
-# (incrementally on later runs).  Then:
+# (-DFS_CUDA=OFF, the host-only build: the package's layout is the same;
+# nvcc would triple the time), and built (incrementally on later runs).
+# Then:
+#   - packaging/deb/cudart.cmake names the CUDA runtime's packages right
+#     (NVIDIA's cuda-cudart-X-Y, Debian's libcudart11.0 / libcudart12);
 #   - dpkg-deb --info: package foresight, the version, Depends naming
 #     libuv1, libnng1 and libcjson1, the example config as a conffile, and
 #     the maintainer scripts postinst and postrm (packaging/deb/) only;
+#   - the package installs here: each Depends clause has an alternative
+#     dpkg knows installed (issue 33: with nvcc from NVIDIA's runfile and
+#     no runtime package, the host-only tree must not depend on one);
 #   - with CUDA in BUILD_DIR (libforesight-kernels built): its CPack
 #     Depends names the CUDA runtime the kernels library links;
 #   - dpkg-deb --contents: foresightd, fsctl, the library with its soname
@@ -40,11 +46,12 @@ if [[ $prefix != /usr ]]; then
 	echo "deb_test: $build has prefix $prefix: building a /usr tree in $tree"
 	"$cmake" -S "$src" -B "$tree" -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_C_COMPILER="$cc" \
 		-DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF -DFS_BUILD_TESTS=OFF -DFS_MAN=ON \
-		-DCMAKE_CUDA_COMPILER=CMAKE_CUDA_COMPILER-NOTFOUND \
+		-DFS_CUDA=OFF \
 		>"$work/configure.log" 2>&1 || {
 		cat "$work/configure.log"
 		fail "configure of $tree"
 	}
+	grep -q "FS_CUDA=OFF: a host-only build" "$work/configure.log" || fail "-DFS_CUDA=OFF did not make a host-only tree"
 	"$cmake" --build "$tree" -j "$(nproc 2>/dev/null || echo 2)" >"$work/build.log" 2>&1 || {
 		tail -50 "$work/build.log"
 		fail "build of $tree"
@@ -52,6 +59,11 @@ if [[ $prefix != /usr ]]; then
 else
 	tree=$build
 fi
+
+for v in "11.8 cuda-cudart-11-8 | libcudart11.0" "12.4 cuda-cudart-12-4 | libcudart12"; do
+	got=$("$cmake" -DFS_DEB_CUDART_TEST="${v%% *}" -P "$src/packaging/deb/cudart.cmake" 2>&1)
+	[[ $got == "${v#* }" ]] || fail "CUDA ${v%% *}: the runtime's Depends is '$got', not '${v#* }'"
+done
 
 # A prefix other than /usr is refused (the project config file); checked
 # here on the tree we were given when it is not /usr.
@@ -86,6 +98,21 @@ for dep in libuv1 libnng1 libcjson1; do
 	grep -qE "(^|, )$dep( |,|$)" <<<"$depends" || fail "Depends lacks $dep: $depends"
 done
 [[ $(dpkg-deb --field "$deb" Architecture) == "$(dpkg --print-architecture)" ]] || fail "architecture"
+# Installable here: every clause of Depends has an alternative installed.
+IFS=, read -r -a clauses <<<"$depends"
+for clause in "${clauses[@]}"; do
+	ok=0
+	IFS='|' read -r -a alts <<<"$clause"
+	for alt in "${alts[@]}"; do
+		name=$(awk '{print $1}' <<<"$alt")
+		name=${name%%:*}
+		dpkg-query -W --showformat='${Status}' "$name" 2>/dev/null | grep -q "install ok installed" && ok=1
+	done
+	[[ $ok == 1 ]] || fail "Depends clause '$clause' has no alternative installed here: the package would not install"
+done
+if [[ $tree != "$build" ]]; then
+	! grep -q cudart <<<"$depends" || fail "the host-only package depends on the CUDA runtime: $depends"
+fi
 mkdir -p "$work/control"
 dpkg-deb --control "$deb" "$work/control"
 grep -qx '/etc/foresight/foresightd.json' "$work/control/conffiles" || fail "the example config is not a conffile"
@@ -133,6 +160,9 @@ for f in "${want[@]}"; do
 	grep -qxF -- "$f" "$work/contents.txt" || fail "the package lacks $f"
 done
 ! grep -q '^/usr/local' "$work/contents.txt" || fail "files under /usr/local"
+if [[ $tree != "$build" ]]; then
+	! grep -q libforesight-kernels "$work/contents.txt" || fail "the host-only package has the CUDA kernels library"
+fi
 
 echo "deb_test: dpkg -x into a scratch root"
 root=$work/root

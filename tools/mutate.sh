@@ -102,6 +102,37 @@ mutant hold-epoch-check "daemon/residency/fsr_clients.c" \
 	'if (0 /* MUTANT hold-epoch-check */) {' \
 	'^fsr_(test|card_test|place_test|tier_test|sched_test)$' \
 	"a hold naming an epoch never published is trusted"
+# Issue 33 (one tier shared safely).
+mutant hold-not-acquired "daemon/engine/fse_holds.c" \
+	'if \(h < e->hold_floor\)' \
+	'if (0 /* MUTANT hold-not-acquired */)' \
+	'^fse_test$' \
+	"a hold word naming an epoch superseded before the word took it (never acquired) is honoured"
+mutant hold-refusal-sticky "daemon/engine/fse_holds.c" \
+	'if \(h == c->hold_bad\[k\]\)' \
+	'if (0 /* MUTANT hold-refusal-sticky */)' \
+	'^fse_test$' \
+	"a refused hold word (a future epoch) counts once its epoch is published"
+mutant reach-ignored "daemon/residency/fsr_clients.c" \
+	'if \(cl->reach == 0\)\s*return 1;' \
+	'/* MUTANT reach-ignored: an undeclared reach reads as none */' \
+	'^fsr_test$' \
+	"a client that says nothing of its reach (an older library's fs_lookup_live) pins only its own tables"
+mutant reach-pins-all "daemon/residency/fsr_clients.c" \
+	'return sl->pub <= vis;' \
+	'return (sl->pub <= vis) | 1; /* MUTANT reach-pins-all */' \
+	'^fsr_test$' \
+	"a hold pins every slot retired after it, whatever tables its client reads"
+mutant pin-budget "daemon/engine/fse_holds.c" \
+	'if \(pinned <= budget \|\| !worst\)' \
+	'if (1 /* MUTANT pin-budget */)' \
+	'^fse_test$' \
+	"a user's holds pinning past its budget are never revoked"
+mutant arena-keep-checksum "daemon/fsd_arena_keep.c" \
+	'if \(fs_fnv1a64\(\(const char \*\)h \+ e\[i\]\.offset, \(size_t\)e\[i\]\.bytes\) != e\[i\]\.checksum\)' \
+	'if (0 /* MUTANT arena-keep-checksum */)' \
+	'^fault_test$' \
+	"a kept arena whose sampled blob changed is reused"
 mutant gguf-cursor-bound "daemon/gguf/fsg_cursor.c" \
 	'if \(n <= c->len - c->pos\)\s*return 0;' \
 	'return 0; /* MUTANT gguf-cursor-bound */' \

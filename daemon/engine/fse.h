@@ -14,7 +14,8 @@
  *      publish_us), then, after a full fence, reads every hold and
  *      reclaims slots, and hands the copies that waited for them to the
  *      backend at once (5 again),
- *   7. checks liveness, hold ages and the epoch buffers' reserve.
+ *   7. checks liveness, hold ages, each user's budget of pinned slots
+ *      (fse_holds.c) and the epoch buffers' reserve.
  * fse_sleep() parks the calling thread on every ring and the engine's wake
  * word at once.  The host (foresightd's hot thread, daemon/fsd_hot.c; the
  * simulator fs-replay, tools/replay/replay_run.c) owns the thread, the
@@ -114,6 +115,9 @@ struct fse_live {
 	const uint32_t *hold_timeout_ms;  /* one epoch held longer than this: revoked */
 	const uint32_t *hold_pressure_ms; /* ... or this, when it pins an eighth of a pool (0: off) */
 	const uint32_t *dev_poll_us;      /* fse_sleep: longest sleep while a device ring is armed */
+	const uint32_t *pin_share_pct;    /* a user's holds may keep this % of its share of a card's
+					     slots from reuse; past it, revoked at once (0: off) ... */
+	const uint32_t *pin_grace_ms;     /* ... once the hold has pinned this long (fse_holds.c) */
 };
 
 struct fse_config {
@@ -139,11 +143,12 @@ void fse_destroy(struct fse *e);
 
 /* One client row handed to the engine: its region's header and the two
  * ring consumers as formatted (fs_ring_format).  pid and name are for the
- * log only. */
+ * log only; uid is its user, whose budget of pinned slots it shares. */
 struct fse_client_in {
 	struct fs_client_hdr *hdr;
 	struct fs_ring_cons ring, dev_ring;
 	int pid;
+	uint32_t uid; /* whose budget its holds count against (fse_holds.c) */
 	char name[48];
 };
 

@@ -211,7 +211,8 @@ static void add_client(struct fse *e, uint32_t row, const struct fse_client_in *
 	struct fse_client *c = &e->clients[row];
 	if (c->active)
 		return;
-	*c = (struct fse_client){.hdr = in->hdr, .ring = in->ring, .dev_ring = in->dev_ring, .pid = in->pid};
+	*c = (struct fse_client){
+		.hdr = in->hdr, .ring = in->ring, .dev_ring = in->dev_ring, .pid = in->pid, .uid = in->uid};
 	memcpy(c->name, in->name, sizeof(c->name));
 	c->name[sizeof(c->name) - 1] = 0;
 	/* Its engine acquires only once ATTACHED is set below, so no epoch

@@ -11,11 +11,15 @@ struct fse_client {
 	int active;
 	struct fs_client_hdr *hdr;
 	struct fs_ring_cons ring;
-	struct fs_ring_cons dev_ring;     /* its GPU kernels' ring (fs_ring_dev.h) */
-	uint64_t hold_seen[FS_MAX_HOLDS]; /* last values read, bad ones as 0 */
-	uint64_t hold_bad[FS_MAX_HOLDS];  /* the bad value a word last had (counted once) */
-	uint64_t first_epoch;             /* current when it was added: it can hold no older */
+	struct fs_ring_cons dev_ring;      /* its GPU kernels' ring (fs_ring_dev.h) */
+	uint64_t hold_seen[FS_MAX_HOLDS];  /* last values read, bad ones as 0 */
+	uint64_t hold_bad[FS_MAX_HOLDS];   /* the bad value a word last had (counted once) */
+	uint64_t first_epoch;              /* current when it was added: it can hold no older */
+	uint64_t refused_logged_ns;        /* a refused hold last logged */
+	uint64_t hold_since[FS_MAX_HOLDS]; /* when the accepted value of each word was first read */
+	uint64_t hold_typ_ns;              /* how long its holds last: up at once, down by 1/8 a hold */
 	int pid;
+	uint32_t uid;
 	char name[48];
 };
 
@@ -37,6 +41,7 @@ struct fse {
 	uint64_t buf_epoch[FS_MAX_EPOCH_BUFS];
 	uint64_t buf_superseded_ns[FS_MAX_EPOCH_BUFS]; /* when its epoch stopped being current */
 	uint32_t cur_buf;
+	uint64_t hold_floor; /* current when the holds were last read: a new hold is this or newer */
 
 	/* pass state */
 	uint64_t last_publish, last_check, last_hb;
@@ -84,7 +89,13 @@ void fse_note(struct fse *e, const struct fse_notice *n);
 void fse_log(struct fse *e, int prio, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* fse_pass.c */
 void fse_finish(struct fse *e, struct fse_client *c, uint32_t reason);
+/* fse_holds.c: read every hold (after a publish's fence), free what no one
+ * pins; each user's budget; the buffer holding an epoch (-1: none) */
 uint32_t fse_holds(struct fse *e);
+void fse_budget(struct fse *e, uint64_t now);
+int fse_epoch_buf_of(const struct fse *e, uint64_t ep);
+/* When epoch ep stopped being current, or 0 (current, or in no buffer). */
+uint64_t fse_hold_superseded(const struct fse *e, uint64_t ep);
 /* fse_cards.c: after a publish of epoch `e`: a card that went down, told */
 void fse_cards_published(struct fse *e, uint64_t epoch);
 /* fse_engine.c: the commands queued now */

@@ -205,60 +205,6 @@ static int publish(struct fse *e)
 	return 1;
 }
 
-/* The buffer that holds epoch ep now, or -1. */
-static int epoch_buf_of(const struct fse *e, uint64_t ep)
-{
-	for (uint32_t b = 0; b < e->cfg.epoch_bufs; b++)
-		if (e->buf_epoch[b] == ep)
-			return (int)b;
-	return -1;
-}
-
-/*
- * A hold is what an engine can have acquired: an epoch published since it
- * was added (first_epoch) and still in a buffer.  Anything else (the
- * future, an epoch from before it attached, one whose buffer was rewritten
- * long ago) maps nothing the engine may read, so it protects nothing: it is
- * taken as a release, and counted once per value a word takes, not once
- * per pass.  Only a held epoch's buffer is never rewritten, so an honest
- * engine's hold always names a buffer's epoch; the one exception is an
- * acquire preempted between its load of `current` and its hold store for
- * two publishes, which its re-check of `current` then retries (counted once,
- * harmless).  Without this, a word naming epoch 2 pinned reclaim forever
- * (fsr_min_hold) and no hold timeout fired (the epoch was in no buffer).
- */
-static uint64_t hold_check(struct fse *e, struct fse_client *c, unsigned k, uint64_t h)
-{
-	if (h == 0 || (h >= c->first_epoch && epoch_buf_of(e, h) >= 0)) {
-		c->hold_bad[k] = 0;
-		return h;
-	}
-	if (c->hold_bad[k] != h) {
-		c->hold_bad[k] = h;
-		fse_count(&e->cfg.ctr.daemon[FS_C_bad_holds], 1);
-	}
-	return 0;
-}
-
-/* After a publish (and a full fence): read every hold, free what no one holds. */
-uint32_t fse_holds(struct fse *e)
-{
-	fs_smp_mb(); /* the current store above, before these hold loads */
-	for (uint32_t row = 0; row < e->cfg.max_clients; row++) {
-		struct fse_client *c = &e->clients[row];
-		if (!c->active)
-			continue;
-		uint64_t holds[FS_MAX_HOLDS];
-		for (unsigned k = 0; k < FS_MAX_HOLDS; k++) {
-			holds[k] = hold_check(e, c, k, fs_load_acquire(&c->hdr->holds[k]));
-			c->hold_seen[k] = holds[k];
-		}
-		/* Only valid holds reach the core (it keeps the holds gauge). */
-		fsr_client_holds(e->core, row, holds);
-	}
-	return fsr_reclaim(e->core);
-}
-
 /*
  * Publication must go on whatever the engines hold.  Each client may pin
  * its share of the buffers that are not current (the reserve is the rest):
@@ -289,7 +235,7 @@ static void reserve(struct fse *e, uint64_t now)
 		live++;
 		uint64_t bufs = 0; /* distinct buffers, not current */
 		for (unsigned k = 0; k < FS_MAX_HOLDS; k++) {
-			int b = c->hold_seen[k] ? epoch_buf_of(e, c->hold_seen[k]) : -1;
+			int b = c->hold_seen[k] ? fse_epoch_buf_of(e, c->hold_seen[k]) : -1;
 			if (b >= 0 && (uint32_t)b != e->cur_buf)
 				bufs |= 1ull << b;
 		}
@@ -313,13 +259,6 @@ static void reserve(struct fse *e, uint64_t now)
 	e->deferred_since = now; /* the next one, if any, after another period */
 }
 
-/* When the epoch `ep` stopped being current, or 0 (current, or unknown). */
-static uint64_t hold_superseded(const struct fse *e, uint64_t ep)
-{
-	int b = ep ? epoch_buf_of(e, ep) : -1;
-	return b < 0 || (uint32_t)b == e->cur_buf ? 0 : e->buf_superseded_ns[b];
-}
-
 /*
  * A valid hold still pins every slot retired after its epoch (fsr_reclaim
  * frees nothing newer than the oldest hold), so one engine holding an old
@@ -341,7 +280,7 @@ static void pressure(struct fse *e, uint64_t now)
 	uint64_t minh = fsr_min_hold(e->core);
 	if (minh == UINT64_MAX)
 		return;
-	uint64_t since = hold_superseded(e, minh);
+	uint64_t since = fse_hold_superseded(e, minh);
 	uint64_t pressure_ns = (uint64_t)fse_live(e->cfg.live.hold_pressure_ms) * 1000000u;
 	if (!pressure_ns || !since || now <= since || now - since < pressure_ns)
 		return;
@@ -416,7 +355,7 @@ static void liveness(struct fse *e, uint64_t now)
 		 * engine.  (Re-acquiring an epoch that is still current, window
 		 * after window, is normal and never times out.) */
 		for (unsigned k = 0; k < FS_MAX_HOLDS; k++) {
-			uint64_t since = hold_superseded(e, c->hold_seen[k]);
+			uint64_t since = fse_hold_superseded(e, c->hold_seen[k]);
 			if (since && now > since && now - since > hold_ns) { /* since may be after `now` */
 				fse_log(e, 4, "client %u (%s, pid %d): epoch %llu held over %u ms, revoking",
 					row, c->name, c->pid, (unsigned long long)c->hold_seen[k],
@@ -476,6 +415,7 @@ int fse_pass(struct fse *e, uint64_t now)
 		fse_holds(e);
 		liveness(e, now);
 		pressure(e, now);
+		fse_budget(e, now);
 		e->last_check = now;
 	}
 	if (now - e->last_hb >= hb_ns / 2) {

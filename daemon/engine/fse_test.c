@@ -72,12 +72,14 @@ static uint64_t c_daemon[FS_N_DAEMON], c_card[CARDS * FS_N_CARD], c_layer[LAYERS
 static struct fs_arena_entry idx[LAYERS * EXPERTS];
 static _Alignas(4096) unsigned char region[4096 * 8];
 static struct fs_ring_prod prod;
-static uint32_t publish_us = 0, liveness_ms = 5000, hold_ms = 10000, pressure_ms = 0, dev_poll_us = 50;
+static uint32_t publish_us = 0, liveness_ms = 5000, hold_ms = 10000, pressure_ms = 0, dev_poll_us = 50,
+		pin_pct = 0, pin_grace = 0;
 
 static void setup(void)
 {
 	memset(&H, 0, sizeof(H));
 	H.now = 1000000000ull;
+	pin_pct = 0;
 	struct fsr_config rc = {0};
 	rc.cards = CARDS;
 	for (uint32_t i = 0; i < CARDS; i++)
@@ -114,7 +116,8 @@ static void setup(void)
 		.notice = h_notice,
 		.host = &H,
 		.clock = h_clock,
-		.live = {&publish_us, &liveness_ms, &hold_ms, &pressure_ms, &dev_poll_us},
+		.live = {&publish_us, &liveness_ms, &hold_ms, &pressure_ms, &dev_poll_us, &pin_pct,
+			 &pin_grace},
 	};
 	eng = fse_create(&ec);
 	cr_assert_not_null(eng);
@@ -284,4 +287,144 @@ Test(fse, bad_records_do_not_hold_up_the_good_ones_behind_them)
 	cr_assert_eq(H.nsub, 1u);
 	cr_assert_eq(H.subs[0].core.layer, 1u);
 	cr_assert_eq(H.subs[0].core.expert, 2u);
+}
+
+/* Land every copy submitted since `from`; returns the new count. */
+static unsigned land_all(unsigned from)
+{
+	for (unsigned i = from; i < H.nsub; i++)
+		fse_copy_landed(eng, &(struct fse_done){.card = H.subs[i].card,
+							.slot = H.subs[i].slot,
+							.gen = H.subs[i].gen});
+	return H.nsub;
+}
+
+/* A new epoch: a miss on card 0 for the (layer, expert) numbered x, copied,
+ * landed (a resident one is copied again once evicted: x cycles). */
+static uint64_t next_epoch(uint32_t x)
+{
+	unsigned n = H.nsub;
+	uint64_t before = FS_CUR_EPOCH(dh->current);
+	miss(0, (x / EXPERTS) % LAYERS, x % EXPERTS);
+	passes();
+	land_all(n);
+	passes();
+	cr_assert_gt(FS_CUR_EPOCH(dh->current), before, "no new epoch for x %u", x);
+	return FS_CUR_EPOCH(dh->current);
+}
+
+/*
+ * Issue 33: a hold word is checked when read.  A value new to the word
+ * must be the epoch current now or when the holds were last read, in a
+ * buffer; anything else is refused at once (read as 0 while the word keeps
+ * it), counted, and the client's region says which value and why.  Before,
+ * a word naming a future epoch counted from that epoch's publish on and
+ * was honoured for the whole hold timeout.
+ */
+Test(fse, a_hold_on_an_epoch_the_client_did_not_acquire_is_refused_at_once_and_said_why)
+{
+	struct fs_client_hdr *hdr = (struct fs_client_hdr *)region;
+	uint64_t cur = next_epoch(0);
+	cr_assert_geq(cur, 2u);
+	/* The future: in no buffer now, and still refused once it exists. */
+	hdr->holds[0] = cur + 1;
+	passes();
+	cr_assert_eq(hdr->holds_refused, 1u);
+	cr_assert_eq(hdr->refused_epoch, cur + 1);
+	cr_assert_eq(hdr->refused_why, (uint32_t)FS_HOLD_NO_BUFFER);
+	cr_assert_eq(c_daemon[FS_C_bad_holds], 1u);
+	cr_assert_eq(c_client[FS_CCL_holds_refused], 1u);
+	for (uint32_t x = 4; FS_CUR_EPOCH(dh->current) <= cur + 1; x++)
+		next_epoch(x);
+	cr_assert_eq(fsr_min_hold(core), UINT64_MAX, "a refused word came to count once its epoch existed");
+	cr_assert_eq(c_client[FS_CCL_holds], 0u);
+	cr_assert_eq(hdr->holds_refused, 1u, "counted once per value, not once per read");
+	/* An epoch still in a buffer but superseded before the word named it:
+	 * never acquired. */
+	uint64_t old = FS_CUR_EPOCH(dh->current) - 1;
+	hdr->holds[1] = old;
+	passes();
+	cr_assert_eq(hdr->holds_refused, 2u);
+	cr_assert_eq(hdr->refused_epoch, old);
+	cr_assert_eq(hdr->refused_why, (uint32_t)FS_HOLD_NOT_CURRENT);
+	cr_assert_eq(fsr_min_hold(core), UINT64_MAX);
+	/* What an acquire stores, the current epoch, counts. */
+	hdr->holds[2] = FS_CUR_EPOCH(dh->current);
+	passes();
+	cr_assert_eq(fsr_min_hold(core), hdr->holds[2]);
+	cr_assert_eq(hdr->holds_refused, 2u);
+	cr_assert_eq(c_client[FS_CCL_holds], 1u);
+}
+
+/* A second client, uid 2, with a region of its own (holds only). */
+static _Alignas(4096) unsigned char region2[4096 * 8];
+
+static struct fs_client_hdr *add_second(void)
+{
+	memset(region2, 0, sizeof(region2));
+	struct fs_client_hdr *hdr = (struct fs_client_hdr *)region2;
+	size_t rb = fs_ring_bytes(RING), off = sizeof(struct fs_client_hdr), off_dev = 16384;
+	hdr->heartbeat_ns = H.now;
+	hdr->reach = 1; /* a library that says what it reads */
+	struct fse_client_in in = {.hdr = hdr, .pid = 2, .uid = 2};
+	cr_assert_eq(fs_ring_format(&in.ring, region2 + off, rb, RING), 0);
+	cr_assert_eq(fs_ring_format(&in.dev_ring, region2 + off_dev, rb, RING), 0);
+	strcpy(in.name, "holder");
+	cr_assert_eq(fse_cmd_add(eng, 1, &in), 0);
+	passes();
+	cr_assert(fse_client_active(eng, 1));
+	return hdr;
+}
+
+/*
+ * Issue 33: what one user's holds keep from reuse for the others is
+ * bounded.  Two users: client 0 (uid 0) misses, client 1 (uid 2) holds an
+ * epoch and never lets go.  With pin_share_pct 50 the budget is half of
+ * each user's share (two users: two slots of four) of card 0: one slot.
+ * Client 0's misses evict slots of the held table for its wants, which the
+ * hold pins; at the second, client 1 is revoked at once
+ * (FS_DETACH_OVER_BUDGET) once past its grace, long before the hold timeout, and the slots
+ * come back.  A user's holds pinning slots evicted for its own wants cost
+ * no one else: client 0 holding an epoch through its own misses is not
+ * revoked.
+ */
+Test(fse, a_users_holds_past_its_budget_revoke_the_holder_at_once)
+{
+	struct fs_client_hdr *own = (struct fs_client_hdr *)region;
+	cr_assert_eq(fse_card_down(eng, 1, "test"), 0); /* one card of four slots */
+	passes();
+	for (uint32_t e = 0; e < SLOTS; e++)
+		next_epoch(e); /* experts 0..3 of layer 0 resident */
+	pin_pct = 50;
+	struct fs_client_hdr *hdr = add_second();
+	uint64_t held = FS_CUR_EPOCH(dh->current);
+	hdr->holds[0] = held;
+	own->holds[0] = held; /* its own wants' slots: its own to wait for */
+	passes();
+	cr_assert_eq(fsr_min_hold(core), held);
+	/* Within the grace (pin_grace_ms: an honest window on a loaded host),
+	 * over the budget but not revoked; past it, at the next check. */
+	pin_grace = 60000;
+	for (uint32_t e = 0; e < 2 * SLOTS + 8 && fse_client_active(eng, 1); e++) {
+		if (e == 2 * SLOTS) {
+			cr_assert(fse_client_active(eng, 1), "revoked within its grace");
+			cr_assert_gt(c_client[FS_N_CLIENT + FS_CCL_pinned], 1u, "never over the budget");
+			pin_grace = 50;
+		}
+		miss(0, 1, e % EXPERTS); /* layer 1: evicts a slot of the held table */
+		passes();
+		land_all(0);
+		H.now += 20000000; /* the budget is checked every 10 ms */
+		hdr->heartbeat_ns = H.now;
+		passes();
+	}
+	cr_assert_not(fse_client_active(eng, 1), "never revoked");
+	cr_assert(fse_client_active(eng, 0), "the client whose own wants its hold pinned was revoked");
+	cr_assert_eq(hdr->reason, (uint32_t)FS_DETACH_OVER_BUDGET);
+	cr_assert_eq(H.dropped_row, 1u);
+	cr_assert_eq(H.dropped_reason, (uint32_t)FS_DETACH_OVER_BUDGET);
+	cr_assert_eq(c_daemon[FS_C_over_budget], 1u);
+	cr_assert_lt(H.now, 1000000000ull + (uint64_t)hold_ms * 1000000u, "not the hold timeout");
+	uint32_t row = 1;
+	cr_assert_eq(fsr_pinned(core, 0, &row, 1, 0), 0u);
 }

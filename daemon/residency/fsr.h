@@ -291,6 +291,15 @@ void fsr_client_remove(struct fsr *r, uint32_t client); /* drops its holds */
  * Zero entries are free; values above the published epoch are ignored and
  * counted in bad_holds.  Returns how many were ignored. */
 unsigned fsr_client_holds(struct fsr *r, uint32_t client, const uint64_t holds[FS_MAX_HOLDS]);
+/* The newest epoch whose table the client may have read through its holds
+ * (fs_lookup_live), read with its holds; 0: it does not say, and may read
+ * every newer table.  Larger than the published epoch reads as that. */
+void fsr_client_reach(struct fsr *r, uint32_t client, uint64_t reach);
+/* RETIRING slots of `card` (their epoch published) that the holds of any
+ * of the n clients keep from reuse; others = 1: only those evicted for a
+ * want of a client not among them, what they cost the others (a slot
+ * evicted for one of their own wants is theirs to wait for). */
+unsigned fsr_pinned(const struct fsr *r, uint32_t card, const uint32_t *clients, unsigned n, int others);
 
 /* One validated record from a client's ring, at time now_ns. */
 void fsr_record(struct fsr *r, uint32_t client, const struct fs_rec *rec, uint64_t now_ns);
@@ -320,10 +329,12 @@ uint64_t fsr_epoch(const struct fsr *r); /* last published, 0 = none */
 int fsr_epoch_held(const struct fsr *r, uint64_t epoch);
 /* Free every RETIRING slot whose grace period is over.  Call after the
  * holds read following a publish were passed in.  Returns slots freed.
- * A slot retired in epoch U is freed once U is published and every live
- * client's holds, passed in after U was published, are 0 or >= U: a live
- * client whose holds were last passed in before that publish, or never
- * since it was added, keeps it RETIRING. */
+ * A slot retired in epoch U is freed once U is published and no live
+ * client's holds, passed in after U was published, pin it: holds that are
+ * 0 or >= U do not, nor an older hold whose client cannot read a table
+ * that maps the slot (fsr_client_reach); a live client whose holds were
+ * last passed in before that publish, or never since it was added, keeps
+ * it RETIRING. */
 unsigned fsr_reclaim(struct fsr *r);
 
 /* ---- tiers ------------------------------------------------------------ */
@@ -372,6 +383,7 @@ struct fsr_slot_info {
 	enum fsr_tier tier;     /* LOADING, RESIDENT */
 };
 int fsr_slot_info(const struct fsr *r, uint32_t card, uint32_t slot, struct fsr_slot_info *out);
+uint32_t fsr_card_slots(const struct fsr *r, uint32_t card); /* its pool's size, 0: no such card */
 /* Slot of (layer, expert) on card in the working table, or FSR_NONE. */
 uint32_t fsr_lookup(const struct fsr *r, uint32_t card, uint32_t layer, uint32_t expert);
 /* Where an engine on card `from` finds (layer, expert): its slot on `from`,

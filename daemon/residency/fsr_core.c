@@ -299,6 +299,8 @@ struct fsr *fsr_create(const struct fsr_config *cfg)
 		return NULL;
 	}
 	struct fsr *r = calloc(1, sizeof(*r));
+	if (r)
+		r->evict_for = FSR_NONE;
 	if (r == NULL) {
 		errno = ENOMEM;
 		return NULL;
@@ -406,6 +408,11 @@ void fsr_destroy(struct fsr *r)
 	free(r->expert_bytes);
 	free(r->c_priv);
 	free(r);
+}
+
+uint32_t fsr_card_slots(const struct fsr *r, uint32_t card)
+{
+	return card < r->cards ? r->card[card].nslots : 0;
 }
 
 int fsr_slot_info(const struct fsr *r, uint32_t card, uint32_t slot, struct fsr_slot_info *out)

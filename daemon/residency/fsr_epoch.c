@@ -25,6 +25,7 @@ uint64_t fsr_publish(struct fsr *r)
 	/* The daemon counts FS_C_epochs where it stores `current`. */
 	r->published++;
 	r->dirty = 0;
+	r->reclaim_more = 1; /* retirements of this epoch may be free already */
 	return r->published;
 }
 

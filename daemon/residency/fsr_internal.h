@@ -70,10 +70,12 @@
 #define FSR_XW_REUSE0 0.35f
 
 struct fsr_slot {
-	uint64_t retire;   /* RETIRING: first epoch that does not map it */
-	uint64_t deadline; /* LOADING: when its copy is needed (tiers) */
-	uint32_t gen;      /* bumped on every load, never FS_GEN_NONE */
-	uint32_t layer;    /* valid unless FREE */
+	uint64_t retire;    /* RETIRING: first epoch that does not map it */
+	uint64_t pub;       /* first epoch that maps it (set at its load): it is in tables pub..retire-1 */
+	uint32_t evict_for; /* RETIRING: the client whose want evicted it (fsr.evict_for), FSR_NONE */
+	uint64_t deadline;  /* LOADING: when its copy is needed (tiers) */
+	uint32_t gen;       /* bumped on every load, never FS_GEN_NONE */
+	uint32_t layer;     /* valid unless FREE */
 	uint32_t expert;
 	uint32_t prev;  /* RESIDENT: LRU neighbours (FSR_NONE at the ends) */
 	uint32_t next;  /* RESIDENT: LRU; FREE, RETIRING: next in its list */
@@ -160,6 +162,9 @@ struct fsr_card {
 struct fsr_client {
 	uint64_t holds[FS_MAX_HOLDS]; /* accepted holds, 0 = free */
 	uint64_t holds_seen;          /* published epoch when holds were last passed in */
+	uint64_t hold_min, hold_max;  /* of its nonzero holds (0, 0: none) */
+	uint64_t reach;               /* newest table it may read through them (fsr_client_reach);
+					 0: undeclared, every newer one */
 	uint32_t newest_window;       /* newest window seen (serial arithmetic) */
 	uint8_t live;
 	uint8_t window_seen;
@@ -186,6 +191,8 @@ struct fsr {
 	uint64_t *expert_bytes; /* own copy, or NULL */
 	uint64_t published;     /* last published epoch, 0 = none */
 	int dirty;
+	int reclaim_more;   /* a hold or reach changed, or a publish, since the out-of-order reclaim */
+	uint32_t evict_for; /* the client whose want a take serves now (evictions: whose they are) */
 	const uint32_t *layer_ready; /* [layers] or NULL (fsr_config.layer_ready) */
 	void (*unserved)(void *ctx, uint32_t card, uint32_t layer, uint32_t expert, unsigned why);
 	void *unserved_ctx; /* fsr_config.unserved */
@@ -286,6 +293,9 @@ FSR_INTERNAL void fsr_slot_evict(struct fsr *r, uint32_t card, uint32_t s);
 FSR_INTERNAL const struct fsr_slot *fsr_slot_landed(struct fsr *r, uint32_t card, uint32_t slot,
 						    uint32_t gen);
 FSR_INTERNAL unsigned fsr_slots_reclaim(struct fsr *r, uint32_t card, uint64_t upto);
+/* A RETIRING slot leaves its list (prev: the one before it, FSR_NONE at
+ * the head) and becomes FREE. */
+FSR_INTERNAL void fsr_retiring_free(struct fsr_card *cd, uint32_t prev, uint32_t s);
 
 static inline uint64_t fsr_bytes(const struct fsr *r, uint32_t idx)
 {

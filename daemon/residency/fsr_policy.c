@@ -275,7 +275,11 @@ unsigned fsr_take_copies(struct fsr *r, uint32_t card, struct fsr_copy *out, uns
 {
 	if (card >= r->cards || out == NULL || !fsr_is_up(r, card))
 		return 0; /* a card that is down is never copied to again */
-	return r->tiers ? fsr_sched_take(r, card, out, max, now_ns) : fsr_pool_take(r, card, out, max);
+	/* Each eviction a want makes is that want's client's (fsr_pinned). */
+	r->evict_for = FSR_NONE;
+	unsigned n = r->tiers ? fsr_sched_take(r, card, out, max, now_ns) : fsr_pool_take(r, card, out, max);
+	r->evict_for = FSR_NONE;
+	return n;
 }
 
 unsigned fsr_pool_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsigned max)
@@ -284,6 +288,7 @@ unsigned fsr_pool_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsig
 	unsigned n = 0;
 	struct fsr_want w;
 	while (n < max && cd->nloading < r->max_inflight && fsr_want_pop(cd, &w)) {
+		r->evict_for = w.client < r->max_clients ? w.client : FSR_NONE;
 		if (fsr_want_stale(r, &w) || cd->slot_of[w.idx] != FSR_NONE ||
 		    fsr_held_elsewhere(r, card, w.idx)) {
 			cd->wanted[w.idx] = 0;

@@ -300,6 +300,7 @@ unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsi
 	while (n < max && cd->nloading < r->max_inflight && pick(r, card, now, skip_pred, &p)) {
 		struct fsr_cand *c = &fsr_cands(r, cd, p.layer)[p.i];
 		uint32_t cidx = fsr_idx(r, p.layer, c->expert);
+		r->evict_for = cand_client(c) < r->max_clients ? cand_client(c) : FSR_NONE;
 		if (cd->slot_of[cidx] != FSR_NONE || fsr_held_elsewhere(r, card, cidx)) {
 			/* Copied meanwhile (the profile's fill), or now on a card
 			 * this one reads (fsr_place.c): nothing to do. */

@@ -78,6 +78,7 @@ uint32_t fsr_slot_load(struct fsr *r, uint32_t card, uint32_t idx, uint32_t clie
 	sl->layer = idx / r->experts;
 	sl->expert = idx % r->experts;
 	sl->retire = 0;
+	sl->pub = r->published + 1; /* the next publish is the first to map it */
 	sl->deadline = UINT64_MAX;
 	sl->score = 0.0f; /* the scheduler sets a prediction's */
 	sl->tier = (uint8_t)tier;
@@ -142,6 +143,7 @@ void fsr_slot_evict(struct fsr *r, uint32_t card, uint32_t s)
 	cd->slot_of[fsr_idx(r, sl->layer, sl->expert)] = FSR_NONE;
 	sl->state = FSR_RETIRING;
 	sl->retire = r->published + 1;
+	sl->evict_for = r->evict_for;
 	sl->prot_client = FSR_NONE;
 	sl->next = FSR_NONE;
 	if (cd->ret_tail != FSR_NONE)
@@ -155,6 +157,25 @@ void fsr_slot_evict(struct fsr *r, uint32_t card, uint32_t s)
 	fsr_gauges(cd);
 }
 
+/* A RETIRING slot leaves its list (prev: the one before it, FSR_NONE at
+ * the head) and becomes FREE. */
+void fsr_retiring_free(struct fsr_card *cd, uint32_t prev, uint32_t s)
+{
+	struct fsr_slot *sl = &cd->slot[s];
+	if (prev == FSR_NONE)
+		cd->ret_head = sl->next;
+	else
+		cd->slot[prev].next = sl->next;
+	if (cd->ret_tail == s)
+		cd->ret_tail = prev;
+	cd->nretiring--;
+	sl->state = FSR_FREE;
+	sl->retire = 0;
+	sl->next = cd->free_head;
+	cd->free_head = s;
+	cd->nfree++;
+}
+
 /* Free the RETIRING slots of `card` whose retire epoch is <= upto.  Retire
  * epochs never decrease along the list, so stop at the first that fails. */
 unsigned fsr_slots_reclaim(struct fsr *r, uint32_t card, uint64_t upto)
@@ -162,17 +183,7 @@ unsigned fsr_slots_reclaim(struct fsr *r, uint32_t card, uint64_t upto)
 	struct fsr_card *cd = &r->card[card];
 	unsigned n = 0;
 	while (cd->ret_head != FSR_NONE && cd->slot[cd->ret_head].retire <= upto) {
-		uint32_t s = cd->ret_head;
-		struct fsr_slot *sl = &cd->slot[s];
-		cd->ret_head = sl->next;
-		if (cd->ret_head == FSR_NONE)
-			cd->ret_tail = FSR_NONE;
-		cd->nretiring--;
-		sl->state = FSR_FREE;
-		sl->retire = 0;
-		sl->next = cd->free_head;
-		cd->free_head = s;
-		cd->nfree++;
+		fsr_retiring_free(cd, FSR_NONE, cd->ret_head);
 		n++;
 	}
 	return n;

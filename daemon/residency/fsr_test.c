@@ -569,6 +569,75 @@ Test(fsr, old_hold_blocks_release_unblocks)
 	fsr_destroy(r);
 }
 
+/*
+ * Issue 33: an old hold pins only the slots of the tables its client can
+ * read: those of its epochs and, up to its reach, the newer ones
+ * (fs_lookup_live).  Slot A holds expert 0 in epoch 1, which client 1
+ * holds; B, loaded after it (epoch 2), is evicted and retires in epoch 3:
+ * it was in no table client 1 read, so it is free at once, unless client 1
+ * said it read epoch 2 (reach 2) or said nothing (reach 0, a library that
+ * does not store it: every newer table).  A, in epoch 1's table, waits
+ * for the release whatever the reach.
+ */
+static void pins_case(uint64_t reach, unsigned freed_b)
+{
+	struct fsr *r = mk(1, 2, 1, 8);
+	cr_assert_eq(fsr_client_add(r, 1), 0);
+	uint64_t tbl[8], none[FS_MAX_HOLDS] = {0}, h[FS_MAX_HOLDS] = {0};
+	uint32_t a = load(r, 0, 0, 1);
+	publish(r, tbl); /* epoch 1: A */
+	h[0] = 1;
+	fsr_client_holds(r, 0, none);
+	fsr_client_holds(r, 1, h);
+	uint32_t b = load(r, 0, 1, 1);
+	publish(r, tbl); /* epoch 2: A, B */
+	fsr_client_reach(r, 1, reach);
+	use(r, 0, 0, 0, 1, 1); /* A touched: B is the LRU one */
+	predict(r, 0, 0, 2, 1);
+	struct fsr_copy cp;
+	cr_assert_eq(fsr_take_copies(r, 0, &cp, 1, 0), 0); /* evicts B for expert 2 */
+	cr_assert_eq(state_of(r, 0, b), FSR_RETIRING);
+	publish(r, tbl); /* epoch 3: A */
+	fsr_client_holds(r, 0, none);
+	fsr_client_holds(r, 1, h);
+	uint32_t c1 = 1, both[2] = {0, 1};
+	cr_assert_eq(fsr_pinned(r, 0, &c1, 1, 1), 1u - freed_b, "reach %llu: pinned",
+		     (unsigned long long)reach);
+	/* B was evicted for client 0's want: not a cost to others of 0 and 1. */
+	cr_assert_eq(fsr_pinned(r, 0, both, 2, 1), 0u);
+	cr_assert_eq(fsr_pinned(r, 0, both, 2, 0), 1u - freed_b);
+	cr_assert_eq(fsr_reclaim(r), freed_b, "reach %llu", (unsigned long long)reach);
+	cr_assert_eq(state_of(r, 0, b), freed_b ? FSR_FREE : FSR_RETIRING);
+	ok(r);
+	/* A, in the held table, is kept whatever the reach. */
+	if (freed_b) {
+		cr_assert_eq(fsr_take_copies(r, 0, &cp, 1, 0), 1); /* expert 2 into B */
+		fsr_copy_done(r, 0, cp.slot, cp.gen, 0);
+		use(r, 0, 0, 2, 1, 1);
+		predict(r, 0, 0, 3, 1);
+		cr_assert_eq(fsr_take_copies(r, 0, &cp, 1, 0), 0); /* evicts A */
+		cr_assert_eq(state_of(r, 0, a), FSR_RETIRING);
+		publish(r, tbl);
+		fsr_client_holds(r, 0, none);
+		fsr_client_holds(r, 1, h);
+		cr_assert_eq(fsr_pinned(r, 0, &c1, 1, 1), 1);
+		cr_assert_eq(fsr_reclaim(r), 0);
+		h[0] = 0; /* the release */
+		fsr_client_holds(r, 1, h);
+		cr_assert_eq(fsr_pinned(r, 0, &c1, 1, 1), 0);
+		cr_assert_eq(fsr_reclaim(r), 1);
+		ok(r);
+	}
+	fsr_destroy(r);
+}
+
+Test(fsr, old_hold_pins_only_the_tables_it_reads)
+{
+	pins_case(1, 1); /* read epoch 1 only: B goes at once */
+	pins_case(2, 0); /* read epoch 2's table too (fs_lookup_live): B is kept */
+	pins_case(0, 0); /* said nothing: every newer table, as before */
+}
+
 Test(fsr, client_remove_unblocks)
 {
 	uint64_t tbl[4];
@@ -839,6 +908,15 @@ struct mclient {
 	uint64_t region[FS_MAX_HOLDS];
 	int in_use[FS_MAX_HOLDS]; /* acquire confirmed: the engine uses this epoch's table */
 	uint32_t window;
+	/* fs_lookup_live: a declared library stores its reach before reading
+	 * the newest table through a hold (fs_regions.h); an undeclared one
+	 * (reach 0) reads it at once, as before. */
+	int declared;
+	uint64_t reach;                 /* the word in its region */
+	uint64_t live_ep[FS_MAX_HOLDS]; /* the newest table it read through hold k, 0: none */
+	int lphase;                     /* 1: reach stored, current not re-checked yet */
+	unsigned lk;
+	uint64_t lcur;
 };
 
 struct model {
@@ -849,7 +927,7 @@ struct model {
 	struct fsr_copy out[64];
 	unsigned nout;
 	uint32_t last_gen[AC][8];
-	uint64_t copies, evictions_seen, reclaimed, acquired, failed_rechecks, bogus;
+	uint64_t copies, evictions_seen, reclaimed, acquired, failed_rechecks, bogus, live_reads;
 	uint64_t tier_slots[FSR_NTIERS], promoted, too_late;
 };
 
@@ -869,11 +947,14 @@ static unsigned epochs_in_use(const struct model *m, uint64_t *e)
 		for (unsigned k = 0; k < FS_MAX_HOLDS; k++) {
 			if (!m->cl[c].in_use[k])
 				continue;
-			unsigned j = 0;
-			while (j < n && e[j] != m->cl[c].region[k])
-				j++;
-			if (j == n)
-				e[n++] = m->cl[c].region[k];
+			for (int live = 0; live < 2; live++) {
+				uint64_t ep = live ? m->cl[c].live_ep[k] : m->cl[c].region[k];
+				unsigned j = 0;
+				while (j < n && e[j] != ep)
+					j++;
+				if (j == n && ep)
+					e[n++] = ep;
+			}
 		}
 	}
 	return n;
@@ -882,7 +963,7 @@ static unsigned epochs_in_use(const struct model *m, uint64_t *e)
 /* Is (card, slot) mapped by an epoch that a live client uses? */
 static int slot_in_use(const struct model *m, uint32_t card, uint32_t slot)
 {
-	uint64_t e[ACL * FS_MAX_HOLDS];
+	uint64_t e[2 * ACL * FS_MAX_HOLDS];
 	unsigned n = epochs_in_use(m, e);
 	for (unsigned j = 0; j < n; j++) {
 		const uint64_t *t = table_of(m, e[j]) + card * AL * AE;
@@ -901,7 +982,7 @@ static void check_invariants(struct model *m, uint64_t seed, unsigned step)
 
 	/* Every epoch in use still describes its slots: none of them was
 	 * handed out again (the gen would differ) or freed. */
-	uint64_t ep[ACL * FS_MAX_HOLDS];
+	uint64_t ep[2 * ACL * FS_MAX_HOLDS];
 	unsigned nep = epochs_in_use(m, ep);
 	for (unsigned j = 0; j < nep; j++) {
 		const uint64_t *t = table_of(m, ep[j]);
@@ -973,6 +1054,39 @@ static void a_read_holds(struct model *m, unsigned c)
 	for (unsigned k = 0; k < FS_MAX_HOLDS; k++)
 		bad += m->cl[c].region[k] > pub;
 	MUST((fsr_client_holds(m->r, c, m->cl[c].region)) == (bad));
+	fsr_client_reach(m->r, c, m->cl[c].reach);
+}
+
+/* One step of an fs_lookup_live through a held epoch: read current, store
+ * the reach (a declared library), re-check current, then read that table
+ * until the hold's release. */
+static void a_live(struct model *m, uint64_t *rs, unsigned c)
+{
+	struct mclient *cl = &m->cl[c];
+	uint64_t cur = fsr_epoch(m->r);
+	if (cl->lphase == 0) {
+		unsigned k0 = rnd(rs, GARBAGE_HOLD), k = GARBAGE_HOLD;
+		for (unsigned i = 0; i < GARBAGE_HOLD && k == GARBAGE_HOLD; i++)
+			if (cl->in_use[(k0 + i) % GARBAGE_HOLD])
+				k = (k0 + i) % GARBAGE_HOLD;
+		if (k == GARBAGE_HOLD)
+			return;
+		cl->lk = k;
+		cl->lcur = cur;
+		if (cl->declared && cl->reach < cur) {
+			cl->reach = cur;
+			cl->lphase = 1;
+			return;
+		}
+	} else if (cur != cl->lcur) {
+		cl->lphase = 0; /* a newer epoch: try again */
+		return;
+	}
+	cl->lphase = 0;
+	if (cl->in_use[cl->lk] && cl->lcur > cl->live_ep[cl->lk]) {
+		cl->live_ep[cl->lk] = cl->lcur;
+		m->live_reads++;
+	}
 }
 
 static void a_take(struct model *m, uint64_t *rs, uint64_t seed, unsigned step)
@@ -1070,6 +1184,7 @@ static void a_release(struct model *m, uint64_t *rs, unsigned c)
 		if (cl->in_use[k]) {
 			cl->in_use[k] = 0;
 			cl->region[k] = 0;
+			cl->live_ep[k] = 0;
 			return;
 		}
 	}
@@ -1162,6 +1277,8 @@ static void adversarial_seed(struct model *m, uint64_t seed, int tiered)
 		MUST((fsr_client_add(m->r, c)) == (0));
 		m->cl[c].live = 1;
 		m->cl[c].window = UINT32_MAX - 50 + rnd(&rs, 100);
+		m->cl[c].declared = rnd(&rs, 4) != 0;
+		m->cl[c].reach = m->cl[c].declared;
 	}
 
 	g_seed = seed;
@@ -1194,13 +1311,16 @@ static void adversarial_seed(struct model *m, uint64_t seed, int tiered)
 				a_read_holds(m, c);
 		} else if (a < 72) {
 			m->reclaimed += fsr_reclaim(m->r);
-		} else if (a < 86) {
+		} else if (a < 82) {
 			/* Several phases of one acquire, or just one. */
 			for (unsigned i = 0; i < 3 && cl->live; i++) {
 				a_acquire(m, &rs, c);
 				if (rnd(&rs, 4) == 0)
 					break;
 			}
+		} else if (a < 86) {
+			if (cl->live)
+				a_live(m, &rs, c);
 		} else if (a < 94) {
 			if (cl->live)
 				a_release(m, &rs, c);
@@ -1227,6 +1347,8 @@ static void adversarial_seed(struct model *m, uint64_t seed, int tiered)
 				memset(cl, 0, sizeof(*cl));
 				cl->live = 1;
 				cl->window = (uint32_t)rng_next(&rs);
+				cl->declared = rnd(&rs, 4) != 0;
+				cl->reach = (uint64_t)cl->declared;
 			} else {
 				MUST((fsr_client_add(m->r, c)) == (-EEXIST));
 			}
@@ -1263,6 +1385,7 @@ Test(fsr, adversarial_interleaving)
 	cr_assert_gt(m->reclaimed, 5000);
 	cr_assert_gt(m->acquired, 10000);
 	cr_assert_gt(m->failed_rechecks, 100);
+	cr_assert_gt(m->live_reads, 1000, "live reads %llu", (unsigned long long)m->live_reads);
 	free(m->tables);
 	free(m);
 }

@@ -13,13 +13,20 @@
  *   fs-fault-engine iso SOCKET stale-hold [seconds=S] [epoch=E]
  *       attach, then keep writing a long-superseded epoch (default 2) into
  *       holds[0] of its own region (1).
- *   fs-fault-engine iso SOCKET rehold [seconds=S] [holds=N] [part=I parts=P]
+ *   fs-fault-engine iso SOCKET rehold [seconds=S] [holds=N] [part=I parts=P] [fresh=1]
  *       attach and hold the current epoch, then each newly published one
  *       too, up to N (default 1) at once, never releasing; when revoked,
  *       attach again at once (every 20 ms while refused), as the same
  *       process under the same name (2: the hold budget over time; with
  *       N = 8 and parts=2, two of these hold every epoch buffer of the default
- *       16: each holds only the epochs e with e % P == I).
+ *       16: each holds only the epochs e with e % P == I); fresh=1: each
+ *       attachment from a new process under a new name (issue 33).
+ *   fs-fault-engine iso SOCKET future-hold [seconds=S] [ahead=A] [fresh=1]
+ *       attach and write the epoch A (default 2) past the current one into
+ *       holds[0]: in no buffer when written (issue 33); re-attach as rehold.
+ *   fs-fault-engine iso SOCKET old-hold [seconds=S] [fresh=1]
+ *       attach and keep holds[0] on the oldest epoch any buffer still
+ *       holds: superseded long ago, never acquired (issue 33).
  *   fs-fault-engine iso SOCKET flip-hold [seconds=S]
  *       write one impossible epoch into holds[1] once and leave it (9: the
  *       daemon must count it once, not once per pass).
@@ -160,48 +167,158 @@ static void iso_unmap(struct me *m)
 	m->nfds = 0;
 }
 
-static int iso_rehold(const char *sock, unsigned secs, unsigned nholds, unsigned part, unsigned parts)
+/* What a holder attack writes into its hold words (iso_holder). */
+enum hold_mode {
+	HOLD_CURRENT, /* the current epoch, and each new one, up to N at once, never released */
+	HOLD_FUTURE,  /* an epoch `ahead` of the current one: in no buffer when written */
+	HOLD_OLD,     /* the oldest epoch in a buffer: superseded long ago, never acquired */
+};
+
+struct hold_how {
+	enum hold_mode mode;
+	unsigned nholds, part, parts, ahead;
+};
+
+/* The oldest epoch any epoch buffer holds now, 0: none. */
+static uint64_t oldest_buffered(const struct fs_daemon_hdr *dh)
+{
+	uint64_t old = 0;
+	for (uint32_t b = 0; b < dh->epoch_bufs; b++) {
+		const struct fs_epoch_buf_hdr *bh = (const void *)((const char *)dh + dh->off_epochs +
+								   (uint64_t)b * dh->epoch_buf_bytes);
+		uint64_t ep = fs_load_acquire(&bh->epoch);
+		if (ep && (old == 0 || ep < old))
+			old = ep;
+	}
+	return old;
+}
+
+/* One attachment: hold as `how` says until dropped or `end`.  1 when the
+ * daemon dropped it. */
+static int hold_session(struct me *m, const struct hold_how *how, uint64_t end)
+{
+	unsigned n = 0;
+	while (iso_now_ns() < end && fs_load_acquire(&m->ch->state) == FS_CLIENT_ATTACHED) {
+		uint64_t cur = FS_CUR_EPOCH(fs_load_acquire(&m->dh->current));
+		if (how->mode == HOLD_CURRENT) {
+			int have = 0;
+			for (unsigned k = 0; k < n; k++)
+				have |= fs_load_relaxed(&m->ch->holds[k]) == cur;
+			if (!have && n < how->nholds && cur % how->parts == how->part)
+				fs_store_release(&m->ch->holds[n++], cur); /* as an acquire does */
+		} else if (how->mode == HOLD_FUTURE) {
+			if (n == 0) {
+				fs_store_release(&m->ch->holds[0], cur + how->ahead);
+				n = 1;
+			}
+		} else {
+			uint64_t old = oldest_buffered(m->dh);
+			if (old && old < cur && fs_load_relaxed(&m->ch->holds[0]) != old)
+				fs_store_release(&m->ch->holds[0], old);
+		}
+		fs_store_release(&m->ch->heartbeat_ns, iso_now_ns());
+		iso_sleep_ms(1);
+	}
+	return fs_load_acquire(&m->ch->state) == FS_CLIENT_DETACHED;
+}
+
+/* What one attachment of a holder came to (iso_holder). */
+struct hold_tally {
+	unsigned attaches, refused, revoked, told;
+	uint64_t held_ns;
+	char why[256]; /* the latest refusal */
+};
+
+static void tally_add(struct hold_tally *sum, const struct hold_tally *one)
+{
+	sum->attaches += one->attaches;
+	sum->refused += one->refused;
+	sum->revoked += one->revoked;
+	sum->told += one->told;
+	sum->held_ns += one->held_ns;
+	if (one->refused)
+		snprintf(sum->why, sizeof(sum->why), "%s", one->why);
+}
+
+/* One attachment under `name`: hold as `how` says until dropped or `end`. */
+static void hold_once(const char *sock, const char *name, const struct hold_how *how, uint64_t end,
+		      struct hold_tally *one)
+{
+	memset(one, 0, sizeof(*one));
+	struct me m = {.sock = sock, .name = name, .quiet = 1};
+	if (fault_hostile_attach(&m) < 0) {
+		one->refused = 1;
+		snprintf(one->why, sizeof(one->why), "%s", m.err);
+	} else {
+		one->attaches = 1;
+		uint64_t t0 = iso_now_ns();
+		one->revoked = (unsigned)hold_session(&m, how, end);
+		one->held_ns = iso_now_ns() - t0;
+		one->told = fs_load_acquire(&m.ch->holds_refused);
+	}
+	iso_unmap(&m);
+}
+
+/*
+ * Attach and hold (how), attach again at once when dropped (every 20 ms
+ * while refused).  fresh = 0: as the same process under the same name;
+ * fresh = 1: each attachment from a new process under a new name (a bar
+ * keyed on the pid or the name does not see it), its tally sent back
+ * through a pipe.
+ */
+static int iso_holder(const char *sock, const char *what, unsigned secs, const struct hold_how *how,
+		      int fresh)
+{
+	uint64_t end = iso_now_ns() + secs * 1000000000ull;
+	struct hold_tally sum = {0}, one;
+	printf("iso %s: attached (first try follows)\n", what);
+	fflush(stdout);
+	for (unsigned serial = 0; iso_now_ns() < end; serial++) {
+		char name[48];
+		snprintf(name, sizeof(name), fresh ? "iso-%s-%u" : "iso-%s", what, serial);
+		if (!fresh) {
+			hold_once(sock, name, how, end, &one);
+		} else {
+			int pfd[2];
+			if (pipe(pfd) < 0)
+				return 2;
+			pid_t kid = fork();
+			if (kid < 0)
+				return 2;
+			if (kid == 0) {
+				close(pfd[0]);
+				hold_once(sock, name, how, end, &one);
+				_exit(write(pfd[1], &one, sizeof(one)) == (ssize_t)sizeof(one) ? 0 : 2);
+			}
+			close(pfd[1]);
+			memset(&one, 0, sizeof(one));
+			ssize_t k = read(pfd[0], &one, sizeof(one));
+			close(pfd[0]);
+			waitpid(kid, NULL, 0);
+			if (k != (ssize_t)sizeof(one))
+				memset(&one, 0, sizeof(one));
+		}
+		tally_add(&sum, &one);
+		if (one.refused)
+			iso_sleep_ms(20);
+	}
+	printf("iso %s: %u attaches, %u revoked, %u refused (%s), attached %.1f s of %u s, holds refused %u "
+	       "(told in its region)\n",
+	       what, sum.attaches, sum.revoked, sum.refused, sum.why, (double)sum.held_ns / 1e9, secs,
+	       sum.told);
+	fflush(stdout);
+	return 0;
+}
+
+static int iso_rehold(const char *sock, unsigned secs, unsigned nholds, unsigned part, unsigned parts,
+		      int fresh)
 {
 	if (parts == 0)
 		parts = 1;
 	if (nholds < 1 || nholds > FS_MAX_HOLDS)
 		nholds = 1;
-	uint64_t end = iso_now_ns() + secs * 1000000000ull;
-	unsigned attaches = 0, refused = 0, revoked = 0;
-	uint64_t held_ns = 0;
-	char why[256] = "";
-	printf("iso rehold: attached (first try follows), holding %u epochs at once\n", nholds);
-	fflush(stdout);
-	while (iso_now_ns() < end) {
-		struct me m = {.sock = sock, .name = "iso-rehold", .quiet = 1};
-		if (fault_hostile_attach(&m) < 0) {
-			iso_unmap(&m);
-			refused++;
-			snprintf(why, sizeof(why), "%s", m.err);
-			iso_sleep_ms(20);
-			continue;
-		}
-		attaches++;
-		uint64_t t0 = iso_now_ns();
-		unsigned n = 0;
-		while (iso_now_ns() < end && fs_load_acquire(&m.ch->state) == FS_CLIENT_ATTACHED) {
-			uint64_t cur = FS_CUR_EPOCH(fs_load_acquire(&m.dh->current));
-			int have = 0;
-			for (unsigned k = 0; k < n; k++)
-				have |= fs_load_relaxed(&m.ch->holds[k]) == cur;
-			if (!have && n < nholds && cur % parts == part)
-				fs_store_release(&m.ch->holds[n++], cur); /* as an acquire does */
-			fs_store_release(&m.ch->heartbeat_ns, iso_now_ns());
-			iso_sleep_ms(1);
-		}
-		held_ns += iso_now_ns() - t0;
-		revoked += fs_load_acquire(&m.ch->state) == FS_CLIENT_DETACHED;
-		iso_unmap(&m);
-	}
-	printf("iso rehold: %u attaches, %u revoked, %u refused (%s), attached %.1f s of %u s\n", attaches,
-	       revoked, refused, why, (double)held_ns / 1e9, secs);
-	fflush(stdout);
-	return 0;
+	struct hold_how how = {.mode = HOLD_CURRENT, .nholds = nholds, .part = part % parts, .parts = parts};
+	return iso_holder(sock, "rehold", secs, &how, fresh);
 }
 
 static int iso_flip_hold(const char *sock, unsigned secs)
@@ -560,10 +677,20 @@ int fault_iso(const char *sock, int argc, char **argv)
 		return iso_name(sock, secs);
 	if (strcmp(what, "stale-hold") == 0)
 		return iso_stale_hold(sock, secs, iso_opt(argc, argv, "epoch", 2));
+	int fresh = iso_opt(argc, argv, "fresh", 0) != 0;
 	if (strcmp(what, "rehold") == 0)
 		return iso_rehold(sock, secs, (unsigned)iso_opt(argc, argv, "holds", 1),
 				  (unsigned)iso_opt(argc, argv, "part", 0),
-				  (unsigned)iso_opt(argc, argv, "parts", 1));
+				  (unsigned)iso_opt(argc, argv, "parts", 1), fresh);
+	if (strcmp(what, "future-hold") == 0) {
+		struct hold_how how = {.mode = HOLD_FUTURE,
+				       .ahead = (unsigned)iso_opt(argc, argv, "ahead", 2)};
+		return iso_holder(sock, what, secs, &how, fresh);
+	}
+	if (strcmp(what, "old-hold") == 0) {
+		struct hold_how how = {.mode = HOLD_OLD};
+		return iso_holder(sock, what, secs, &how, fresh);
+	}
 	if (strcmp(what, "flip-hold") == 0)
 		return iso_flip_hold(sock, secs);
 	if (strcmp(what, "rows") == 0)

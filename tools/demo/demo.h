@@ -23,6 +23,7 @@ struct demo_opts {
 	uint64_t seed;
 	uint32_t tokens; /* per window */
 	uint64_t window_us;
+	uint64_t hold_us; /* a slow engine: this long inside each window, its epoch held */
 	enum demo_predict predict;
 	double recall;   /* oracle: chance each true expert is posted */
 	uint32_t decoys; /* oracle: wrong experts posted per layer */

@@ -10,6 +10,7 @@
  * The arena stays readable when the daemon dies, so the run goes on.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,15 @@ struct run {
 	uint64_t next_report_ns;
 	int lost_daemon;
 };
+
+/* SIGINT or SIGTERM: finish the window, print the summary, exit. */
+static volatile sig_atomic_t stop_asked;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_asked = 1;
+}
 
 static uint64_t now_ns(void)
 {
@@ -133,6 +143,14 @@ static void use_expert(struct run *r, const struct fs_view *v, uint32_t w, uint3
 	fs_post_usage(r->c, w, layer, expert, card, hit);
 }
 
+/* A slow engine's compute: `us` microseconds with its epoch held. */
+static void sleep_us(uint64_t us)
+{
+	struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
 static void one_window(struct run *r, uint32_t i)
 {
 	uint32_t w = i + 1; /* the engine's window numbers start at 1 */
@@ -154,6 +172,8 @@ static void one_window(struct run *r, uint32_t i)
 		}
 		uint32_t card = demo_card_of(l, layers, r->cards);
 		uint32_t n = fs_trace_iter_experts(&r->it, l, &ex);
+		if (r->o->hold_us) /* the layer's compute, before its reads: they come late in the hold */
+			sleep_us(r->o->hold_us / layers);
 		for (uint32_t k = 0; k < n; k++)
 			use_expert(r, &v, w, l, ex[k], card);
 		demo_predict_learn(&r->pred, l, ex, n);
@@ -225,7 +245,10 @@ int main(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	struct run r = {.o = &o};
 	struct fs_client_opts co = {.socket_path = o.socket, .name = o.name};
-	if ((rc = fs_client_open(&r.c, &co)) != 0) {
+	uint64_t open_ns = now_ns();
+	rc = fs_client_open(&r.c, &co);
+	open_ns = now_ns() - open_ns;
+	if (rc != 0) {
 		fprintf(stderr, "fs-demo-engine: cannot attach to foresightd at %s: %s\n", socket_path(&o),
 			fs_strerror(rc));
 		return 2;
@@ -243,15 +266,14 @@ int main(int argc, char **argv)
 	}
 	banner(&r, socket_path(&o));
 	r.next_report_ns = now_ns() + 1000000000ull;
-	for (uint32_t i = 0; i < o.windows; i++) {
+	struct sigaction sa = {.sa_handler = on_stop};
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	for (uint32_t i = 0; i < o.windows && !stop_asked; i++) {
 		one_window(&r, i);
-		progress(&r, i + 1, i + 1 == o.windows);
-		if (o.window_us) {
-			struct timespec ts = {(time_t)(o.window_us / 1000000),
-					      (long)(o.window_us % 1000000) * 1000};
-			while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-				;
-		}
+		progress(&r, i + 1, i + 1 == o.windows || stop_asked);
+		if (o.window_us)
+			sleep_us(o.window_us);
 	}
 	if (r.lost_daemon)
 		printf("note: foresightd went away during the run (attached %llu time(s)); %s\n",
@@ -266,9 +288,9 @@ int main(int argc, char **argv)
 	if (r.not_loaded)
 		printf("experts of layers still loading: %llu (served from the engine's own copy: misses)\n",
 		       (unsigned long long)r.not_loaded);
-	printf("predictions posted: %llu  posts dropped: %llu  attaches: %llu\n",
+	printf("predictions posted: %llu  posts dropped: %llu  attaches: %llu (the first took %.1f ms)\n",
 	       (unsigned long long)r.pred.posted, (unsigned long long)fs_client_dropped(r.c),
-	       (unsigned long long)fs_client_attach_count(r.c));
+	       (unsigned long long)fs_client_attach_count(r.c), (double)open_ns / 1e6);
 	printf("hits: %llu misses: %llu hit rate: %.2f%%\n", (unsigned long long)r.hits,
 	       (unsigned long long)r.misses, pct(r.hits, r.hits + r.misses));
 	printf("verified reads: %llu mismatches: %llu\n", (unsigned long long)r.verified,

@@ -17,7 +17,8 @@ static const char usage[] = "usage: fs-demo-engine [OPTIONS]\n"
 static const char tail[] = "\n"
 			   "The last two lines are \"hits: H misses: M hit rate: x%\" and\n"
 			   "\"verified reads: N mismatches: M\".  Exit status: 0 when every read verified\n"
-			   "(N > 0, M = 0), 1 on a mismatch, 2 on a usage error or when it cannot attach.\n";
+			   "(N > 0, M = 0), 1 on a mismatch, 2 on a usage error or when it cannot attach.\n"
+			   "SIGINT or SIGTERM ends the run after the current window, with these lines.\n";
 
 const char *demo_predict_name(enum demo_predict p)
 {
@@ -48,6 +49,9 @@ int demo_parse(int argc, char **argv, struct demo_opts *o)
 		FS_OPT_U32("tokens", "T", &o->tokens, 1, 4096, "tokens per window"),
 		FS_OPT_U64("window-us", "X", &o->window_us, 0, 60000000,
 			   "sleep X microseconds per window to pace it"),
+		FS_OPT_U64("hold-us", "X", &o->hold_us, 0, 60000000,
+			   "a slow engine: spend X microseconds inside each window, its epoch held "
+			   "(spread over the layers, as their compute would be)"),
 		FS_OPT_STR(
 			"trace", "FILE", &o->trace,
 			"replay a route trace (CSV or .fstrace), wrapping around; else a synthetic trace:"),
