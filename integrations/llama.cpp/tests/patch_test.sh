@@ -19,7 +19,8 @@ ROOT=$(cd "$HERE/../../.." && pwd)
 CC=${1:-cc}
 WORK=${2:-$(mktemp -d)}
 mkdir -p "$WORK"
-export FS_LLAMA_CACHE=${FS_LLAMA_CACHE:-$WORK/cache}
+# the npm tarball: build.sh's cache (~/.cache/foresight/llama), shared by
+# every build folder's run of this test
 
 ok=0
 for try in 1 2 3; do
