@@ -100,17 +100,23 @@ static int copy_in(void *vctx, void *dev, const void *host, uint64_t bytes, uint
 	return cerr(cudaEventRecord(ctx->slot_ev[slot], ctx->copy), "cudaEventRecord(fill)");
 }
 
-static int copy_done(void *vctx, uint32_t slot)
+/* 1 when the stream has passed the event (or there is none), 0 not yet. */
+static int event_passed(cudaEvent_t ev, const char *what)
 {
-	struct cuda_ctx *ctx = (struct cuda_ctx *)vctx;
-	if (slot >= ctx->nslot_ev || !ctx->slot_ev[slot])
+	if (!ev)
 		return 1;
-	cudaError_t e = cudaEventQuery(ctx->slot_ev[slot]);
+	cudaError_t e = cudaEventQuery(ev);
 	if (e == cudaErrorNotReady) {
 		(void)cudaGetLastError();
 		return 0;
 	}
-	return cerr(e, "cudaEventQuery(fill)") < 0 ? -EIO : 1;
+	return cerr(e, what) < 0 ? -EIO : 1;
+}
+
+static int copy_done(void *vctx, uint32_t slot)
+{
+	struct cuda_ctx *ctx = (struct cuda_ctx *)vctx;
+	return slot < ctx->nslot_ev ? event_passed(ctx->slot_ev[slot], "cudaEventQuery(fill)") : 1;
 }
 
 static int download(void *, void *host, const void *dev, uint64_t bytes)
@@ -135,15 +141,7 @@ static int mark(void *vctx, unsigned k, void *stream)
 
 static int passed(void *vctx, unsigned k)
 {
-	struct cuda_ctx *ctx = (struct cuda_ctx *)vctx;
-	if (!ctx->ev[k])
-		return 1;
-	cudaError_t e = cudaEventQuery(ctx->ev[k]);
-	if (e == cudaErrorNotReady) {
-		(void)cudaGetLastError();
-		return 0;
-	}
-	return cerr(e, "cudaEventQuery") < 0 ? -EIO : 1;
+	return event_passed(((struct cuda_ctx *)vctx)->ev[k], "cudaEventQuery");
 }
 
 static int wait(void *vctx, unsigned k)

@@ -270,6 +270,18 @@ static const uint8_t *arena_part(fs_client *c, uint32_t l, uint32_t e, uint32_t 
 	return NULL;
 }
 
+/* Whether p points into the arena the provider reads misses from. */
+static int in_arena(const void *p)
+{
+	struct fs_arena_region reg;
+	const void *pin = fs_arena_pin(g_host.c);
+	cr_assert_eq(fs_arena_pin_region(pin, &reg), 0);
+	const uint8_t *lo = reg.base, *q = p;
+	int in = q >= lo && q < lo + reg.bytes;
+	fs_arena_unpin(g_host.c, pin);
+	return in;
+}
+
 /* What a kernel would read through layer l's entries: the arena's bytes,
  * then the zero tail.  Returns how many entries pointed at a slot (or a
  * staged copy: outside the arena). */
@@ -468,16 +480,10 @@ Test(fsl_host, the_lru_baseline_keeps_what_was_used)
 	fsl_stats(p, &st);
 	cr_expect_eq(st.dev.posted, 0, "the baseline posts nothing to foresightd");
 	cr_expect_eq(read_all(g_host.c, &cl, NULL), 3 * 3 * g_m.layers);
-	const void *pin = fs_arena_pin(g_host.c);
-	struct fs_arena_region reg;
-	cr_assert_eq(fs_arena_pin_region(pin, &reg), 0);
-	const uint8_t *lo = reg.base, *hi = lo + reg.bytes;
 	for (uint32_t l = 0; l < g_m.layers; l++) {
-		const uint8_t *e9 = cl.t[l][1][9], *e5 = cl.t[l][1][5];
-		cr_expect(e9 >= lo && e9 < hi, "layer %u: 9, the least recently used, was evicted", l);
-		cr_expect(!(e5 >= lo && e5 < hi), "layer %u: 5 stays", l);
+		cr_expect(in_arena(cl.t[l][1][9]), "layer %u: 9, the least recently used, was evicted", l);
+		cr_expect(!in_arena(cl.t[l][1][5]), "layer %u: 5 stays", l);
 	}
-	fs_arena_unpin(g_host.c, pin);
 	fsl_close(p);
 }
 
@@ -500,18 +506,13 @@ Test(fsl_host, stages_the_first_misses)
 		cr_expect_eq(read_layer(g_host.c, &cl, l), 3, "layer %u: expert 3's three parts staged", l);
 	}
 	fsl_end(p, 0, NULL);
-	const void *pin = fs_arena_pin(g_host.c);
-	struct fs_arena_region reg;
-	cr_assert_eq(fs_arena_pin_region(pin, &reg), 0);
-	const uint8_t *lo = reg.base, *hi = lo + reg.bytes;
 	for (uint32_t l = 0; l < g_m.layers; l++) /* the pointers stay; the last layer's bytes do */
 		for (int r = 0; r < 3; r++) {
-			const uint8_t *e3 = cl.t[l][r][3], *e9 = cl.t[l][r][9];
-			cr_expect(!(e3 >= lo && e3 < hi), "layer %u role %d: 3, the first miss, staged", l,
+			cr_expect(!in_arena(cl.t[l][r][3]), "layer %u role %d: 3, the first miss, staged", l,
 				  r);
-			cr_expect(e9 >= lo && e9 < hi, "layer %u role %d: 9 past the cap, in place", l, r);
+			cr_expect(in_arena(cl.t[l][r][9]), "layer %u role %d: 9 past the cap, in place", l,
+				  r);
 		}
-	fs_arena_unpin(g_host.c, pin);
 	struct fsl_stats st;
 	fsl_stats(p, &st);
 	cr_expect_eq(st.dev.staged, g_m.layers);
