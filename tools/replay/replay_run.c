@@ -256,11 +256,19 @@ static int engine_hit(struct run *x, const struct engine *c, uint32_t layer, uin
 {
 	size_t per_card = (size_t)x->t->layers * x->t->experts, k = (size_t)layer * x->t->experts + expert;
 	const uint64_t *held = fse_epoch_entries(x->dh, c->held_buf);
-	const uint64_t *newest = fse_epoch_entries(x->dh, FS_CUR_BUF(fs_load_acquire(&x->dh->current)));
+	uint64_t cur = fs_load_acquire(&x->dh->current);
+	const uint64_t *newest = fse_epoch_entries(x->dh, FS_CUR_BUF(cur));
 	for (uint32_t i = 0; i < x->cards; i++) {
 		uint32_t card = (c->card + i) % x->cards;
 		if (c->held_epoch && entry_ready(x, card, held[card * per_card + k]))
 			return 1;
+		/* The library's reach (fs_epoch.c, live_table): reading the
+		 * newest table declares it, so the daemon keeps that table's
+		 * slots for this engine and frees, past its hold, those of
+		 * tables it cannot read (fsr_clients.c, client_pins).  Nothing
+		 * runs between the store and the read here. */
+		if (c->held_epoch && FS_CUR_EPOCH(cur) > c->hdr->reach)
+			fs_store_release(&c->hdr->reach, FS_CUR_EPOCH(cur));
 		if (entry_ready(x, card, newest[card * per_card + k]))
 			return 1;
 	}
@@ -404,6 +412,9 @@ static int regions_init(struct run *x, const struct fsr_config *cfg)
 		c->hdr->ring_bytes = ring_bytes;
 		c->hdr->off_dev_ring = off_dev;
 		c->hdr->dev_ring_bytes = ring_bytes;
+		/* libforesight-client declares its reach at attach (fs_attach.c):
+		 * none newer than what it holds, so far. */
+		c->hdr->reach = 1;
 		int rc = fs_ring_format(&c->cons, (char *)c->region + off_ring, ring_bytes, entries_ring);
 		if (rc == 0)
 			rc = fs_ring_format(&c->dev_cons, (char *)c->region + off_dev, ring_bytes,
