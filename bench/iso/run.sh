@@ -11,7 +11,8 @@
 #                  a build of another commit gives the "before" figures with
 #                  the same engines and attackers
 #   --reps N       repetitions of the whole set (default 3)
-#   --attacks L    comma list (default all): future old hold1 hold8 fresh slow flood
+#   --attacks L    comma list (default all but slowctl): future old hold1 hold8 fresh slow
+#                  flood, and slowctl
 #   --out DIR      where the rows and logs go (default /tmp/fs-iso-bench)
 #
 # Each repetition, for each attack: a fresh daemon (defaults, --backend host)
@@ -31,6 +32,9 @@
 #   slow    an honest engine holding each epoch 20 ms (fs-demo-engine
 #           --hold-us 20000): never revoked, never wrong
 #   flood   20 control connections sending stats requests, never reading
+#   slowctl the control for slow: the same engine paced at 20 ms a window
+#           but holding its epoch only while it reads (--window-us 20000):
+#           what sharing the tier with it costs, its holds aside
 #
 # Rows (DIR/rows.tsv, one per run): rep attack attackers honest_hit
 # solo_hit share attach_ms mismatches stop_ms and the daemon's counters;
@@ -127,6 +131,8 @@ attacker() { # ATTACK I OUTFILE: start attacker I, its pid in APID
 	slow) setsid "${A_UID[@]}" "$DEMO" --socket "$SOCK" --name "slow-$i" --windows 1000000 --hold-us 20000 \
 		--skew 1.2 -q >"$o" 2>&1 & ;;
 	flood) setsid "${A_UID[@]}" "$FE" iso "$SOCK" no-read seconds=600 conns=20 >"$o" 2>&1 & ;;
+	slowctl) setsid "${A_UID[@]}" "$DEMO" --socket "$SOCK" --name "slowctl-$i" --windows 1000000 \
+		--window-us 20000 --skew 1.2 -q >"$o" 2>&1 & ;;
 	*) echo "run.sh: no attack $a" >&2; exit 2 ;;
 	esac
 	APID=$!
@@ -185,7 +191,7 @@ for rep in $(seq "$REPS"); do
 				wait "$p" 2>/dev/null
 			done
 			srev=- smis=-
-			if [ "$a" = slow ]; then
+			if [ "$a" = slow ] || [ "$a" = slowctl ]; then
 				srev=$(grep -c "revok\|over its budget" "$OUT/$tag.log")
 				smis=$(cat "$OUT/$tag".att*.out | sed -n 's/.*mismatches: \([0-9]*\).*/\1/p' | awk '{s+=$1} END {print s+0}')
 			fi
