@@ -14,6 +14,9 @@
 #   --attacks L    comma list (default all but slowctl): future old hold1 hold8 fresh slow
 #                  flood, and slowctl
 #   --out DIR      where the rows and logs go (default /tmp/fs-iso-bench)
+#   --stop-after   SIGTERM the daemon once the attackers are gone (default:
+#                  while they still run); the no-read flood's hang in
+#                  nng_close (issue 33) came after the flood
 #
 # Each repetition, for each attack: a fresh daemon (defaults, --backend host)
 # and the honest engine alone (fs-demo-engine --windows 3000 --window-us 1000
@@ -50,12 +53,14 @@ DAEMON=$B/daemon/foresightd
 REPS=3
 ATTACKS=future,old,hold1,hold8,fresh,slow,flood
 OUT=/tmp/fs-iso-bench
+STOP_AFTER=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--daemon) DAEMON=$2; shift 2 ;;
 	--reps) REPS=$2; shift 2 ;;
 	--attacks) ATTACKS=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
+	--stop-after) STOP_AFTER=1; shift ;;
 	-h | --help) sed -n '4,40p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -181,7 +186,7 @@ for rep in $(seq "$REPS"); do
 			honest "$tag"
 			"$FSCTL" --socket "$SOCK" stats --json >"$OUT/$tag.stats.json" 2>/dev/null
 			load=$(cut -d' ' -f1 /proc/loadavg)
-			stop=$(stop_daemon)
+			[ "$STOP_AFTER" = 1 ] || stop=$(stop_daemon)
 			# Each attacker leads a session of its own (setsid): its
 			# children (fresh's, flood's pinger) go with it.
 			for p in "${pids[@]}"; do kill -TERM -- "-$p" 2>/dev/null; done
@@ -190,6 +195,7 @@ for rep in $(seq "$REPS"); do
 				kill -9 -- "-$p" 2>/dev/null
 				wait "$p" 2>/dev/null
 			done
+			[ "$STOP_AFTER" = 0 ] || stop=$(stop_daemon)
 			srev=- smis=-
 			if [ "$a" = slow ] || [ "$a" = slowctl ]; then
 				srev=$(grep -c "revok\|over its budget" "$OUT/$tag.log")
