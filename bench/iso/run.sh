@@ -11,8 +11,12 @@
 #                  a build of another commit gives the "before" figures with
 #                  the same engines and attackers
 #   --reps N       repetitions of the whole set (default 3)
-#   --attacks L    comma list (default all): future old hold1 hold8 fresh slow flood
+#   --attacks L    comma list (default all but slowctl): future old hold1 hold8 fresh slow
+#                  flood, and slowctl
 #   --out DIR      where the rows and logs go (default /tmp/fs-iso-bench)
+#   --stop-after   SIGTERM the daemon once the attackers are gone (default:
+#                  while they still run); the no-read flood's hang in
+#                  nng_close (issue 33) came after the flood
 #
 # Each repetition, for each attack: a fresh daemon (defaults, --backend host)
 # and the honest engine alone (fs-demo-engine --windows 3000 --window-us 1000
@@ -31,6 +35,9 @@
 #   slow    an honest engine holding each epoch 20 ms (fs-demo-engine
 #           --hold-us 20000): never revoked, never wrong
 #   flood   20 control connections sending stats requests, never reading
+#   slowctl the control for slow: the same engine paced at 20 ms a window
+#           but holding its epoch only while it reads (--window-us 20000):
+#           what sharing the tier with it costs, its holds aside
 #
 # Rows (DIR/rows.tsv, one per run): rep attack attackers honest_hit
 # solo_hit share attach_ms mismatches stop_ms and the daemon's counters;
@@ -46,12 +53,14 @@ DAEMON=$B/daemon/foresightd
 REPS=3
 ATTACKS=future,old,hold1,hold8,fresh,slow,flood
 OUT=/tmp/fs-iso-bench
+STOP_AFTER=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--daemon) DAEMON=$2; shift 2 ;;
 	--reps) REPS=$2; shift 2 ;;
 	--attacks) ATTACKS=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
+	--stop-after) STOP_AFTER=1; shift ;;
 	-h | --help) sed -n '4,40p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -127,6 +136,8 @@ attacker() { # ATTACK I OUTFILE: start attacker I, its pid in APID
 	slow) setsid "${A_UID[@]}" "$DEMO" --socket "$SOCK" --name "slow-$i" --windows 1000000 --hold-us 20000 \
 		--skew 1.2 -q >"$o" 2>&1 & ;;
 	flood) setsid "${A_UID[@]}" "$FE" iso "$SOCK" no-read seconds=600 conns=20 >"$o" 2>&1 & ;;
+	slowctl) setsid "${A_UID[@]}" "$DEMO" --socket "$SOCK" --name "slowctl-$i" --windows 1000000 \
+		--window-us 20000 --skew 1.2 -q >"$o" 2>&1 & ;;
 	*) echo "run.sh: no attack $a" >&2; exit 2 ;;
 	esac
 	APID=$!
@@ -175,7 +186,7 @@ for rep in $(seq "$REPS"); do
 			honest "$tag"
 			"$FSCTL" --socket "$SOCK" stats --json >"$OUT/$tag.stats.json" 2>/dev/null
 			load=$(cut -d' ' -f1 /proc/loadavg)
-			stop=$(stop_daemon)
+			[ "$STOP_AFTER" = 1 ] || stop=$(stop_daemon)
 			# Each attacker leads a session of its own (setsid): its
 			# children (fresh's, flood's pinger) go with it.
 			for p in "${pids[@]}"; do kill -TERM -- "-$p" 2>/dev/null; done
@@ -184,8 +195,9 @@ for rep in $(seq "$REPS"); do
 				kill -9 -- "-$p" 2>/dev/null
 				wait "$p" 2>/dev/null
 			done
+			[ "$STOP_AFTER" = 0 ] || stop=$(stop_daemon)
 			srev=- smis=-
-			if [ "$a" = slow ]; then
+			if [ "$a" = slow ] || [ "$a" = slowctl ]; then
 				srev=$(grep -c "revok\|over its budget" "$OUT/$tag.log")
 				smis=$(cat "$OUT/$tag".att*.out | sed -n 's/.*mismatches: \([0-9]*\).*/\1/p' | awk '{s+=$1} END {print s+0}')
 			fi
