@@ -68,6 +68,19 @@ uint32_t replay_slots(const struct replay_model *m, const struct fs_trace *t)
 	return s > all ? (uint32_t)all : (uint32_t)s;
 }
 
+/* The baselines keep no per-layer tier: every one of FS_TIERS' LAYER rows
+ * is zeroed here, so a new tier needs no line in this file. */
+static void no_layer_tiers(struct fsr_config *cfg)
+{
+#define ZERO_CARD(name)
+#define ZERO_LAYER(name) cfg->name##_slots = 0;
+#define ZERO_TIER(A, NAME, name, what, SCOPE, ...) ZERO_##SCOPE(name)
+	FS_TIERS(ZERO_TIER, ~)
+#undef ZERO_TIER
+#undef ZERO_LAYER
+#undef ZERO_CARD
+}
+
 int replay_policy_config(enum replay_policy_id p, const struct replay_model *m, const struct fs_trace *t,
 			 struct fsr_config *cfg)
 {
@@ -98,14 +111,16 @@ int replay_policy_config(enum replay_policy_id p, const struct replay_model *m, 
 	case RP_STATIC:
 	case RP_STRATA_ADAPT: /* its start; replay_strata.c runs it, no option tunes it */
 	case RP_STATIC_LAYER: /* replay_run.c sets its slots to the experts chosen */
-		cfg->recency_slots = cfg->predicted_slots = cfg->spare_slots = 0;
+		no_layer_tiers(cfg);
+		cfg->spare_slots = 0;
 		cfg->adapt = 0;
 		cfg->bus_gbps = 0.0; /* copies nothing */
 		break;
 	case RP_LRU:
 	case RP_LRU_WARM:
+		no_layer_tiers(cfg);
 		cfg->recency_slots = FSR_ALL;
-		cfg->predicted_slots = cfg->spare_slots = 0;
+		cfg->spare_slots = 0;
 		cfg->adapt = 0;
 		cfg->bus_gbps = 0.0; /* lands a window later, whatever the bus */
 		break;
