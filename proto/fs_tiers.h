@@ -9,8 +9,9 @@
  * What a tier does is its ops (daemon/residency/fsr_tier_<name>.c).
  *
  * Adding a tier: one row here (in eviction-table order, which is also its
- * gauge's place among the card counters: FS_PROTO_VERSION then moves, as
- * for any counter) and its file, daemon/residency/fsr_tier_<name>.c (its
+ * gauge's place among the card counters; whether that moves
+ * FS_PROTO_VERSION is proto/README.md's rule, an incompatible change to what
+ * engines map) and its file, daemon/residency/fsr_tier_<name>.c (its
  * struct fsr_tier_ops: how it sizes itself, admits, is used, gives up a
  * slot).  What else names the tier is generated from the row: the core's
  * enum fsr_tier, its names and ops table, the gauges, fs-replay's
