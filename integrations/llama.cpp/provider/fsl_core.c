@@ -264,7 +264,7 @@ void fsl_close(struct fsl *p)
 	}
 	free(p->blob_off);
 	free(p->blob_bytes);
-	free(p->lru);
+	fsl_lru_close(p);
 	free(p->part);
 	free(p->layer_bytes);
 	free(p);

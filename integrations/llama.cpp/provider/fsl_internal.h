@@ -71,6 +71,9 @@ int fsl_fail(int r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* fsl_lru.c */
 int fsl_lru_open(struct fsl *p, uint64_t mib);
+/* Frees the LRU's host memory; its VRAM pool stays the runtime's, as the
+ * provider's other device blocks do (fsl_close). */
+void fsl_lru_close(struct fsl *p);
 /* What the last evaluations used (the route kernel's bitmaps): the LRU's
  * order, and copies of what it lacks. */
 void fsl_lru_learn(struct fsl *p);

@@ -88,6 +88,17 @@ int fsl_lru_open(struct fsl *p, uint64_t mib)
 	return 0;
 }
 
+void fsl_lru_close(struct fsl *p)
+{
+	struct fsl_lru *u = p->lru;
+	if (!u)
+		return;
+	free(u->seen);
+	free(u->slot_of);
+	free(u);
+	p->lru = NULL;
+}
+
 /* The layer's slot to fill: a free one, else the least recently used that
  * no evaluation in flight may read and whose own copy has landed; -1 when
  * every slot is busy (the expert is then read in place again next time). */
