@@ -275,8 +275,9 @@ Test(fault, daemon_kill9_engines_continue_and_reattach_to_the_kept_arena, .timeo
 		}
 		cr_assert_geq(att, 0, "round %u: the engines did not re-attach", i);
 		if (fault_timing_claims())
-			cr_expect_leq(total, 1000, "round %u: re-attached %ld ms after the restart (want <= 1000)",
-				      i, total);
+			cr_expect_leq(total, 1000,
+				      "round %u: re-attached %ld ms after the restart (want <= 1000)", i,
+				      total);
 		worst = total > worst ? total : worst;
 		s = fault_stats(d.h.sock);
 		cr_expect_eq(fault_num(s, "daemon", "arena_reused"), 1.0,
