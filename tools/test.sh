@@ -15,7 +15,8 @@
 #          matches the code, fails the stage); the sources are mutated in
 #          place and restored before the next stage
 #   asan   build-asan (-DFS_SANITIZE=address: ASan+UBSan), ctest without the
-#          labels "gpu" and "bench-smoke"
+#          labels "gpu" and "bench-smoke"; iso_test there (and in tsan)
+#          one 1 s round per attack (FS_ISO_ROUNDS, FS_ISO_SECONDS)
 #   tsan   build-tsan (-DFS_SANITIZE=thread): ctest -L ring there (the ring
 #          tests bring their own runner: Criterion cannot start under
 #          TSan); then the integration and fault tests of the normal build
@@ -311,8 +312,11 @@ do_asan()
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 	wrap=$(sanitizer_wrapper "$B-asan" -fsanitize=address,undefined -fno-omit-frame-pointer)
+	# iso_test's attacks, one 1 s round each: a sanitized run asserts no
+	# hit-rate share (too noisy), it looks for memory and UB errors on the
+	# attacks' paths, and the plain stage's 4 rounds took 200 s here.
 	# shellcheck disable=SC2086 # $wrap is a command prefix or empty
-	run_ctest asan "$B-asan" $wrap -- -LE '^(gpu|bench-smoke)$'
+	FS_ISO_ROUNDS=1 FS_ISO_SECONDS=1 run_ctest asan "$B-asan" $wrap -- -LE '^(gpu|bench-smoke)$'
 }
 
 do_tsan()
@@ -323,9 +327,12 @@ do_tsan()
 	wrap=$(sanitizer_wrapper "$B-tsan" -fsanitize=thread -fno-omit-frame-pointer)
 	# shellcheck disable=SC2086 # $wrap is a command prefix or empty
 	run_ctest tsan "$B-tsan" $wrap -- -L '^ring$'
-	# The daemon under TSan, driven by the normal build's tests.
+	# The daemon under TSan, driven by the normal build's tests (iso_test
+	# as in the asan stage: one 1 s round per attack, no share asserted
+	# with FS_TEST_DAEMON set).
 	# shellcheck disable=SC2086
-	FS_TEST_DAEMON="$ROOT/$B-tsan/daemon/foresightd" run_ctest tsan-daemon "$B" $wrap -- \
+	FS_ISO_ROUNDS=1 FS_ISO_SECONDS=1 FS_TEST_DAEMON="$ROOT/$B-tsan/daemon/foresightd" \
+		run_ctest tsan-daemon "$B" $wrap -- \
 		-L '^(integration|fault)$' -E '^(demo_test|gguf_e2e_test|fault_test)$'
 }
 

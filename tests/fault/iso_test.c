@@ -79,6 +79,7 @@ static unsigned secs(void)
 static long honest_uid = -1, attack_uid = -1, users_gid = -1;
 /* measure()'s rounds and warm-up when the test sets them (0: the defaults). */
 static unsigned iso_rounds, iso_warm_set, iso_warm;
+static unsigned iso_rounds_now(void);
 
 struct honest {
 	struct fault_engine r[2];
@@ -235,10 +236,7 @@ static int iso_att_status[MAX_ATT]; /* the last round's attackers' exit statuses
 static void measure(struct fdaemon *d, const char *what, const char *extra, int n_att, struct honest *solo,
 		    struct honest *with)
 {
-	unsigned s = secs(), rounds = (unsigned)fault_env("FS_ISO_ROUNDS", iso_long() ? 3 :
-									   iso_rounds ? iso_rounds :
-									   SAN        ? 2 :
-											4);
+	unsigned s = secs(), rounds = iso_rounds_now();
 	memset(solo, 0, sizeof(*solo));
 	memset(with, 0, sizeof(*with));
 	/* The attack runs a phase alone first: the bar is for an attack that
@@ -594,7 +592,7 @@ static void conns_attack(const char *what, const char *counter)
 	struct honest solo, with;
 	measure(&d, what, NULL, 1, &solo, &with);
 	expect_unhurt(what, &solo, &with);
-	long worst = ping_max(&d, what, iso_rounds);
+	long worst = ping_max(&d, what, iso_rounds_now()); /* FS_ISO_ROUNDS wins, as in measure() */
 	long bar = iso_bar_ms();
 	cJSON *st = fault_stats(d.h.sock);
 	double n = fault_num(st, "daemon", counter);
