@@ -9,7 +9,8 @@
 #   deps   tools/install-deps.sh (silent when everything is installed)
 #   build  cmake -S . -B build + build (normal RelWithDebInfo, -Werror)
 #   test   ctest --test-dir build: every test (the fuzzers only with --quick:
-#          otherwise they run in the asan stage); iso_test 2 rounds
+#          otherwise they run in the asan stage), one at a time, except
+#          iso_test (2 rounds), which runs beside them (with_beside)
 #   mutate tools/mutate.sh --no-baseline: breaks each guarded invariant in
 #          turn, rebuilds the guarding tests' targets in build/ and expects
 #          them to fail (a mutant that survives, or a pattern that no longer
@@ -17,7 +18,7 @@
 #          place and restored before the next stage
 #   asan   build-asan (-DFS_SANITIZE=address: ASan+UBSan), ctest without the
 #          labels "gpu" and "bench-smoke"; iso_test there
-#          one 1 s round per attack (FS_ISO_ROUNDS, FS_ISO_SECONDS)
+#          one 1 s round per attack (FS_ISO_ROUNDS, FS_ISO_SECONDS), beside
 #   tsan   build-tsan (-DFS_SANITIZE=thread): ctest -L ring there (the ring
 #          tests bring their own runner: Criterion cannot start under
 #          TSan); then the integration and fault tests of the normal build
@@ -272,7 +273,7 @@ run_ctest()
 		shift
 	done
 	shift
-	local junit="$ROOT/$dir/ctest-junit.xml"
+	local junit="$ROOT/$dir/ctest-junit-$stage.xml"
 	rm -f "$junit"
 	"${prefix[@]}" "${CTEST[@]}" --test-dir "$dir" --output-junit "$junit" "$@" || rc=$?
 	if command -v python3 >/dev/null; then
@@ -282,6 +283,33 @@ run_ctest()
 		echo "test.sh: no python3: the skipped tests are listed by ctest above ('did not run')"
 	fi
 	return "$rc"
+}
+
+# with_beside STAGE DIR TEST [PREFIX...] -- [CTEST ARGS...]: run_ctest of
+# everything but TEST, one test at a time, while TEST (a long test that
+# starts its own daemon in its own directory: iso_test) runs beside them in
+# a second ctest (stage STAGE-TEST; its output printed after).  CI's two
+# cores: iso_test's 216 s would otherwise be 216 s of the stage.  What it
+# asserts is measured alone and beside the attack in alternate rounds, so
+# the load of the other stream falls on both (a test must pass loaded).
+with_beside()
+{
+	local stage=$1 dir=$2 one=$3 rc=0 rc1=0 pid prefix=()
+	shift 3
+	while [[ $# -gt 0 && $1 != -- ]]; do
+		prefix+=("$1")
+		shift
+	done
+	shift
+	local log="$ROOT/$dir/ctest-$stage-$one.log"
+	run_ctest "$stage-$one" "$dir" "${prefix[@]}" -- -R "^$one\$" >"$log" 2>&1 &
+	pid=$!
+	run_ctest "$stage" "$dir" "${prefix[@]}" -- "$@" -E "^$one\$" || rc=$?
+	wait "$pid" || rc1=$?
+	echo "---- $one, run beside the tests above (ctest stage $stage-$one):"
+	cat "$log"
+	[[ $rc -eq 0 ]] || return "$rc"
+	return "$rc1"
 }
 
 # ---- stages --------------------------------------------------------------
@@ -305,7 +333,7 @@ do_test()
 	# that keep 96-100 %: docs/results/reliability.md).
 	local skip=()
 	[[ $quick -eq 1 ]] || skip=(-LE '^fuzz$')
-	FS_ISO_ROUNDS=2 run_ctest test "$B" -- "${skip[@]}"
+	FS_ISO_ROUNDS=2 with_beside test "$B" iso_test -- "${skip[@]}"
 }
 
 do_mutate()
@@ -324,7 +352,7 @@ do_asan()
 	# hit-rate share (too noisy), it looks for memory and UB errors on the
 	# attacks' paths, and the plain stage's 4 rounds took 200 s here.
 	# shellcheck disable=SC2086 # $wrap is a command prefix or empty
-	FS_ISO_ROUNDS=1 FS_ISO_SECONDS=1 run_ctest asan "$B-asan" $wrap -- -LE '^(gpu|bench-smoke)$'
+	FS_ISO_ROUNDS=1 FS_ISO_SECONDS=1 with_beside asan "$B-asan" iso_test $wrap -- -LE '^(gpu|bench-smoke)$'
 }
 
 do_tsan()

@@ -44,11 +44,12 @@ row() {
 	n=$(wc -l <"$got" 2>/dev/null || echo 0)
 	if [ -s "$got" ] && cmp -s "$ref" "$got"; then same="identical"; else st=FAIL; fi
 	if [ -f "$FSL_WORK/provider-stats.json" ] && [ "$rule" != none ]; then
-		read -r uses hits < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["uses"], d["hits"])' \
-			"$FSL_WORK/provider-stats.json")
+		read -r uses hits staged < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+print(d["uses"], d["hits"], d.get("staged", 0))' "$FSL_WORK/provider-stats.json")
 		case $rule in
 		zero) [ "$hits" = 0 ] || st=FAIL ;;
 		some) [ "$hits" -gt 0 ] || st=FAIL ;;
+		staged) [ "$hits" -gt 0 ] && [ "$staged" -gt 0 ] || st=FAIL ;; # the staging kernel ran
 		esac
 		rm -f "$FSL_WORK/provider-stats.json"
 	fi
@@ -92,6 +93,14 @@ GGML_CUDA_DISABLE_FUSION=1 drive c "$tiny" "$OUT/t-c26-nf.txt" "${args[@]}"
 row tiny "c: 26 %, fusion off (gate, up apart)" "$OUT/t-a-nf.txt" "$OUT/t-c26-nf.txt" some
 drive c "$tiny" "$OUT/t-c26-ub4.txt" "${args[@]}" --ubatch 4
 row tiny "c: 26 %, ubatch 4 (MMVQ, several tokens)" "$OUT/t-a-ub4.txt" "$OUT/t-c26-ub4.txt" some
+# misses staged into VRAM by the provider's copy kernel (FORESIGHT_LLAMA_STAGE)
+# instead of read in place: the products read other addresses, the same bytes
+FORESIGHT_LLAMA_STAGE=16 drive c "$tiny" "$OUT/t-c26-st.txt" "${args[@]}"
+row tiny "c: 26 %, misses staged (16 a layer), CUDA graphs on" "$OUT/t-a.txt" "$OUT/t-c26-st.txt" staged
+FORESIGHT_LLAMA_STAGE=16 GGML_CUDA_DISABLE_GRAPHS=1 drive c "$tiny" "$OUT/t-c26-st-ng.txt" "${args[@]}"
+row tiny "c: 26 %, misses staged, CUDA graphs off" "$OUT/t-a-ng.txt" "$OUT/t-c26-st-ng.txt" staged
+FORESIGHT_LLAMA_STAGE=2 drive c "$tiny" "$OUT/t-c26-st2.txt" "${args[@]}" --ubatch 4
+row tiny "c: 26 %, 2 staged a layer (the rest in place), ubatch 4" "$OUT/t-a-ub4.txt" "$OUT/t-c26-st2.txt" staged
 
 fsl_fsd_start "$tiny" "$(mib 1.10)"
 drive c "$tiny" "$OUT/t-c100.txt" "${args[@]}"
@@ -129,6 +138,8 @@ if [ "$FULL" = --full ]; then
 	fsl_fsd_start "$qwen" "$(fsl_pool_mib "$qwen" 36)"
 	drive c "$qwen" "$OUT/q-c26.txt" "${fargs[@]}"
 	row qwen-replay "c: 26 % (the experts of 12 of 48 layers)" "$OUT/q-a.txt" "$OUT/q-c26.txt" some
+	FORESIGHT_LLAMA_STAGE=16 drive c "$qwen" "$OUT/q-c26-st.txt" "${fargs[@]}"
+	row qwen-replay "c: 26 %, misses staged (16 a layer)" "$OUT/q-a.txt" "$OUT/q-c26-st.txt" staged
 	fsl_fsd_stop
 fi
 

@@ -18,6 +18,10 @@
 #         same bytes (FORESIGHT_LLAMA_CACHE=lru), misses read in place as c
 #   d     two llama.cpp processes at once on one foresightd (c's pool): each
 #         one's decode rate, and the host memory of the experts
+#   cs    c, with the provider staging up to LB_STAGE_N (16) missed experts a
+#         layer into VRAM with a wide copy kernel before the layer's products
+#         (FORESIGHT_LLAMA_STAGE), instead of the products reading them in place
+#   lrus  lru, staged the same way
 # Each run is one fs-llama-driver process: decode (tg) from an empty context
 # (--pp 0: the trace's decode tokens in order, cold), then prefill (pp) in a
 # second process.  Repetitions are interleaved: every repetition runs every
@@ -29,7 +33,8 @@
 # non-zero when a promised row is missing or failed.
 #
 # Environment: LB_STAGE (the provider's FORESIGHT_LLAMA_STAGE for c and
-# lru: 0, misses read in place), LB_WORKLOADS (qwen,gemma,calib), LB_BUDGETS (0.26,0.52),
+# lru: 0, misses read in place), LB_STAGE_N (the same for cs and lrus: 16),
+# LB_WORKLOADS (qwen,gemma,calib), LB_BUDGETS (0.26,0.52),
 # LB_MODES (a,b,c), LB_REPS (5), LB_TG (128), LB_PP (512), LB_BUDGET_S (stop
 # starting runs after this many seconds: 540), FSL_TRACES (the route traces;
 # default .traces in the repository, carried), FSL_MODELS (/tmp/fsl-models).
@@ -107,11 +112,12 @@ one() {
 	# each repetition decodes other tokens of the calibrated model (its sessions)
 	[ "$w" = calib ] && args+=(--first-token $((rep * 1000)))
 	rm -f "$j.jsonl" "$j.stats.json"
-	local dmode=$mode t0 rc pid st=ok
-	case $mode in b) dmode="b:$ncpu" ;; lru) dmode=c ;; d) dmode=c ;; esac
-	t0=$(date +%s.%N)
+	local dmode=$mode t0 rc pid st=ok base=$mode
 	export FORESIGHT_LLAMA_STAGE=${LB_STAGE:-0}
-	if [ "$mode" = lru ]; then
+	case $mode in cs | lrus) base=${mode%s} FORESIGHT_LLAMA_STAGE=${LB_STAGE_N:-16} ;; esac
+	case $base in b) dmode="b:$ncpu" ;; c | lru | d) dmode=c ;; esac
+	t0=$(date +%s.%N)
+	if [ "$base" = lru ]; then
 		FSL_STATS="$j.stats.json" FORESIGHT_LLAMA_CACHE="lru:$mib" fsl_drive "$dmode" "$model" "${args[@]}" >"$j.log" 2>&1 &
 	else
 		FSL_STATS="$j.stats.json" fsl_drive "$dmode" "$model" "${args[@]}" >"$j.log" 2>&1 &
@@ -135,7 +141,7 @@ for l in open(sys.argv[1]):
 	[ -f "$j.stats.json" ] && pstats=$(python3 -c 'import json,sys
 d = json.load(open(sys.argv[1])); print(",".join(str(d[k]) for k in ("uses","hits","miss_bytes","token_uses","token_hits")))' "$j.stats.json")
 	local copies=0
-	if [ "$mode" = c ] || [ "$mode" = d ]; then
+	if [ "$base" = c ] || [ "$base" = d ]; then
 		copies=$("$FSCTL" --socket "$FSL_SOCK" stats --json 2>/dev/null | python3 -c 'import json,sys
 d = json.load(sys.stdin); print(sum(c.get("copied_bytes", 0) for c in d.get("cards", [])))' 2>/dev/null || echo 0)
 	fi
@@ -161,7 +167,7 @@ for w in ${WORKLOADS//,/ }; do
 			for r in $(seq 1 "$REPS"); do
 				case $m in
 				d) for p in 1 2; do echo "$w,$b,$m,$r,tg,$p" >>"$PROMISED"; done ;;
-				lru) echo "$w,$b,$m,$r,tg,0" >>"$PROMISED" ;; # compared on decode
+				lru | lrus) echo "$w,$b,$m,$r,tg,0" >>"$PROMISED" ;; # compared on decode
 				*) for ph in tg pp; do echo "$w,$b,$m,$r,$ph,0" >>"$PROMISED"; done ;;
 				esac
 			done
@@ -170,7 +176,7 @@ for w in ${WORKLOADS//,/ }; do
 			n=${#modes[@]}
 			for k in $(seq 0 $((n - 1))); do
 				m=${modes[$(((k + r) % n))]}
-				if ran "$w" "$b" "$m" "$r" 0 tg && { [ "$m" = lru ] || ran "$w" "$b" "$m" "$r" 0 pp; }; then
+				if ran "$w" "$b" "$m" "$r" 0 tg && { [ "${m%s}" = lru ] || ran "$w" "$b" "$m" "$r" 0 pp; }; then
 					continue # an earlier call ran them
 				fi
 				if [ "$m" = d ] && ran "$w" "$b" d "$r" 1 tg && ran "$w" "$b" d "$r" 2 tg; then
@@ -181,8 +187,8 @@ for w in ${WORKLOADS//,/ }; do
 					continue
 				fi
 				case $m in
-				c | d) fsl_fsd_start "$model" "$mib" ;;
-				lru) fsl_fsd_start "$model" 0 --slots 1 ;; # the arena only: the LRU has its own VRAM
+				c | cs | d) fsl_fsd_start "$model" "$mib" ;;
+				lru | lrus) fsl_fsd_start "$model" 0 --slots 1 ;; # the arena only: the LRU has its own VRAM
 				*) fsl_fsd_stop ;;
 				esac
 				if [ "$m" = d ]; then # two engines at once on the one daemon
@@ -192,7 +198,7 @@ for w in ${WORKLOADS//,/ }; do
 					continue
 				fi
 				one "$w" "$b" "$m" "$r" tg "$model" "$ncpu" "$mib"
-				[ "$m" = lru ] || one "$w" "$b" "$m" "$r" pp "$model" "$ncpu" "$mib"
+				[ "${m%s}" = lru ] || one "$w" "$b" "$m" "$r" pp "$model" "$ncpu" "$mib"
 			done
 		done
 	done

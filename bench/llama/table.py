@@ -83,7 +83,7 @@ def main():
         budgets = sorted({p[1] for p in promised if p[0] == w})
         a_budget = next((p[1] for p in promised if p[0] == w and p[2] == "a"), None)
         for b in budgets:
-            modes = [m for m in ("a", "b", "c", "lru", "d") if any(p[:3] == (w, b, m) for p in promised)]
+            modes = [m for m in ("a", "b", "c", "cs", "lru", "lrus", "d") if any(p[:3] == (w, b, m) for p in promised)]
             for m in modes:
                 tg, pp = tps(w, b, m, "tg"), tps(w, b, m, "pp")
                 tgruns = by.get((w, b, m, "tg"), [])
@@ -94,31 +94,32 @@ def main():
                 vb = ratio(w, b, m, b, "b", "tg") if m not in ("a", "b", "d") else []
                 va = ratio(w, b, m, a_budget, "a", "tg") if m not in ("a", "d") and a_budget else []
                 pb = ratio(w, b, m, b, "b", "pp") if m not in ("a", "b", "d") else []
-                same, n = same_as_a(w, b, m, a_budget) if m in ("c", "lru", "d") and a_budget else (0, 0)
+                same, n = same_as_a(w, b, m, a_budget) if m in SERVED and a_budget else (0, 0)
                 if n:
                     goal(f"llama-{w}-{b}-{m}-logits", f"{w} {b}: {m}'s logits byte-identical to a's", "pass",
                          f"{same} of {n} runs", "identical" if same == n else None, same == n)
                 hus = [float(r["begin_us"]) for r in tgruns if r.get("begin_us") not in (None, "", "0")]
                 out.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
                     w, b, m, rng(tg), rng(pp), rng(vb, "{:.2f}"), rng(va, "{:.2f}"), rng(pb, "{:.2f}"),
-                    rng(hit) if hit else "-", rng(rd, "{:.1f}") if m in ("c", "lru", "d") else "-",
-                    rng(cp, "{:.1f}") if m in ("c", "d") else "-", "{:.0f}".format(med(vram)) if vram else "-",
+                    rng(hit) if hit else "-", rng(rd, "{:.1f}") if m in SERVED else "-",
+                    rng(cp, "{:.1f}") if m in ("c", "cs", "d") else "-", "{:.0f}".format(med(vram)) if vram else "-",
                     "{:.0f}".format(med(hus)) if hus else "-", f"{same}/{n}" if n else "-"))
                 real = w in ("qwen", "gemma")
-                if m == "c" and vb:
+                if m in ("c", "cs") and vb:
                     want = 2.0 if float(b) < 0.4 else 1.5
                     if real:
-                        goal(f"llama-{w}-{b}-decode", f"{w} {b}: c decode >= {want}x b", f">= {want} x",
+                        goal(f"llama-{w}-{b}-{m}-decode", f"{w} {b}: {m} decode >= {want}x b", f">= {want} x",
                              f"{med(vb):.2f}x", f"{med(vb):.2f} x", med(vb) >= want)
-                    goal(f"llama-{w}-{b}-decode-min", f"{w} {b}: c decode never below b", ">= 1 x",
+                    goal(f"llama-{w}-{b}-{m}-decode-min", f"{w} {b}: {m} decode never below b", ">= 1 x",
                          f"min {min(vb):.2f}x", f"{min(vb):.2f} x", min(vb) >= 1.0)
-                if m == "c" and pb:
-                    goal(f"llama-{w}-{b}-prefill-min", f"{w} {b}: c prefill never below b", ">= 1 x",
+                if m in ("c", "cs") and pb:
+                    goal(f"llama-{w}-{b}-{m}-prefill-min", f"{w} {b}: {m} prefill never below b", ">= 1 x",
                          f"min {min(pb):.2f}x", f"{min(pb):.2f} x", min(pb) >= 1.0)
-                if m == "c":
-                    lr = ratio(w, b, "c", b, "lru", "tg")
+                if m in ("c", "cs"):
+                    peer = "lru" if m == "c" else "lrus"  # the LRU read the same way
+                    lr = ratio(w, b, m, b, peer, "tg")
                     if lr:
-                        goal(f"llama-{w}-{b}-vs-lru", f"{w} {b}: c beats the in-process LRU", ">= 1 x",
+                        goal(f"llama-{w}-{b}-{m}-vs-lru", f"{w} {b}: {m} beats the in-process {peer}", ">= 1 x",
                              f"{med(lr):.2f}x", f"{med(lr):.2f} x", med(lr) > 1.0)
                 if m == "d":
                     solo = med(tps(w, b, "c", "tg"))
@@ -161,6 +162,7 @@ def main():
 
 TG = 128
 ROWS = None
+SERVED = ("c", "cs", "lru", "lrus", "d")  # modes whose experts the provider serves
 if __name__ == "__main__":
     import os
     TG = int(os.environ.get("LB_TG", "128"))
