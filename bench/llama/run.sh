@@ -142,8 +142,11 @@ for l in open(sys.argv[1]):
 d = json.load(open(sys.argv[1])); print(",".join(str(d[k]) for k in ("uses","hits","miss_bytes","token_uses","token_hits")))' "$j.stats.json")
 	local copies=0
 	if [ "$base" = c ] || [ "$base" = d ]; then
-		copies=$("$FSCTL" --socket "$FSL_SOCK" stats --json 2>/dev/null | python3 -c 'import json,sys
-d = json.load(sys.stdin); print(sum(c.get("copied_bytes", 0) for c in d.get("cards", [])))' 2>/dev/null || echo 0)
+		# the daemon's whole telemetry after the run (its copies, refusals, tiers), kept beside the CSV
+		local sj="$FSL_WORK/fsd-stats-$w-$b-$mode-$rep-$proc-$phase.json"
+		"$FSCTL" --socket "$FSL_SOCK" stats --json >"$sj" 2>/dev/null
+		copies=$(python3 -c 'import json,sys
+d = json.load(open(sys.argv[1])); print(sum(c.get("copied_bytes", 0) for c in d.get("cards", [])))' "$sj" 2>/dev/null || echo 0)
 	fi
 	local fnv=- bus=0
 	[ -s "$lg" ] && fnv=$(sha256sum "$lg" | cut -c1-16)
