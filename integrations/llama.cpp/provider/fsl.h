@@ -65,6 +65,14 @@ struct fsl_route {
  * small batches; a prefill's products read misses in place). */
 #define FSL_STAGE_MAX_IDS 256
 
+/* FORESIGHT_LLAMA_STAGE's default: up to 16 misses a layer staged (a
+ * decode token's top-k misses on the models measured, 6-8).  On 1 x H100
+ * (docs/results/llama.md, c against cs, 2-3 repetitions) it took decode
+ * from 60.7 to 69.0 t/s on qwen at 26 % and 80.9 to 94.4 on gemma at 52 %,
+ * logits byte-identical; prefill (never staged: over FSL_STAGE_MAX_IDS)
+ * moved by -2..-12 %. */
+#define FSL_STAGE_DEFAULT 16
+
 /* What the route kernel leaves for the host per layer, in host-mapped
  * memory: the experts the layer's tokens used, under the window they ran
  * in (written last, after a system fence: a host that sees the window sees

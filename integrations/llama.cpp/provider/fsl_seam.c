@@ -14,9 +14,10 @@
  *   FORESIGHT_LLAMA_STATS     at exit, write the provider's counters there (JSON)
  *   FORESIGHT_LLAMA_QUIET     1: say nothing unless something fails
  *   FORESIGHT_LLAMA_STAGE     N: copy up to N missed experts per layer to VRAM before the layer's
- *                             products (e.g. 16), instead of the products reading every miss in
- *                             place over the bus; default 0 (off) until it has run on a GPU:
- *                             docs/results/llama.md
+ *                             products, instead of the products reading them in place over the
+ *                             bus; 0: every miss read in place.  Default FSL_STAGE_DEFAULT (16):
+ *                             decode +0.5..+17 % on an H100, prefill -2..-12 %
+ *                             (docs/results/llama.md, modes c and cs)
  *   FORESIGHT_LLAMA_CACHE     lru:MIB: instead of foresightd's tier, an in-process per-layer
  *                             LRU of MIB of VRAM (a baseline for the benchmark; foresightd
  *                             still serves the arena that misses are read from)
@@ -84,7 +85,7 @@ static struct fsl *provider(int device)
 			 strcmp(check, "off") == 0                         ? 0 :
 									     -1,
 		.log = !env_int("FORESIGHT_LLAMA_QUIET", 0),
-		.stage = (uint32_t)env_int("FORESIGHT_LLAMA_STAGE", 0),
+		.stage = (uint32_t)env_int("FORESIGHT_LLAMA_STAGE", FSL_STAGE_DEFAULT),
 	};
 	const char *cache = getenv("FORESIGHT_LLAMA_CACHE");
 	if (cache && *cache) {
