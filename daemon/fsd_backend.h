@@ -42,6 +42,12 @@ struct fsd_backend {
 	 * card's PCI bus id.  0 or -errno. */
 	int (*card_handle)(struct fsd *d, uint32_t card, char *ipc_hex, size_t ipc_len, char *pci,
 			   size_t pci_len);
+	/* The arena is whole (loaded or kept): the loop thread calls it once,
+	 * after start and before the engines are told (layer ready words,
+	 * READY=1), so work that needs every byte in (the CUDA backend pins
+	 * the arena) is not done by the hot thread at its first copy.  May be
+	 * NULL. */
+	void (*arena_whole)(struct fsd *d);
 	/* 1: its cards' links are stand-ins paced at cfg.bus_gbps (the stats show it). */
 	int emulated_bus;
 };

@@ -96,8 +96,11 @@ struct cuda_priv {
 	struct cuda_card cards[FS_MAX_CARDS];
 	pfn_write_value32 write_value32;
 	int use_memops;
-	int daemon_registered, arena_registered;
-	int arena_pageable; /* pinning the whole arena failed: copies stay pageable */
+	int daemon_registered;
+	/* Written by the loop thread (cuda_arena_whole) or at start, read by
+	 * the hot thread: the arena pinned, or pinning it failed (copies stay
+	 * pageable).  Both are stored before d->loading clears. */
+	int arena_registered, arena_pageable;
 	double budget_gbps; /* bus budget: --bus-gbps; 0 = none (the link's own speed) */
 };
 
@@ -188,8 +191,8 @@ static int cuda_start(struct fsd *d)
 
 	/* The arena: pinned, readable by every card's copy engine.  While it
 	 * still loads (served layer by layer) it is pinned at the first copy
-	 * after the load (pin_arena): pinning faults in every page on one
-	 * thread, which the loader's threads do in parallel. */
+	 * when the load is done (cuda_arena_whole): pinning faults in every
+	 * page on one thread, which the loader's threads do in parallel. */
 	if (!__atomic_load_n(&d->loading, __ATOMIC_ACQUIRE)) {
 		if (cerr(cudaHostRegister(d->arena_shm.base, d->arena_shm.bytes, cudaHostRegisterPortable),
 			 "cudaHostRegister(arena)"))
@@ -343,8 +346,8 @@ static void cuda_card_down(void *ctx, uint32_t card)
 	cp->cards[card].ninflight = 0;
 }
 
-/* Hot thread: the arena, whole now, pinned (a copy from pageable memory is
- * right but staged through the driver's buffers, so slower). */
+/* The arena, whole now, pinned (a copy from pageable memory is right but
+ * staged through the driver's buffers, so slower). */
 static void pin_arena(struct fsd *d, struct cuda_priv *cp)
 {
 	uint64_t t0 = fs_now_ns();
@@ -352,11 +355,26 @@ static void pin_arena(struct fsd *d, struct cuda_priv *cp)
 	if (e != cudaSuccess) {
 		fsd_log(FSD_WARN, "cuda: cudaHostRegister(arena) after the load: %s; copies stay pageable",
 			cudaGetErrorString(e));
-		cp->arena_pageable = 1;
+		fs_store_release(&cp->arena_pageable, 1);
 		return;
 	}
-	cp->arena_registered = 1;
+	fs_store_release(&cp->arena_registered, 1);
 	fsd_log(FSD_INFO, "cuda: the loaded arena pinned in %.2f s", (double)(fs_now_ns() - t0) / 1e9);
+}
+
+/* Loop thread, the load done (fsd_backend.h's arena_whole): pin here, not
+ * in the hot thread at its first copy.  That took 0.83 s for a 17.5 GB
+ * arena on an H100 host, during which the hot thread took no record: a
+ * llama.cpp run started with the daemon decoded about 60 tokens with no
+ * copy at all and then met a backlog of stale records (hit rate 68 %
+ * against 92 % for the same routing on the host backend,
+ * docs/results/llama.md).  The hot thread's copies meanwhile read the
+ * arena pageable, as they do while it loads. */
+static void cuda_arena_whole(struct fsd *d)
+{
+	struct cuda_priv *cp = d->backend_priv;
+	if (cp && !fs_load_acquire(&cp->arena_registered) && !fs_load_acquire(&cp->arena_pageable))
+		pin_arena(d, cp);
 }
 
 static void cuda_submit(void *ctx, const struct fse_copy *cpy)
@@ -365,7 +383,10 @@ static void cuda_submit(void *ctx, const struct fse_copy *cpy)
 	struct fsd *d = cp->d;
 	struct cuda_card *c = &cp->cards[cpy->card];
 	fsd_stamp_submit(cpy->card, cpy->slot, fs_now_ns()); /* bench builds only */
-	if (!cp->arena_registered && !cp->arena_pageable && !__atomic_load_n(&d->loading, __ATOMIC_ACQUIRE))
+	/* Pinned by cuda_arena_whole before `loading` cleared; this is only a
+	 * fallback for a start that skipped it. */
+	if (!__atomic_load_n(&d->loading, __ATOMIC_ACQUIRE) && !fs_load_acquire(&cp->arena_registered) &&
+	    !fs_load_acquire(&cp->arena_pageable))
 		pin_arena(d, cp);
 	/* The length and the source are the engine's (fse_pass.c: the core's
 	 * size, bounded by the slot); it submits nothing to a card that is
@@ -542,6 +563,7 @@ const struct fsd_backend fsd_backend_cuda = {
 	.ops = {.bind = cuda_bind, .submit = cuda_submit, .poll = cuda_poll, .card_down = cuda_card_down},
 	.stop = cuda_stop,
 	.card_handle = cuda_card_handle,
+	.arena_whole = cuda_arena_whole,
 };
 
 #else /* no CUDA toolkit at build time: known, not built */

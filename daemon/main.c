@@ -114,7 +114,9 @@ static int serve(struct fsd *d)
  * ping answers, every attach is open and systemd hears READY=1. */
 static void whole(struct fsd *d)
 {
-	fsd_arena_keep_store(d); /* systemd's fd store keeps it across a restart */
+	if (d->backend->arena_whole)
+		d->backend->arena_whole(d); /* before `loading` clears: see fsd_backend.h */
+	fsd_arena_keep_store(d);            /* systemd's fd store keeps it across a restart */
 	for (uint32_t l = 0; l < d->cfg.layers; l++)
 		fs_store_release(&d->layer_ready[l], FS_LAYER_READY);
 	fs_store_relaxed(&d->counters_daemon[FS_C_arena_layers_loaded], (uint64_t)d->cfg.layers);
