@@ -294,17 +294,12 @@ run_ctest()
 # the load of the other stream falls on both (a test must pass loaded).
 with_beside()
 {
-	local stage=$1 dir=$2 one=$3 rc=0 rc1=0 pid prefix=()
-	shift 3
-	while [[ $# -gt 0 && $1 != -- ]]; do
-		prefix+=("$1")
-		shift
-	done
-	shift
+	local stage=$1 dir=$2 one=$3 rc=0 rc1=0 pid
+	shift 3 # the rest: run_ctest's PREFIX... -- CTEST ARGS..., to which -R / -E are added
 	local log="$ROOT/$dir/ctest-$stage-$one.log"
-	run_ctest "$stage-$one" "$dir" "${prefix[@]}" -- -R "^$one\$" >"$log" 2>&1 &
+	run_ctest "$stage-$one" "$dir" "$@" -R "^$one\$" >"$log" 2>&1 &
 	pid=$!
-	run_ctest "$stage" "$dir" "${prefix[@]}" -- "$@" -E "^$one\$" || rc=$?
+	run_ctest "$stage" "$dir" "$@" -E "^$one\$" || rc=$?
 	wait "$pid" || rc1=$?
 	echo "---- $one, run beside the tests above (ctest stage $stage-$one):"
 	cat "$log"
