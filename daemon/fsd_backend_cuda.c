@@ -365,7 +365,7 @@ static void pin_arena(struct fsd *d, struct cuda_priv *cp)
 /* Loop thread, the load done (fsd_backend.h's arena_whole): pin here, not
  * in the hot thread at its first copy.  That took 0.83 s for a 17.5 GB
  * arena on an H100 host, during which the hot thread took no record: a
- * llama.cpp run started with the daemon decoded about 60 tokens with no
+ * llama.cpp run started with the daemon decoded its first 40-60 tokens with no
  * copy at all and then met a backlog of stale records (hit rate 68 %
  * against 92 % for the same routing on the host backend,
  * docs/results/llama.md).  The hot thread's copies meanwhile read the
