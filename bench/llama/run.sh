@@ -74,11 +74,23 @@ PROMISED="$OUT/llama-promised.txt"
 : >"$PROMISED"
 ran() { grep -q "^$1,$2,$3,$4,$5,$6,[^,]*,ok," "$CSV"; } # w b mode rep proc phase: ran and ok
 
-# VRAM per process: nvidia-smi every 200 ms, in the background.
-nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits -lms 200 >"$FSL_WORK/smi.csv" 2>/dev/null &
+# VRAM: the card's memory in use (nvidia-smi --query-gpu, every 200 ms in
+# the background, with the time), less what was in use before any run.  A
+# run's figure is the peak over its time: the llama.cpp process and, for
+# the served modes, foresightd's pool (the VRAM that configuration costs;
+# d: both processes).  Per-process figures are not used: in the GPU
+# machine's container nvidia-smi's per-process query lists nothing.
+smi_used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 2>/dev/null | head -1; }
+VRAM0=$(smi_used)
+[[ $VRAM0 =~ ^[0-9]+$ ]] || fsl_die "nvidia-smi --query-gpu=memory.used gave '$VRAM0'"
+(while :; do
+	echo "$(date +%s.%N) $(smi_used)"
+	sleep 0.2
+done) >"$FSL_WORK/smi.log" 2>/dev/null &
 SMI=$!
-peak_vram() { # peak MiB nvidia-smi saw for pid $1
-	awk -F', *' -v p="$1" '$1 == p && $2 > m { m = $2 } END { print m + 0 }' "$FSL_WORK/smi.csv"
+peak_vram() { # peak MiB in use between times $1 and $2 (date +%s.%N), less VRAM0
+	awk -v a="$1" -v b="$2" -v z="$VRAM0" '$1 >= a && $1 <= b && $2 - z > m { m = $2 - z } END { print m + 0 }' \
+		"$FSL_WORK/smi.log"
 }
 
 model_of() { # the workload's model file, written when absent
@@ -153,7 +165,7 @@ d = json.load(open(sys.argv[1])); print(sum(c.get("copied_bytes", 0) for c in d.
 	# the provider's host time per evaluation (epoch, tables, upload call)
 	[ -f "$j.stats.json" ] && bus=$(python3 -c 'import json,sys
 d = json.load(open(sys.argv[1])); print(round(d["begin_ns"] / max(1, d["windows"]) / 1000, 1))' "$j.stats.json")
-	echo "$w,$b,$mode,$rep,$proc,$phase,$tps,$st,$pstats,$copies,$(peak_vram "$pid"),$wall,$ncpu,$mib,$fnv,$bus" >>"$CSV"
+	echo "$w,$b,$mode,$rep,$proc,$phase,$tps,$st,$pstats,$copies,$(peak_vram "$t0" "$(date +%s.%N)"),$wall,$ncpu,$mib,$fnv,$bus" >>"$CSV"
 	printf 'run.sh: %-5s %-4s %-3s rep %s %s: %s t/s (%s s) %s\n' "$w" "$b" "$mode" "$rep" "$phase" "$tps" "$wall" "$st" >&2
 }
 
