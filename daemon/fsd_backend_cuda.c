@@ -97,9 +97,8 @@ struct cuda_priv {
 	pfn_write_value32 write_value32;
 	int use_memops;
 	int daemon_registered;
-	/* Written by the loop thread (cuda_arena_whole) or at start, read by
-	 * the hot thread: the arena pinned, or pinning it failed (copies stay
-	 * pageable).  Both are stored before d->loading clears. */
+	/* The arena pinned, or pinning it failed (copies stay pageable): set
+	 * at start or by cuda_arena_whole, both on the loop thread. */
 	int arena_registered, arena_pageable;
 	double budget_gbps; /* bus budget: --bus-gbps; 0 = none (the link's own speed) */
 };
@@ -355,10 +354,10 @@ static void pin_arena(struct fsd *d, struct cuda_priv *cp)
 	if (e != cudaSuccess) {
 		fsd_log(FSD_WARN, "cuda: cudaHostRegister(arena) after the load: %s; copies stay pageable",
 			cudaGetErrorString(e));
-		fs_store_release(&cp->arena_pageable, 1);
+		cp->arena_pageable = 1;
 		return;
 	}
-	fs_store_release(&cp->arena_registered, 1);
+	cp->arena_registered = 1;
 	fsd_log(FSD_INFO, "cuda: the loaded arena pinned in %.2f s", (double)(fs_now_ns() - t0) / 1e9);
 }
 
@@ -373,7 +372,7 @@ static void pin_arena(struct fsd *d, struct cuda_priv *cp)
 static void cuda_arena_whole(struct fsd *d)
 {
 	struct cuda_priv *cp = d->backend_priv;
-	if (cp && !fs_load_acquire(&cp->arena_registered) && !fs_load_acquire(&cp->arena_pageable))
+	if (cp && !cp->arena_registered && !cp->arena_pageable)
 		pin_arena(d, cp);
 }
 
@@ -383,11 +382,8 @@ static void cuda_submit(void *ctx, const struct fse_copy *cpy)
 	struct fsd *d = cp->d;
 	struct cuda_card *c = &cp->cards[cpy->card];
 	fsd_stamp_submit(cpy->card, cpy->slot, fs_now_ns()); /* bench builds only */
-	/* Pinned by cuda_arena_whole before `loading` cleared; this is only a
-	 * fallback for a start that skipped it. */
-	if (!__atomic_load_n(&d->loading, __ATOMIC_ACQUIRE) && !fs_load_acquire(&cp->arena_registered) &&
-	    !fs_load_acquire(&cp->arena_pageable))
-		pin_arena(d, cp);
+	/* The arena is pinned at start or when its load is done
+	 * (cuda_arena_whole), never here: until then copies read it pageable. */
 	/* The length and the source are the engine's (fse_pass.c: the core's
 	 * size, bounded by the slot); it submits nothing to a card that is
 	 * down. */
