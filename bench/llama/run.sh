@@ -73,6 +73,7 @@ CSV="$FSL_WORK/llama-runs.csv"
 PROMISED="$OUT/llama-promised.txt"
 : >"$PROMISED"
 ran() { grep -q "^$1,$2,$3,$4,$5,$6,[^,]*,ok," "$CSV"; } # w b mode rep proc phase: ran and ok
+base_of() { case $1 in cs | lrus) echo "${1%s}" ;; *) echo "$1" ;; esac; } # a staged mode's unstaged one
 
 # VRAM: the card's memory in use (nvidia-smi --query-gpu, every 200 ms in
 # the background, with the time), less what was in use before any run.  A
@@ -124,9 +125,10 @@ one() {
 	# each repetition decodes other tokens of the calibrated model (its sessions)
 	[ "$w" = calib ] && args+=(--first-token $((rep * 1000)))
 	rm -f "$j.jsonl" "$j.stats.json"
-	local dmode=$mode t0 rc pid st=ok base=$mode
+	local dmode=$mode t0 rc pid st=ok base
+	base=$(base_of "$mode")
 	export FORESIGHT_LLAMA_STAGE=${LB_STAGE:-0}
-	case $mode in cs | lrus) base=${mode%s} FORESIGHT_LLAMA_STAGE=${LB_STAGE_N:-16} ;; esac
+	[ "$base" = "$mode" ] || FORESIGHT_LLAMA_STAGE=${LB_STAGE_N:-16}
 	case $base in b) dmode="b:$ncpu" ;; c | lru | d) dmode=c ;; esac
 	t0=$(date +%s.%N)
 	if [ "$base" = lru ]; then
@@ -182,7 +184,7 @@ for w in ${WORKLOADS//,/ }; do
 			for r in $(seq 1 "$REPS"); do
 				case $m in
 				d) for p in 1 2; do echo "$w,$b,$m,$r,tg,$p" >>"$PROMISED"; done ;;
-				lru | lrus) echo "$w,$b,$m,$r,tg,0" >>"$PROMISED" ;; # compared on decode
+				lru | lrus) echo "$w,$b,$m,$r,tg,0" >>"$PROMISED" ;; # compared on decode (base_of: lru)
 				*) for ph in tg pp; do echo "$w,$b,$m,$r,$ph,0" >>"$PROMISED"; done ;;
 				esac
 			done
@@ -191,7 +193,7 @@ for w in ${WORKLOADS//,/ }; do
 			n=${#modes[@]}
 			for k in $(seq 0 $((n - 1))); do
 				m=${modes[$(((k + r) % n))]}
-				if ran "$w" "$b" "$m" "$r" 0 tg && { [ "${m%s}" = lru ] || ran "$w" "$b" "$m" "$r" 0 pp; }; then
+				if ran "$w" "$b" "$m" "$r" 0 tg && { [ "$(base_of "$m")" = lru ] || ran "$w" "$b" "$m" "$r" 0 pp; }; then
 					continue # an earlier call ran them
 				fi
 				if [ "$m" = d ] && ran "$w" "$b" d "$r" 1 tg && ran "$w" "$b" d "$r" 2 tg; then
@@ -201,9 +203,9 @@ for w in ${WORKLOADS//,/ }; do
 					echo "run.sh: out of time (LB_BUDGET_S=$BUDGET_S): $w $b $m rep $r not run" >&2
 					continue
 				fi
-				case $m in
-				c | cs | d) fsl_fsd_start "$model" "$mib" ;;
-				lru | lrus) fsl_fsd_start "$model" 0 --slots 1 ;; # the arena only: the LRU has its own VRAM
+				case $(base_of "$m") in
+				c | d) fsl_fsd_start "$model" "$mib" ;;
+				lru) fsl_fsd_start "$model" 0 --slots 1 ;; # the arena only: the LRU has its own VRAM
 				*) fsl_fsd_stop ;;
 				esac
 				if [ "$m" = d ]; then # two engines at once on the one daemon
@@ -213,7 +215,7 @@ for w in ${WORKLOADS//,/ }; do
 					continue
 				fi
 				one "$w" "$b" "$m" "$r" tg "$model" "$ncpu" "$mib"
-				[ "${m%s}" = lru ] || one "$w" "$b" "$m" "$r" pp "$model" "$ncpu" "$mib"
+				[ "$(base_of "$m")" = lru ] || one "$w" "$b" "$m" "$r" pp "$model" "$ncpu" "$mib"
 			done
 		done
 	done
