@@ -37,17 +37,22 @@
 # LB_WORKLOADS (qwen,gemma,calib), LB_BUDGETS (0.26,0.52),
 # LB_MODES (a,b,c), LB_REPS (5), LB_TG (128), LB_PP (512), LB_BUDGET_S (stop
 # starting runs after this many seconds: 540), FSL_TRACES (the route traces;
-# default .traces in the repository, carried), FSL_MODELS (/tmp/fsl-models).
+# default .traces in the repository, carried), FSL_MODELS (/tmp/fsl-models),
+# LB_PREBUILT=1 (FSL_OUT's builds used as they are: neither
+# tools/device-setup.sh nor setup.sh runs; bench/llama/run_test.sh runs this
+# script so, on stand-ins, where there is no GPU).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 2
 OUT=${1:?usage: run.sh OUTDIR}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-# shellcheck source=tools/device-setup.sh
-source tools/device-setup.sh /tmp/fsdeps >/dev/null || exit 1
-# llama.cpp, the driver and foresight: built once (stamped), or unpacked
-bash bench/llama/setup.sh >"$OUT/setup.log" 2>&1 || { tail -20 "$OUT/setup.log"; exit 1; }
+if [ "${LB_PREBUILT:-0}" != 1 ]; then
+	# shellcheck source=tools/device-setup.sh
+	source tools/device-setup.sh /tmp/fsdeps >/dev/null || exit 1
+	# llama.cpp, the driver and foresight: built once (stamped), or unpacked
+	bash bench/llama/setup.sh >"$OUT/setup.log" 2>&1 || { tail -20 "$OUT/setup.log"; exit 1; }
+fi
 # shellcheck source=bench/llama/lib.sh
 source bench/llama/lib.sh
 trap 'fsl_fsd_stop; [ -n "${SMI:-}" ] && kill "$SMI" 2>/dev/null' EXIT
@@ -210,8 +215,12 @@ for w in ${WORKLOADS//,/ }; do
 				esac
 				if [ "$m" = d ]; then # two engines at once on the one daemon
 					one "$w" "$b" d "$r" tg "$model" "$ncpu" "$mib" 1 &
+					d1=$!
 					one "$w" "$b" d "$r" tg "$model" "$ncpu" "$mib" 2
-					wait
+					# that one, not a bare wait: the VRAM sampler runs in
+					# the background until the end (a bare wait hung here
+					# until the device call's limit, 2026-12-06)
+					wait "$d1"
 					continue
 				fi
 				one "$w" "$b" "$m" "$r" tg "$model" "$ncpu" "$mib"
