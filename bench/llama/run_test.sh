@@ -30,7 +30,8 @@ B="$T/fsl/provider"
 mkdir -p "$B/daemon" "$B/tools/fsctl" "$B/tools/gguf" "$B/integrations/llama.cpp/provider" "$T/fsl/cuda-driver" "$T/bin"
 touch "$B/integrations/llama.cpp/provider/libforesight-llama.so"
 
-# foresightd: --describe prints a 4-layer model; otherwise it serves until killed
+# foresightd: --describe prints a 4-layer model; otherwise it logs its
+# options (RT_FSD_ARGS) and serves until killed
 cat >"$B/daemon/foresightd" <<'SH'
 #!/usr/bin/env bash
 for a in "$@"; do
@@ -39,6 +40,7 @@ for a in "$@"; do
 		exit 0
 	fi
 done
+echo "$*" >>"$RT_FSD_ARGS"
 exec sleep 300
 SH
 # fsctl stats --json: a loaded arena, one card's copies
@@ -76,9 +78,9 @@ chmod +x "$B/daemon/foresightd" "$B/tools/fsctl/fsctl" "$B/tools/gguf/fs-gguf-mo
 	"$T/fsl/cuda-driver/fs-llama-driver" "$T/bin/nvidia-smi"
 
 # ---- the run ----------------------------------------------------------------
-modes=a,b,c,cs,lru,lrus,d
+modes=a,b,c,cs,csn,lru,lrus,d
 rc=0
-PATH="$T/bin:$PATH" FSL_OUT="$T/fsl" FSL_WORK="$T/work" FSL_MODELS="$T/models" FSL_TRACES="$T" \
+RT_FSD_ARGS="$T/fsd-args.log" PATH="$T/bin:$PATH" FSL_OUT="$T/fsl" FSL_WORK="$T/work" FSL_MODELS="$T/models" FSL_TRACES="$T" \
 	LB_PREBUILT=1 LB_WORKLOADS=qwen LB_BUDGETS=0.26,0.52 LB_MODES=$modes LB_REPS=1 LB_BUDGET_S=600 \
 	timeout 240 bash "$ROOT/bench/llama/run.sh" "$T/out" >"$T/run.log" 2>&1 || rc=$?
 [ "$rc" = 124 ] && {
@@ -92,24 +94,27 @@ PATH="$T/bin:$PATH" FSL_OUT="$T/fsl" FSL_WORK="$T/work" FSL_MODELS="$T/models" F
 
 csv="$T/out/llama-runs.csv"
 [ -f "$csv" ] || fail "no $csv"
-# every run it promised, once, ok: a (tg, pp); b, c, cs (tg, pp); lru,
+# every run it promised, once, ok: a (tg, pp); b, c, cs, csn (tg, pp); lru,
 # lrus (tg); d two processes (tg); 2 budgets (a at the first only)
-want=$((2 + 2 * (3 * 2 + 2 * 1 + 2)))
+want=$((2 + 2 * (4 * 2 + 2 * 1 + 2)))
 got=$(tail -n +2 "$csv" | grep -c ',ok,')
 [ "$got" = "$want" ] || {
 	cat "$csv" >&2
 	fail "$got runs ok in the CSV, $want promised"
 }
 [ "$(wc -l <"$T/out/llama-promised.txt")" = "$want" ] || fail "promised $(wc -l <"$T/out/llama-promised.txt") runs, expected $want"
-for m in a b c cs lru lrus d; do
+for m in a b c cs csn lru lrus d; do
 	grep -q "^qwen,[^,]*,$m," "$csv" || fail "mode $m ran no run"
 done
 [ "$(grep -c '^qwen,0.52,d,1,[12],tg,' "$csv")" = 2 ] || fail "d at 52 %: not two processes"
 # the provider's counters reached the served rows, the daemon's copies c's
 grep '^qwen,0.26,c,1,0,tg,' "$csv" | grep -q ',ok,100,80,1000,100,80,4096,' || fail "c's counters: $(grep '^qwen,0.26,c,1,0,tg,' "$csv")"
+# csn's daemons, and only theirs, had the learned predictor off: one a budget
+[ "$(grep -c -- '--learn 0' "$T/fsd-args.log")" = 2 ] || fail "daemons started with --learn 0: $(grep -c -- '--learn 0' "$T/fsd-args.log"), csn ran 2 (one a budget)"
 # the table: written, with the ceiling and the shared rows, nothing missing
 md="$T/out/llama.md"
 [ -s "$md" ] || fail "no table"
 grep -q "missing\|failed" "$md" && fail "the table reports missing or failed runs: $(grep -m3 'missing\|failed' "$md")"
-grep -q "| d " "$md" || grep -q "| d |" "$md" || fail "no d row in the table"
-echo "run_test: run.sh ran $got runs of 7 modes on stand-ins and wrote the table"
+grep -q "| d |" "$md" || fail "no d row in the table"
+grep -q "cs / csn decode" "$md" || fail "no cs / csn line in the table"
+echo "run_test: run.sh ran $got runs of 8 modes on stand-ins and wrote the table"

@@ -74,6 +74,7 @@ def main():
     workloads = sorted({p[0] for p in promised}, key=lambda w: ["qwen", "gemma", "calib"].index(w)
                        if w in ("qwen", "gemma", "calib") else 9)
     goals = []
+    learned = []  # cs against csn, per workload and budget
     rows = []  # (id, goal, what, measured or None: failed)
 
     def goal(gid, text, gexpr, measured_txt, value_txt, ok):
@@ -83,7 +84,7 @@ def main():
         budgets = sorted({p[1] for p in promised if p[0] == w})
         a_budget = next((p[1] for p in promised if p[0] == w and p[2] == "a"), None)
         for b in budgets:
-            modes = [m for m in ("a", "b", "c", "cs", "lru", "lrus", "d") if any(p[:3] == (w, b, m) for p in promised)]
+            modes = [m for m in MODES if any(p[:3] == (w, b, m) for p in promised)]
             for m in modes:
                 tg, pp = tps(w, b, m, "tg"), tps(w, b, m, "pp")
                 tgruns = by.get((w, b, m, "tg"), [])
@@ -102,7 +103,7 @@ def main():
                 out.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
                     w, b, m, rng(tg), rng(pp), rng(vb, "{:.2f}"), rng(va, "{:.2f}"), rng(pb, "{:.2f}"),
                     rng(hit) if hit else "-", rng(rd, "{:.1f}") if m in SERVED else "-",
-                    rng(cp, "{:.1f}") if m in ("c", "cs", "d") else "-", "{:.0f}".format(med(vram)) if vram else "-",
+                    rng(cp, "{:.1f}") if m in ("c", "cs", "csn", "d") else "-", "{:.0f}".format(med(vram)) if vram else "-",
                     "{:.0f}".format(med(hus)) if hus else "-", f"{same}/{n}" if n else "-"))
                 real = w in ("qwen", "gemma")
                 if m in ("c", "cs") and vb:
@@ -121,6 +122,10 @@ def main():
                     if lr:
                         goal(f"llama-{w}-{b}-{m}-vs-lru", f"{w} {b}: {m} beats the in-process {peer}", ">= 1 x",
                              f"{med(lr):.2f}x", f"{med(lr):.2f} x", med(lr) > 1.0)
+                if m == "csn":  # the learned predictor's worth: cs has it, csn not
+                    lo = ratio(w, b, "cs", b, "csn", "tg")
+                    if lo:
+                        learned.append(f"{w} {b}: cs / csn decode {rng(lo, '{:.3f}')} (the learned predictor on / off)")
                 if m == "d":
                     solo = med(tps(w, b, "c", "tg"))
                     each = [float(r["tps"]) for r in tgruns]
@@ -133,6 +138,8 @@ def main():
                "Decode from an empty context, cold (a fresh foresightd per c run); tg t/s over "
                f"{TG} tokens, pp over the prefill.")
     out.append("")
+    if learned:
+        out.extend(learned + [""])
     if goals:
         out.append("| goal | measured | met |")
         out.append("|---|---|---|")
@@ -162,7 +169,8 @@ def main():
 
 TG = 128
 ROWS = None
-SERVED = ("c", "cs", "lru", "lrus", "d")  # modes whose experts the provider serves
+MODES = ("a", "b", "c", "cs", "csn", "lru", "lrus", "d")  # the table's order
+SERVED = ("c", "cs", "csn", "lru", "lrus", "d")  # modes whose experts the provider serves
 if __name__ == "__main__":
     import os
     TG = int(os.environ.get("LB_TG", "128"))
