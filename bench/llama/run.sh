@@ -28,8 +28,9 @@
 # (--pp 0: the trace's decode tokens in order, cold), then prefill (pp) in a
 # second process.  Repetitions are interleaved: every repetition runs every
 # mode once, in a rotated order.  Per run: tokens/s, the provider's hits and
-# bytes read in place, foresightd's copies, each process's peak VRAM
-# (nvidia-smi).  OUTDIR/llama-runs.csv has every run; OUTDIR/llama.md the
+# bytes read in place, foresightd's copies, the peak VRAM in use (the card's,
+# less what was in use before) and the engines' peak private host memory
+# (below).  OUTDIR/llama-runs.csv has every run; OUTDIR/llama.md the
 # table (bench/llama/table.py: medians, ranges, ratios, goals; the goals
 # also as bench/rows.sh rows in OUTDIR/llama-rows.tsv).  Exits
 # non-zero when a promised row is missing or failed.
@@ -76,7 +77,7 @@ T0=$(date +%s)
 # run again, so one benchmark may span two device calls.
 CSV="$FSL_WORK/llama-runs.csv"
 [ -n "${LB_FRESH:-}" ] && rm -f "$CSV" "$FSL_WORK"/logits-*
-[ -f "$CSV" ] || echo "workload,budget,mode,rep,proc,phase,tps,status,uses,hits,miss_bytes,token_uses,token_hits,copy_bytes,vram_mib,wall_s,n_cpu_moe,pool_mib,logits,begin_us" >"$CSV"
+[ -f "$CSV" ] || echo "workload,budget,mode,rep,proc,phase,tps,status,uses,hits,miss_bytes,token_uses,token_hits,copy_bytes,vram_mib,wall_s,n_cpu_moe,pool_mib,logits,begin_us,host_mib" >"$CSV"
 PROMISED="$OUT/llama-promised.txt"
 : >"$PROMISED"
 ran() { grep -q "^$1,$2,$3,$4,$5,$6,[^,]*,ok," "$CSV"; } # w b mode rep proc phase: ran and ok
@@ -88,16 +89,26 @@ base_of() { case $1 in cs | lrus) echo "${1%s}" ;; csn) echo c ;; *) echo "$1" ;
 # the served modes, foresightd's pool (the VRAM that configuration costs;
 # d: both processes).  Per-process figures are not used: in the GPU
 # machine's container nvidia-smi's per-process query lists nothing.
+# Host memory, sampled with it: the private (anonymous) memory of every
+# fs-llama-driver process, summed (/proc/PID/status RssAnon).  Stock b
+# holds its CPU layers' experts there; a served engine's experts are
+# foresightd's one arena (shared memory, not counted here), so a served
+# engine's figure is what it keeps besides, and d's two engines together
+# should keep twice one c engine's, not another copy of the experts.
+engines_anon_mib() {
+	awk 'FNR == 1 { n = "" } /^Name:/ { n = $2 } /^RssAnon:/ && n == "fs-llama-driver" { t += $2 }
+		END { printf "%.1f", t / 1024 }' /proc/[0-9]*/status 2>/dev/null
+}
 smi_used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 2>/dev/null | head -1; }
 VRAM0=$(smi_used)
 [[ $VRAM0 =~ ^[0-9]+$ ]] || fsl_die "nvidia-smi --query-gpu=memory.used gave '$VRAM0'"
 (while :; do
-	echo "$(date +%s.%N) $(smi_used)"
+	echo "$(date +%s.%N) $(smi_used) $(engines_anon_mib)"
 	sleep 0.2
 done) >"$FSL_WORK/smi.log" 2>/dev/null &
 SMI=$!
-peak_vram() { # peak MiB in use between times $1 and $2 (date +%s.%N), less VRAM0
-	awk -v a="$1" -v b="$2" -v z="$VRAM0" '$1 >= a && $1 <= b && $2 - z > m { m = $2 - z } END { print m + 0 }' \
+peak_of() { # COLUMN BASE T0 T1: a sampled column's peak between the two times (date +%s.%N), less BASE
+	awk -v c="$1" -v z="$2" -v a="$3" -v b="$4" '$1 >= a && $1 <= b && $c - z > m { m = $c - z } END { print m + 0 }' \
 		"$FSL_WORK/smi.log"
 }
 
@@ -174,7 +185,9 @@ d = json.load(open(sys.argv[1])); print(sum(c.get("copied_bytes", 0) for c in d.
 	# the provider's host time per evaluation (epoch, tables, upload call)
 	[ -f "$j.stats.json" ] && bus=$(python3 -c 'import json,sys
 d = json.load(open(sys.argv[1])); print(round(d["begin_ns"] / max(1, d["windows"]) / 1000, 1))' "$j.stats.json")
-	echo "$w,$b,$mode,$rep,$proc,$phase,$tps,$st,$pstats,$copies,$(peak_vram "$t0" "$(date +%s.%N)"),$wall,$ncpu,$mib,$fnv,$bus" >>"$CSV"
+	local t1
+	t1=$(date +%s.%N)
+	echo "$w,$b,$mode,$rep,$proc,$phase,$tps,$st,$pstats,$copies,$(peak_of 2 "$VRAM0" "$t0" "$t1"),$wall,$ncpu,$mib,$fnv,$bus,$(peak_of 3 0 "$t0" "$t1")" >>"$CSV"
 	printf 'run.sh: %-5s %-4s %-3s rep %s %s: %s t/s (%s s) %s\n' "$w" "$b" "$mode" "$rep" "$phase" "$tps" "$wall" "$st" >&2
 }
 

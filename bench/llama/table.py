@@ -69,8 +69,8 @@ def main():
 
     out = []
     out.append("| workload | budget | mode | tg t/s | pp t/s | tg vs b | tg vs a | pp vs b | token hit % | "
-               "read in place GB/s | copied GB/s | VRAM MiB | host us/eval | logits = a |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+               "read in place GB/s | copied GB/s | VRAM MiB | engines' private host MiB | host us/eval | logits = a |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     workloads = sorted({p[0] for p in promised}, key=lambda w: ["qwen", "gemma", "calib"].index(w)
                        if w in ("qwen", "gemma", "calib") else 9)
     goals = []
@@ -92,6 +92,7 @@ def main():
                 rd = [int(r["miss_bytes"]) * float(r["tps"]) / int(TG) / 1e9 for r in tgruns if float(r["tps"]) > 0]
                 cp = [int(r["copy_bytes"]) * float(r["tps"]) / int(TG) / 1e9 for r in tgruns if float(r["tps"]) > 0]
                 vram = [float(r["vram_mib"]) for r in tgruns]
+                host = [float(r["host_mib"]) for r in tgruns if r.get("host_mib") not in (None, "")]
                 vb = ratio(w, b, m, b, "b", "tg") if m not in ("a", "b", "d") else []
                 va = ratio(w, b, m, a_budget, "a", "tg") if m not in ("a", "d") and a_budget else []
                 pb = ratio(w, b, m, b, "b", "pp") if m not in ("a", "b", "d") else []
@@ -100,10 +101,11 @@ def main():
                     goal(f"llama-{w}-{b}-{m}-logits", f"{w} {b}: {m}'s logits byte-identical to a's", "pass",
                          f"{same} of {n} runs", "identical" if same == n else None, same == n)
                 hus = [float(r["begin_us"]) for r in tgruns if r.get("begin_us") not in (None, "", "0")]
-                out.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+                out.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
                     w, b, m, rng(tg), rng(pp), rng(vb, "{:.2f}"), rng(va, "{:.2f}"), rng(pb, "{:.2f}"),
                     rng(hit) if hit else "-", rng(rd, "{:.1f}") if m in SERVED else "-",
                     rng(cp, "{:.1f}") if m in ("c", "cs", "csn", "d") else "-", "{:.0f}".format(med(vram)) if vram else "-",
+                    "{:.0f}".format(med(host)) if host else "-",
                     "{:.0f}".format(med(hus)) if hus else "-", f"{same}/{n}" if n else "-"))
                 real = w in ("qwen", "gemma")
                 if m in ("c", "cs") and vb:
@@ -126,6 +128,16 @@ def main():
                     lo = ratio(w, b, "cs", b, "csn", "tg")
                     if lo:
                         learned.append(f"{w} {b}: cs / csn decode {rng(lo, '{:.3f}')} (the learned predictor on / off)")
+                if m == "d" and host:
+                    # host RAM for the experts: foresightd's one arena whatever the
+                    # number of engines, if the two keep no copy of their own: their
+                    # private memory together within 10 % of twice one c engine's
+                    one = [float(r["host_mib"]) for r in by.get((w, b, "c", "tg"), []) if r.get("host_mib")]
+                    if one and med(one) > 0:
+                        x = med(host) / (2 * med(one))
+                        goal(f"llama-{w}-{b}-shared-host", f"{w} {b}: d's two engines keep no private copy of the experts "
+                             "(their private host memory <= 1.1 x twice one c engine's)", "<= 1.1 x",
+                             f"{med(host):.0f} MiB for two, {med(one):.0f} for one: {x:.2f}x", f"{x:.2f} x", x <= 1.1)
                 if m == "d":
                     solo = med(tps(w, b, "c", "tg"))
                     each = [float(r["tps"]) for r in tgruns]
