@@ -10,7 +10,8 @@
 #   build  cmake -S . -B build + build (normal RelWithDebInfo, -Werror)
 #   test   ctest --test-dir build: every test (the fuzzers only with --quick:
 #          otherwise they run in the asan stage), one at a time, except
-#          iso_test (2 rounds), which runs beside them (with_beside)
+#          iso_test (2 rounds) and bench_llama_run_test, which run beside
+#          them (with_beside)
 #   mutate tools/mutate.sh --no-baseline: breaks each guarded invariant in
 #          turn, rebuilds the guarding tests' targets in build/ and expects
 #          them to fail (a mutant that survives, or a pattern that no longer
@@ -285,23 +286,24 @@ run_ctest()
 	return "$rc"
 }
 
-# with_beside STAGE DIR TEST [PREFIX...] -- [CTEST ARGS...]: run_ctest of
-# everything but TEST, one test at a time, while TEST (a long test that
-# starts its own daemon in its own directory: iso_test) runs beside them in
-# a second ctest (stage STAGE-TEST; its output printed after).  CI's two
-# cores: iso_test's 216 s would otherwise be 216 s of the stage.  What it
-# asserts is measured alone and beside the attack in alternate rounds, so
-# the load of the other stream falls on both (a test must pass loaded).
+# with_beside STAGE DIR TESTS [PREFIX...] -- [CTEST ARGS...]: run_ctest of
+# everything but TESTS (names separated by '|'), one test at a time, while
+# TESTS (long tests that start their own daemons in their own directories:
+# iso_test, bench_llama_run_test) run beside them in a second ctest (stage
+# STAGE-beside; its output printed after).  CI's two cores: iso_test's
+# 216 s would otherwise be 216 s of the stage.  What iso_test asserts is
+# measured alone and beside the attack in alternate rounds, so the load of
+# the other stream falls on both (a test must pass loaded).
 with_beside()
 {
-	local stage=$1 dir=$2 one=$3 rc=0 rc1=0 pid
+	local stage=$1 dir=$2 tests=$3 rc=0 rc1=0 pid
 	shift 3 # the rest: run_ctest's PREFIX... -- CTEST ARGS..., to which -R / -E are added
-	local log="$ROOT/$dir/ctest-$stage-$one.log"
-	run_ctest "$stage-$one" "$dir" "$@" -R "^$one\$" >"$log" 2>&1 &
+	local log="$ROOT/$dir/ctest-$stage-beside.log"
+	run_ctest "$stage-beside" "$dir" "$@" -R "^($tests)\$" >"$log" 2>&1 &
 	pid=$!
-	run_ctest "$stage" "$dir" "$@" -E "^$one\$" || rc=$?
+	run_ctest "$stage" "$dir" "$@" -E "^($tests)\$" || rc=$?
 	wait "$pid" || rc1=$?
-	echo "---- $one, run beside the tests above (ctest stage $stage-$one):"
+	echo "---- $tests, run beside the tests above (ctest stage $stage-beside):"
 	cat "$log"
 	[[ $rc -eq 0 ]] || return "$rc"
 	return "$rc1"
@@ -328,7 +330,7 @@ do_test()
 	# that keep 96-100 %: docs/results/reliability.md).
 	local skip=()
 	[[ $quick -eq 1 ]] || skip=(-LE '^fuzz$')
-	FS_ISO_ROUNDS=2 with_beside test "$B" iso_test -- "${skip[@]}"
+	FS_ISO_ROUNDS=2 with_beside test "$B" 'iso_test|bench_llama_run_test' -- "${skip[@]}"
 }
 
 do_mutate()

@@ -6,7 +6,7 @@
 # learned predictor adds for an engine that posts only its routing and
 # starts cold, as bench/llama/run.sh's served runs do.
 #
-#   bash bench/llama/host_policy.sh [OUTDIR]
+#   bash bench/llama/host_policy.sh [OUTDIR]     (~8 minutes on 2 cores)
 #
 # Per real trace (qwen, gemma: their decode rows only, the 128 tokens
 # run.sh decodes from an empty context) and budget (26 and 52 % of the
@@ -17,6 +17,9 @@
 #   off    --learn 0 (the tiers alone)
 #   on     --learn 1 (the default: on for engines that post no predictions)
 #   on-p3  --learn 1 --learn-min-p 0.3 (only candidates used 3 times in 10)
+#   off-np --learn 0 --predicted-slots 0 (no predicted tier: its slots static's)
+#   static --learn 0 --predicted-slots 0 --recency-slots 0 (the static tier
+#          alone: the most used experts so far, as an LFU would keep them)
 # HP_REPS (3) repetitions, interleaved.  Experts are 64 KiB and the bus
 # 0.5 GB/s, so a copy takes ~130 us, about what a 3 MiB expert takes on
 # the GPU machine's link shared with llama.cpp's reads in place; what is
@@ -47,8 +50,9 @@ trap 'kill "$PID" 2>/dev/null; rm -rf "$W"' EXIT
 PID=
 CSV="$OUT/host-policy.csv"
 echo "trace,budget,config,rep,slots,hits,misses,copied,too_late" >"$CSV"
-declare -A ARGS=([off]="--learn 0" [on]="--learn 1" [on-p3]="--learn 1 --learn-min-p 0.3")
-CONFIGS=(off on on-p3)
+declare -A ARGS=([off]="--learn 0" [on]="--learn 1" [on-p3]="--learn 1 --learn-min-p 0.3"
+	[off-np]="--learn 0 --predicted-slots 0" [static]="--learn 0 --predicted-slots 0 --recency-slots 0")
+CONFIGS=(off on on-p3 off-np static)
 PROMISED=()
 
 run_one() { # trace budget config rep slots layers experts used decode.csv
