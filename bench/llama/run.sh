@@ -169,7 +169,7 @@ one() {
 	# driver's rate, the provider's counters and its host time per
 	# evaluation (epoch, tables, upload call), foresightd's copied bytes
 	read -r tps pstats copies bus < <(python3 - "$j.jsonl" "$phase" "$j.stats.json" "$sj" <<'PY'
-import json, os, sys
+import json, sys
 jl, phase, ps, sj = sys.argv[1:5]
 tps, pstats, bus, copies = "0", "0,0,0,0,0", "0", 0
 try:  # a driver that died may leave a cut line: then the run failed (rc), 0 here
