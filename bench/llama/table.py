@@ -108,17 +108,17 @@ def main():
                     "{:.0f}".format(med(host)) if host else "-",
                     "{:.0f}".format(med(hus)) if hus else "-", f"{same}/{n}" if n else "-"))
                 real = w in ("qwen", "gemma")
-                if m in ("c", "cs") and vb:
+                if m in ("c", "cs", "csn") and vb:
                     want = 2.0 if float(b) < 0.4 else 1.5
                     if real:
                         goal(f"llama-{w}-{b}-{m}-decode", f"{w} {b}: {m} decode >= {want}x b", f">= {want} x",
                              f"{med(vb):.2f}x", f"{med(vb):.2f} x", med(vb) >= want)
                     goal(f"llama-{w}-{b}-{m}-decode-min", f"{w} {b}: {m} decode never below b", ">= 1 x",
                          f"min {min(vb):.2f}x", f"{min(vb):.2f} x", min(vb) >= 1.0)
-                if m in ("c", "cs") and pb:
+                if m in ("c", "cs", "csn") and pb:
                     goal(f"llama-{w}-{b}-{m}-prefill-min", f"{w} {b}: {m} prefill never below b", ">= 1 x",
                          f"min {min(pb):.2f}x", f"{min(pb):.2f} x", min(pb) >= 1.0)
-                if m in ("c", "cs"):
+                if m in ("c", "cs", "csn"):
                     peer = "lru" if m == "c" else "lrus"  # the LRU read the same way
                     lr = ratio(w, b, m, b, peer, "tg")
                     if lr:
