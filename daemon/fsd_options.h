@@ -173,6 +173,9 @@
 	  "nears, leaving the bus to predictions until then") \
 	X(pred_value, pred_value, ONOFF, 0, 0, 0, 1, FSD_POLICY, \
 	  "the bus carries the likeliest predictions it can land in time, not the soonest due") \
+	X(pred_gate, pred_gate, ONOFF, 0, 0, 0, 1, FSD_POLICY, \
+	  "a prediction goes ahead of pending copies for missed or hot experts only when its " \
+	  "score is above the measured share of those tiers' copies that get used") \
 	/* Issue 32: predictions from the usage records alone (fsr_learn.c). */ \
 	X(learn, learn, U32, 0, 1, 0, 2, FSD_POLICY, \
 	  "the learned predictor, which predicts the next layers' experts from the routing engines " \

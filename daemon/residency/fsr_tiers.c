@@ -110,6 +110,8 @@ int fsr_tiers_init(struct fsr *r, uint32_t card)
 	}
 	for (size_t i = 0; i < n; i++)
 		cd->tl[i] = (struct fsr_tlist){FSR_NONE, FSR_NONE, 0};
+	for (unsigned t = 0; t < FSR_NTIERS; t++)
+		cd->use_rate[t] = FSR_USE_RATE0;
 	fsr_tiers_quotas(r, card);
 	return 0;
 }
