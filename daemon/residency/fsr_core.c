@@ -128,6 +128,11 @@ void fsr_config_defaults(struct fsr_config *cfg)
  *    0 here, 0.01 in foresightd.
  *  - pred_value: off.  With the learner's calibrated scores it moved the
  *    real traces by under 1 %.
+ *  - pred_gate: off.  Holding a prediction behind pending demand copies
+ *    unless its score beats their tier's measured use rate moved fs-replay
+ *    by under 1 % (decode rows and whole traces, qwen and gemma, 25-52 %
+ *    slots; docs/results/replay.md, "Why it loses on cold decode"): demand
+ *    wants are seldom pending when the learner's predictions are weighed.
  */
 void fsr_config_tiers(struct fsr_config *cfg)
 {
