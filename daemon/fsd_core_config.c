@@ -41,6 +41,7 @@ void fsd_config_residency(const struct fsd_config *c, struct fsr_config *rc)
 		rc->demand_late = c->demand_late;
 		rc->pred_value = c->pred_value;
 		rc->pred_gate = c->pred_gate;
+		rc->pred_adapt = c->pred_adapt;
 		rc->learn = c->learn;
 		rc->learn_min_p = (float)c->learn_min_p;
 		rc->learn_decay = (float)c->learn_decay;

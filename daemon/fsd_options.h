@@ -176,6 +176,9 @@
 	X(pred_gate, pred_gate, ONOFF, 0, 0, 0, 1, FSD_POLICY, \
 	  "a prediction goes ahead of pending copies for missed or hot experts only when its " \
 	  "score is above the measured share of those tiers' copies that get used") \
+	X(pred_adapt, pred_adapt, ONOFF, 0, 0, 0, 1, FSD_POLICY, \
+	  "the auto-sized predicted tier gives slots back to the static tier while its copies " \
+	  "are used much less often than the static tier's, and takes them back when they are not") \
 	/* Issue 32: predictions from the usage records alone (fsr_learn.c). */ \
 	X(learn, learn, U32, 0, 1, 0, 2, FSD_POLICY, \
 	  "the learned predictor, which predicts the next layers' experts from the routing engines " \

@@ -165,7 +165,8 @@ static int tiers_valid(const struct fsr_config *cfg)
 	if (!(cfg->pred_min_score >= 0.0f && isfinite(cfg->pred_min_score)))
 		return 0;
 	if (cfg->cross_window > FSR_CROSS_MAX || cfg->tier_adapt > 1 || cfg->admit_value > 1 ||
-	    cfg->demand_late > 1 || cfg->pred_value > 1 || cfg->pred_gate > 1 || cfg->learn > FSR_LEARN_ON)
+	    cfg->demand_late > 1 || cfg->pred_value > 1 || cfg->pred_gate > 1 ||
+	    cfg->pred_adapt > 1 || cfg->learn > FSR_LEARN_ON)
 		return 0;
 	if (!(cfg->learn_decay > 0.0f && cfg->learn_decay <= 1.0f) ||
 	    !(cfg->learn_min_p >= 0.0f && cfg->learn_min_p <= 1.0f) || cfg->learn_post > FSR_LEARN_POST_MAX)
@@ -284,6 +285,9 @@ static int tiers_create(struct fsr *r, const struct fsr_config *cfg)
 	r->demand_late = cfg->demand_late != 0; /* the baselines copy without a bus model */
 	r->pred_value = cfg->pred_value != 0;
 	r->pred_gate = cfg->pred_gate != 0;
+	/* Only the auto size moves: an explicit predicted_slots is the
+	 * operator's and stays. */
+	r->pred_adapt = cfg->pred_adapt != 0 && cfg->adapt && cfg->predicted_slots == FSR_AUTO;
 	for (uint32_t c = 0; c < FSR_MAX_CLIENTS; c++)
 		for (uint32_t l = 0; l < FSR_CROSS_MAX; l++)
 			r->client[c].xw_reuse[l] = FSR_XW_REUSE0;

@@ -77,6 +77,17 @@
  * prior of 0) before ~FSR_USE_N outcomes have said which. */
 #define FSR_USE_N 64.0f
 #define FSR_USE_RATE0 0.5f
+/* pred_adapt (fsr_tiers.c): the predicted tier's size is decided again
+ * each FSR_USE_N outcomes of its copies on the card (the average above
+ * then mostly renewed).  It shrinks by a slot per layer (back to the
+ * static tier) while its copies are used less than FSR_PRED_SHRINK times
+ * as often as the static tier's, and grows back while they are used at
+ * least FSR_PRED_GROW times as often.  The static tier's average copy is
+ * worth more than the slot it would get back (its coldest expert), hence
+ * a factor below 1; the gap between the two is hysteresis: the average of
+ * ~64 outcomes at p ~0.3 moves by ~0.04 (one sd) on its own. */
+#define FSR_PRED_SHRINK 0.5f
+#define FSR_PRED_GROW 0.75f
 
 struct fsr_slot {
 	uint64_t retire;    /* RETIRING: first epoch that does not map it */
@@ -165,6 +176,12 @@ struct fsr_card {
 	/* pred_gate: per tier, the share of its scheduled copies used before
 	 * they left (fsr_use_outcome) */
 	float use_rate[FSR_NTIERS];
+	/* pred_adapt: predicted slots per layer taken off the FSR_AUTO size
+	 * (at most pred_cut_max, which leaves each layer at least 1), and the
+	 * predicted copies' outcomes since the size was last decided. */
+	uint32_t pred_cut;
+	uint32_t pred_cut_max;
+	uint32_t pred_outcomes;
 	/* tier_adapt (fsr_tiers.c): each layer's recency size, moved by ghost
 	 * hits, NULL without tier_adapt; the ghost lists (fsr_ghost.c), kept
 	 * with tiers either way (their hits are counted for fsctl stats). */
@@ -245,6 +262,7 @@ struct fsr {
 	int demand_late;       /* demand copies handed out as late as their deadlines allow */
 	int pred_value;        /* predictions chosen by score within the bus (fsr_sched_value.c) */
 	int pred_gate;         /* a prediction passes a pending demand copy only when likelier used */
+	int pred_adapt;        /* the FSR_AUTO predicted size follows its copies' use (fsr_tiers.c) */
 	uint32_t cfg_slots[FSR_NTIERS]; /* per-layer tiers' <name>_slots as configured, FSR_AUTO/ALL kept */
 	uint32_t cfg_spare;             /* as configured, FSR_AUTO kept */
 	uint32_t pred_auto_max; /* FSR_AUTO predicted size's cap: copies the bus lands per layer time */
@@ -305,6 +323,7 @@ static inline uint32_t fsr_idx(const struct fsr *r, uint32_t layer, uint32_t exp
 static inline void fsr_use_outcome(struct fsr_card *cd, unsigned tier, int used)
 {
 	cd->use_rate[tier] += ((float)used - cd->use_rate[tier]) * (1.0f / FSR_USE_N);
+	cd->pred_outcomes += tier == FSR_TIER_PREDICTED;
 }
 
 /* fsr_slots.c: slot life cycle and the LRU list. */
@@ -413,6 +432,7 @@ FSR_INTERNAL void fsr_tier_gauges(struct fsr *r, uint32_t card);
 /* fsr_tiers.c: the tier table, reserved sizes, the order slots leave tiers in. */
 FSR_INTERNAL int fsr_tiers_init(struct fsr *r, uint32_t card);
 FSR_INTERNAL void fsr_tiers_quotas(struct fsr *r, uint32_t card);
+FSR_INTERNAL void fsr_tiers_pred_adapt(struct fsr *r, uint32_t card);
 FSR_INTERNAL uint32_t fsr_tier_victim(struct fsr *r, uint32_t card, uint32_t layer, unsigned tier);
 FSR_INTERNAL int fsr_tier_room(struct fsr *r, uint32_t card, uint32_t layer, unsigned tier, uint32_t need);
 FSR_INTERNAL void fsr_tiers_predictions_seen(struct fsr *r);

@@ -305,6 +305,8 @@ static unsigned background(struct fsr *r, uint32_t card, struct fsr_copy *out, u
 unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsigned max, uint64_t now)
 {
 	struct fsr_card *cd = &r->card[card];
+	if (r->pred_adapt)
+		fsr_tiers_pred_adapt(r, card); /* may set retrim */
 	if (cd->retrim)
 		trim(r, card);
 	r->take_serial++;
