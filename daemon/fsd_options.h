@@ -173,9 +173,6 @@
 	  "nears, leaving the bus to predictions until then") \
 	X(pred_value, pred_value, ONOFF, 0, 0, 0, 1, FSD_POLICY, \
 	  "the bus carries the likeliest predictions it can land in time, not the soonest due") \
-	X(pred_gate, pred_gate, ONOFF, 0, 0, 0, 1, FSD_POLICY, \
-	  "a prediction goes ahead of pending copies for missed or hot experts only when its " \
-	  "score is above the measured share of those tiers' copies that get used") \
 	X(pred_adapt, pred_adapt, ONOFF, 0, 0, 0, 1, FSD_POLICY, \
 	  "the auto-sized predicted tier gives slots back to the static tier while its copies " \
 	  "are used much less often than the static tier's, and takes them back when they are not") \

@@ -103,7 +103,6 @@ struct fsr_config {
 	uint32_t cross_window; /* layers 0..N-1 of a client's next window predicted from its last */
 	uint32_t demand_late;  /* 1: a demand copy goes on the bus as late as its deadline allows */
 	uint32_t pred_value;   /* 1: the likeliest predictions the bus can land go (fsr_sched_value.c) */
-	uint32_t pred_gate;    /* 1: a prediction passes pending demand copies only when likelier used */
 	uint32_t pred_adapt;   /* 1: an FSR_AUTO predicted size follows its copies' measured use */
 	/* The learned predictor (fsr_learn.c): FSR_LEARN_OFF, _AUTO, _ON. */
 	uint32_t learn;
@@ -164,7 +163,6 @@ enum fsr_learned_how {
 	X(ADMIT, admit, "the predicted tier was full of this window's predictions scored higher")            \
 	X(CAND_FULL, cand_full, "the layer's copy candidates were full and it was the weakest")              \
 	X(VALUE, value, "the bus could land only likelier predictions due by then (pred_value)")             \
-	X(VALUE_GATE, value_gate, "held behind pending demand copies more likely used than it (pred_gate)")  \
 	X(REFUSED, refused,                                                                                  \
 	  "not taken at its record: no predicted slots on the layer, score too low, or its layer had run")
 #define FSR_UNSERVED_ENUM(NAME, name, what) FSR_UNS_##NAME,

@@ -68,13 +68,11 @@
 /* Its reuse estimate before any window was seen: the real traces' lag-1
  * reuse is 0.36-0.38 (docs/results/replay.md). */
 #define FSR_XW_REUSE0 0.35f
-/* pred_gate (fsr_sched.c): each (card, tier)'s share of scheduled copies
- * used before they leave, an average over about the last FSR_USE_N
- * outcomes (weight 1/FSR_USE_N each, decaying).  It starts at
- * FSR_USE_RATE0: with nothing measured, a prediction goes ahead of a
- * pending want only when it is more likely used than not, so the first
- * predictions are neither all held (a prior of 1) nor all let through (a
- * prior of 0) before ~FSR_USE_N outcomes have said which. */
+/* Use rates (fsr_use_outcome; pred_adapt, fsr_tiers.c): each (card,
+ * tier)'s share of scheduled copies used before they leave, an average
+ * over about the last FSR_USE_N outcomes (weight 1/FSR_USE_N each,
+ * decaying).  It starts at FSR_USE_RATE0, the same for every tier: with
+ * nothing measured, no tier looks worth more than another. */
 #define FSR_USE_N 64.0f
 #define FSR_USE_RATE0 0.5f
 /* pred_adapt (fsr_tiers.c): the predicted tier's size is decided again
@@ -106,7 +104,7 @@ struct fsr_slot {
 	float score;          /* predicted tier: the prediction's score, else 0 */
 	uint8_t state;        /* enum fsr_slot_state */
 	uint8_t tier;         /* enum fsr_tier (LOADING, RESIDENT) */
-	/* pred_gate's measure (fsr_use_outcome): a copy the scheduler handed
+	/* The use rate's measure (fsr_use_outcome): a copy the scheduler handed
 	 * out awaits its outcome (its first hit, or its eviction unused), for
 	 * the tier it was copied for (`tier` may change: a used prediction
 	 * moves to recency). */
@@ -173,7 +171,7 @@ struct fsr_card {
 	uint64_t dem_bytes;    /* demand (not speculative) bytes handed out since dem_t0 */
 	uint64_t dem_t0;
 	float dem_util; /* their share of the planned bus, smoothed over windows */
-	/* pred_gate: per tier, the share of its scheduled copies used before
+	/* per tier, the share of its scheduled copies used before
 	 * they left (fsr_use_outcome) */
 	float use_rate[FSR_NTIERS];
 	/* pred_adapt: predicted slots per layer taken off the FSR_AUTO size
@@ -261,7 +259,6 @@ struct fsr {
 	uint32_t cross_window; /* layers 0..N-1 of the next window predicted from the last */
 	int demand_late;       /* demand copies handed out as late as their deadlines allow */
 	int pred_value;        /* predictions chosen by score within the bus (fsr_sched_value.c) */
-	int pred_gate;         /* a prediction passes a pending demand copy only when likelier used */
 	int pred_adapt;        /* the FSR_AUTO predicted size follows its copies' use (fsr_tiers.c) */
 	uint32_t cfg_slots[FSR_NTIERS]; /* per-layer tiers' <name>_slots as configured, FSR_AUTO/ALL kept */
 	uint32_t cfg_spare;             /* as configured, FSR_AUTO kept */
@@ -319,7 +316,7 @@ static inline uint32_t fsr_idx(const struct fsr *r, uint32_t layer, uint32_t exp
 	return layer * r->experts + expert;
 }
 
-/* pred_gate's measure: a copy of `tier` was used (1) or left unused (0). */
+/* The use rates' measure: a copy of `tier` was used (1) or left unused (0). */
 static inline void fsr_use_outcome(struct fsr_card *cd, unsigned tier, int used)
 {
 	cd->use_rate[tier] += ((float)used - cd->use_rate[tier]) * (1.0f / FSR_USE_N);

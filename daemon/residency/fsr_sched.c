@@ -22,15 +22,6 @@
  *    window after them, so a flood of predictions cannot starve the copies
  *    for experts that actually missed.  The share of the link left unused
  *    (bus_share_pct) is for the engine's own demand copies.
- *  - pred_gate (an option): while demand wants are pending, a prediction
- *    goes ahead of them only when its score (the learner's: a calibrated
- *    chance of use) is above the measured share of the pending tiers'
- *    copies that get used (fsr_use_outcome; the highest of those tiers).
- *    Held back, it goes in a later take once no want is pending, if it
- *    can still land in time (FSR_UNS_VALUE_GATE when it expires).  By
- *    deadline alone a prediction used 1 time in 6 went ahead of a static
- *    copy used 1 time in 2 (docs/results/replay.md, "Why it loses on
- *    cold decode").
  *  - No slot: a want whose tier is at its reserved size evicts the tier's
  *    victim first (fsr_tiers.c); the copy starts when a FREE slot exists
  *    (spare slots, or slots back from the grace period).  Victims are
@@ -129,24 +120,16 @@ static int pick(struct fsr *r, uint32_t card, uint64_t now, int skip_pred, struc
 	return found;
 }
 
-/* Bus time the pending demand (not speculative) wants need, and (pred_gate)
- * the highest use rate among their tiers, -1 when none is pending. */
-static uint64_t cross_pending_ns(const struct fsr *r, const struct fsr_card *cd, float *gate)
+/* Bus time the pending demand (not speculative) wants need. */
+static uint64_t cross_pending_ns(const struct fsr *r, const struct fsr_card *cd)
 {
 	uint64_t ns = 0;
-	unsigned tiers = 0;
 	for (uint32_t l = 0; l < r->layers; l++) {
 		const struct fsr_cand *v = fsr_cands(r, cd, l);
 		for (uint32_t i = 0; i < cd->ncand[l]; i++)
-			if (!fsr_tier_ops(v[i].tier)->speculative) {
+			if (!fsr_tier_ops(v[i].tier)->speculative)
 				ns += dur_ns(r, fsr_bytes(r, fsr_idx(r, l, v[i].expert)));
-				tiers |= 1u << v[i].tier;
-			}
 	}
-	*gate = -1.0f;
-	for (unsigned t = 0; t < FSR_NTIERS; t++)
-		if ((tiers >> t) & 1u && cd->use_rate[t] > *gate)
-			*gate = cd->use_rate[t];
 	return ns;
 }
 
@@ -159,7 +142,7 @@ static void issue(struct fsr *r, uint32_t card, const struct pick *p, struct fsr
 	uint32_t s = fsr_slot_load(r, card, idx, cand_client(&c), c.tier);
 	cd->slot[s].deadline = p->deadline;
 	cd->slot[s].score = fsr_tier_ops(c.tier)->speculative ? c.score : 0.0f;
-	cd->slot[s].outcome_due = 1; /* pred_gate's measure: used or not, once */
+	cd->slot[s].outcome_due = 1; /* the use rates' measure: used or not, once */
 	/* A prediction for a later window (the learner's for the next
 	 * window's first layers, an engine that pipelines) is that window's:
 	 * it must not leave with this one's unused predictions. */
@@ -315,7 +298,6 @@ unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsi
 		fsr_sched_value(r, card, now);
 	unsigned n = 0;
 	int skip_pred = 0, have_cross = 0;
-	float gate = -1.0f;
 	uint64_t cross = 0, reserved = 0, per = fsr_clock_period(r);
 	struct pick p;
 	while (n < max && cd->nloading < r->max_inflight && pick(r, card, now, skip_pred, &p)) {
@@ -337,22 +319,12 @@ unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsi
 				continue;
 			}
 			if (!have_cross) {
-				cross = cross_pending_ns(r, cd, &gate);
+				cross = cross_pending_ns(r, cd);
 				have_cross = 1;
 			}
 			if (p.land + cross > now + per) {
 				c->why = FSR_UNS_WAIT_DEMAND;
 				skip_pred = 1; /* demand first */
-				continue;
-			}
-			if (r->pred_gate && c->score <= gate) {
-				/* pred_gate: its deadline comes first, but a copy of
-				 * the pending demand tiers is the likelier used (its
-				 * measured rate; the highest of them, since the one
-				 * delayed may be of either): this one waits, and goes
-				 * once no demand copy is pending, if still in time. */
-				c->mark = r->take_serial;
-				c->why = FSR_UNS_VALUE_GATE;
 				continue;
 			}
 			int a = op->admit ? op->admit(r, card, p.layer, c) : 1;
@@ -408,7 +380,7 @@ unsigned fsr_sched_take(struct fsr *r, uint32_t card, struct fsr_copy *out, unsi
 			 * move with the clock, and a copy held for one would
 			 * never go. */
 			if (!have_cross) {
-				cross = cross_pending_ns(r, cd, &gate);
+				cross = cross_pending_ns(r, cd);
 				have_cross = 1;
 			}
 			if (p.deadline > p.land + cross + r->layer_ns &&

@@ -7,7 +7,7 @@
 
 #include "fs_counters.h"
 #include "fsr.h"
-#include "fsr_internal.h" /* pred_gate's use rates */
+#include "fsr_internal.h" /* the use rates, pred_adapt's sizes */
 
 #define SL 8u
 #define SE 32u
@@ -475,7 +475,7 @@ Test(sched, unserved_cand_full)
 	fsr_destroy(r);
 }
 
-/* pred_gate's measure: a scheduled copy counts once, used at its first
+/* The use rates' measure: a scheduled copy counts once, used at its first
  * hit, unused at its eviction without one. */
 Test(sched, use_rate_follows_used_and_unused_copies)
 {
@@ -506,57 +506,6 @@ Test(sched, use_rate_follows_used_and_unused_copies)
 	(void)fsr_take_copies(r, 0, cp, 8, t);
 	cr_assert_eq(fsr_lookup(r, 0, 0, 9), FSR_NONE, "9 should have been evicted");
 	cr_assert_lt(rate[FSR_TIER_RECENCY], up);
-	ok(r);
-	fsr_destroy(r);
-}
-
-/* pred_gate: a miss's copy (recency, due at layer 0's next run, 800 us)
- * is pending; a prediction for layer 2 (due at 200 us) comes first by
- * deadline.  With max 1, what goes first is the one copy handed out. */
-static uint32_t gate_first(int gate, float score, float rate, struct fsr **out)
-{
-	struct fsr_config c = scfg();
-	c.pred_gate = (uint32_t)gate;
-	struct fsr *r = mk_told(c);
-	r->card[0].use_rate[FSR_TIER_RECENCY] = rate;
-	at_layer0(r);
-	rec(r, FS_REC_USAGE, FS_USE_MISS, 0, 8, 1, 0, 0);
-	predict(r, 2, 5, score, 0);
-	struct fsr_copy cp[1];
-	cr_assert_eq(fsr_take_copies(r, 0, cp, 1, 0), 1);
-	*out = r;
-	return cp[0].tier;
-}
-
-Test(sched, pred_gate_holds_a_prediction_less_likely_used_than_the_demand_copy)
-{
-	struct fsr *r;
-	cr_assert_eq(gate_first(1, 0.3f, 0.6f, &r), FSR_TIER_RECENCY);
-	/* No demand copy pending now: it goes, as before. */
-	struct fsr_copy cp[8];
-	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 0), 1);
-	cr_assert_eq(cp[0].tier, FSR_TIER_PREDICTED);
-	cr_assert_eq(cp[0].expert, 5);
-	ok(r);
-	fsr_destroy(r);
-
-	cr_assert_eq(gate_first(1, 0.7f, 0.6f, &r), FSR_TIER_PREDICTED, "likelier used: it goes first");
-	fsr_destroy(r);
-	cr_assert_eq(gate_first(0, 0.3f, 0.6f, &r), FSR_TIER_PREDICTED, "the gate off: by deadline");
-	fsr_destroy(r);
-}
-
-Test(sched, unserved_value_gate)
-{
-	struct fsr *r;
-	cr_assert_eq(gate_first(1, 0.3f, 0.6f, &r), FSR_TIER_RECENCY);
-	cr_assert_eq(told_n, 0);
-	/* Another miss keeps demand pending while its layer runs. */
-	rec(r, FS_REC_USAGE, FS_USE_MISS, 0, 9, 1, 0, 0);
-	struct fsr_copy cp[8];
-	layers_run_to(r, 2);
-	(void)fsr_take_copies(r, 0, cp, 8, 2 * LAYER_NS);
-	expect_told(1, FSR_UNS_VALUE_GATE, 5);
 	ok(r);
 	fsr_destroy(r);
 }

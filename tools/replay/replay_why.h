@@ -60,7 +60,6 @@ struct replay_bus;
 	X(b_admit, "b", "predicted, not copied: the predicted tier held this window's better-scored ones")  \
 	X(b_cand_full, "b", "predicted, not copied: the layer's copy candidates were full, it the weakest") \
 	X(b_value, "b", "predicted, not copied: the bus could land only likelier ones (pred_value)")        \
-	X(b_value_gate, "b", "predicted, not copied: held behind demand copies likelier used (pred_gate)")  \
 	X(b_refused, "b", "predicted, not copied: refused at its record (no predicted slots on the layer)") \
 	X(b_untold, "b", "predicted, not copied: the core told no reason (still a candidate at the end)")   \
 	X(c_by_pool, "c", "predicted, usable, evicted before its use: slot taken by an untiered copy")      \
