@@ -128,6 +128,13 @@ void fsr_config_defaults(struct fsr_config *cfg)
  *    0 here, 0.01 in foresightd.
  *  - pred_value: off.  With the learner's calibrated scores it moved the
  *    real traces by under 1 %.
+ *  - pred_adapt: off.  Sizing the auto predicted tier by its copies' use
+ *    rate against the static tier's took back half the learner's loss on
+ *    cold decode at llama.cpp's pace (host_policy.sh, 26 %), but left it
+ *    worse than the tiers alone there, and cost gemma's decode rows 1.9 %
+ *    in fs-replay where its 2 predicted slots a layer beat 1: a copy's use
+ *    rate does not say what a slot is worth (docs/results/replay.md, "Why
+ *    it loses on cold decode").
  *  - (pred_gate, removed: holding a prediction behind pending demand
  *    copies unless its score beat their tier's measured use rate moved
  *    fs-replay by under 1 %; docs/results/replay.md, "Why it loses on
