@@ -207,6 +207,8 @@ void fsr_tiers_quotas(struct fsr *r, uint32_t card)
 	for (unsigned t = 0; t < FSR_NTIERS; t++)
 		cd->card_quota[t] = fsr_tier_ops(t)->card_wide ? left : 0;
 	cd->pred_cut_max = cut_max;
+	if (cd->pred_cut > cut_max) /* fewer or smaller shares now (placement) */
+		cd->pred_cut = cut_max;
 	/* The size gauges (fs_tiers.h rows, in tier order). */
 	for (unsigned t = FSR_TIER_POOL + 1; t < FSR_NTIERS; t++) {
 		uint64_t sum = cd->card_quota[t];
