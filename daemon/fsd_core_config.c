@@ -40,6 +40,7 @@ void fsd_config_residency(const struct fsd_config *c, struct fsr_config *rc)
 		rc->cross_window = c->cross_window ? FSR_CROSS_DEFAULT : 0;
 		rc->demand_late = c->demand_late;
 		rc->pred_value = c->pred_value;
+		rc->pred_adapt = c->pred_adapt;
 		rc->learn = c->learn;
 		rc->learn_min_p = (float)c->learn_min_p;
 		rc->learn_decay = (float)c->learn_decay;

@@ -173,6 +173,9 @@
 	  "nears, leaving the bus to predictions until then") \
 	X(pred_value, pred_value, ONOFF, 0, 0, 0, 1, FSD_POLICY, \
 	  "the bus carries the likeliest predictions it can land in time, not the soonest due") \
+	X(pred_adapt, pred_adapt, ONOFF, 0, 0, 0, 1, FSD_POLICY, \
+	  "the auto-sized predicted tier gives slots back to the static tier while its copies " \
+	  "are used much less often than the static tier's, and takes them back when they are not") \
 	/* Issue 32: predictions from the usage records alone (fsr_learn.c). */ \
 	X(learn, learn, U32, 0, 1, 0, 2, FSD_POLICY, \
 	  "the learned predictor, which predicts the next layers' experts from the routing engines " \

@@ -17,9 +17,12 @@
 #   off    --learn 0 (the tiers alone)
 #   on     --learn 1 (the default: on for engines that post no predictions)
 #   on-p3  --learn 1 --learn-min-p 0.3 (only candidates used 3 times in 10)
+#   adapt  --learn 1 --pred-adapt on (the predicted tier's auto size follows
+#          its copies' measured use against the static tier's)
 #   off-np --learn 0 --predicted-slots 0 (no predicted tier: its slots static's)
 #   static --learn 0 --predicted-slots 0 --recency-slots 0 (the static tier
 #          alone: the most used experts so far, as an LFU would keep them)
+# HP_CONFIGS (all of them) names a subset, e.g. "off on adapt".
 # HP_REPS (3) repetitions, interleaved.  Experts are 64 KiB and the bus
 # HP_BUS_GBPS (0.5 GB/s), so a copy takes ~130 us: a 3 MiB expert takes
 # 60-90 us on the GPU machine's link (~50 GB/s, less what llama.cpp's
@@ -54,8 +57,9 @@ PID=
 CSV="$OUT/host-policy.csv"
 echo "trace,budget,config,rep,slots,hits,misses,copied,too_late" >"$CSV"
 declare -A ARGS=([off]="--learn 0" [on]="--learn 1" [on-p3]="--learn 1 --learn-min-p 0.3"
-	[off-np]="--learn 0 --predicted-slots 0" [static]="--learn 0 --predicted-slots 0 --recency-slots 0")
-CONFIGS=(off on on-p3 off-np static)
+	[adapt]="--learn 1 --pred-adapt on" [off-np]="--learn 0 --predicted-slots 0" [static]="--learn 0 --predicted-slots 0 --recency-slots 0")
+# shellcheck disable=SC2206 # a list of names
+CONFIGS=(${HP_CONFIGS:-off on on-p3 adapt off-np static})
 PROMISED=()
 
 run_one() { # trace budget config rep slots layers experts used decode.csv

@@ -103,6 +103,7 @@ struct fsr_config {
 	uint32_t cross_window; /* layers 0..N-1 of a client's next window predicted from its last */
 	uint32_t demand_late;  /* 1: a demand copy goes on the bus as late as its deadline allows */
 	uint32_t pred_value;   /* 1: the likeliest predictions the bus can land go (fsr_sched_value.c) */
+	uint32_t pred_adapt;   /* 1: an FSR_AUTO predicted size follows its copies' measured use */
 	/* The learned predictor (fsr_learn.c): FSR_LEARN_OFF, _AUTO, _ON. */
 	uint32_t learn;
 	float learn_decay;   /* its counts' decay per token, (0, 1] (default 0.9995) */

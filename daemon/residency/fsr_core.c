@@ -128,6 +128,17 @@ void fsr_config_defaults(struct fsr_config *cfg)
  *    0 here, 0.01 in foresightd.
  *  - pred_value: off.  With the learner's calibrated scores it moved the
  *    real traces by under 1 %.
+ *  - pred_adapt: off.  Sizing the auto predicted tier by its copies' use
+ *    rate against the static tier's took back half the learner's loss on
+ *    cold decode at llama.cpp's pace (host_policy.sh, 26 %), but left it
+ *    worse than the tiers alone there, and cost gemma's decode rows 1.9 %
+ *    in fs-replay where its 2 predicted slots a layer beat 1: a copy's use
+ *    rate does not say what a slot is worth (docs/results/replay.md, "Why
+ *    it loses on cold decode").
+ *  - (pred_gate, removed: holding a prediction behind pending demand
+ *    copies unless its score beat their tier's measured use rate moved
+ *    fs-replay by under 1 %; docs/results/replay.md, "Why it loses on
+ *    cold decode".)
  */
 void fsr_config_tiers(struct fsr_config *cfg)
 {
@@ -160,7 +171,7 @@ static int tiers_valid(const struct fsr_config *cfg)
 	if (!(cfg->pred_min_score >= 0.0f && isfinite(cfg->pred_min_score)))
 		return 0;
 	if (cfg->cross_window > FSR_CROSS_MAX || cfg->tier_adapt > 1 || cfg->admit_value > 1 ||
-	    cfg->demand_late > 1 || cfg->pred_value > 1 || cfg->learn > FSR_LEARN_ON)
+	    cfg->demand_late > 1 || cfg->pred_value > 1 || cfg->pred_adapt > 1 || cfg->learn > FSR_LEARN_ON)
 		return 0;
 	if (!(cfg->learn_decay > 0.0f && cfg->learn_decay <= 1.0f) ||
 	    !(cfg->learn_min_p >= 0.0f && cfg->learn_min_p <= 1.0f) || cfg->learn_post > FSR_LEARN_POST_MAX)
@@ -278,6 +289,9 @@ static int tiers_create(struct fsr *r, const struct fsr_config *cfg)
 	r->cross_window = cfg->predicted_slots == 0 ? 0 : cfg->cross_window;
 	r->demand_late = cfg->demand_late != 0; /* the baselines copy without a bus model */
 	r->pred_value = cfg->pred_value != 0;
+	/* Only the auto size moves: an explicit predicted_slots is the
+	 * operator's and stays. */
+	r->pred_adapt = cfg->pred_adapt != 0 && cfg->adapt && cfg->predicted_slots == FSR_AUTO;
 	for (uint32_t c = 0; c < FSR_MAX_CLIENTS; c++)
 		for (uint32_t l = 0; l < FSR_CROSS_MAX; l++)
 			r->client[c].xw_reuse[l] = FSR_XW_REUSE0;

@@ -68,6 +68,24 @@
 /* Its reuse estimate before any window was seen: the real traces' lag-1
  * reuse is 0.36-0.38 (docs/results/replay.md). */
 #define FSR_XW_REUSE0 0.35f
+/* Use rates (fsr_use_outcome; pred_adapt, fsr_tiers.c): each (card,
+ * tier)'s share of scheduled copies used before they leave, an average
+ * over about the last FSR_USE_N outcomes (weight 1/FSR_USE_N each,
+ * decaying).  It starts at FSR_USE_RATE0, the same for every tier: with
+ * nothing measured, no tier looks worth more than another. */
+#define FSR_USE_N 64.0f
+#define FSR_USE_RATE0 0.5f
+/* pred_adapt (fsr_tiers.c): the predicted tier's size is decided again
+ * each FSR_USE_N outcomes of its copies on the card (the average above
+ * then mostly renewed).  It shrinks by a slot per layer (back to the
+ * static tier) while its copies are used less than FSR_PRED_SHRINK times
+ * as often as the static tier's, and grows back while they are used at
+ * least FSR_PRED_GROW times as often.  The static tier's average copy is
+ * worth more than the slot it would get back (its coldest expert), hence
+ * a factor below 1; the gap between the two is hysteresis: the average of
+ * ~64 outcomes at p ~0.3 moves by ~0.04 (one sd) on its own. */
+#define FSR_PRED_SHRINK 0.5f
+#define FSR_PRED_GROW 0.75f
 
 struct fsr_slot {
 	uint64_t retire;    /* RETIRING: first epoch that does not map it */
@@ -86,6 +104,12 @@ struct fsr_slot {
 	float score;          /* predicted tier: the prediction's score, else 0 */
 	uint8_t state;        /* enum fsr_slot_state */
 	uint8_t tier;         /* enum fsr_tier (LOADING, RESIDENT) */
+	/* The use rate's measure (fsr_use_outcome): a copy the scheduler handed
+	 * out awaits its outcome (its first hit, or its eviction unused), for
+	 * the tier it was copied for (`tier` may change: a used prediction
+	 * moves to recency). */
+	uint8_t outcome_due;
+	uint8_t load_tier;
 };
 
 /* A tier's slots at one (card, layer), least recently used at `old`. */
@@ -147,6 +171,15 @@ struct fsr_card {
 	uint64_t dem_bytes;    /* demand (not speculative) bytes handed out since dem_t0 */
 	uint64_t dem_t0;
 	float dem_util; /* their share of the planned bus, smoothed over windows */
+	/* per tier, the share of its scheduled copies used before
+	 * they left (fsr_use_outcome) */
+	float use_rate[FSR_NTIERS];
+	/* pred_adapt: predicted slots per layer taken off the FSR_AUTO size
+	 * (at most pred_cut_max, which leaves each layer at least 1), and the
+	 * predicted copies' outcomes since the size was last decided. */
+	uint32_t pred_cut;
+	uint32_t pred_cut_max;
+	uint32_t pred_outcomes;
 	/* tier_adapt (fsr_tiers.c): each layer's recency size, moved by ghost
 	 * hits, NULL without tier_adapt; the ghost lists (fsr_ghost.c), kept
 	 * with tiers either way (their hits are counted for fsctl stats). */
@@ -226,6 +259,7 @@ struct fsr {
 	uint32_t cross_window; /* layers 0..N-1 of the next window predicted from the last */
 	int demand_late;       /* demand copies handed out as late as their deadlines allow */
 	int pred_value;        /* predictions chosen by score within the bus (fsr_sched_value.c) */
+	int pred_adapt;        /* the FSR_AUTO predicted size follows its copies' use (fsr_tiers.c) */
 	uint32_t cfg_slots[FSR_NTIERS]; /* per-layer tiers' <name>_slots as configured, FSR_AUTO/ALL kept */
 	uint32_t cfg_spare;             /* as configured, FSR_AUTO kept */
 	uint32_t pred_auto_max; /* FSR_AUTO predicted size's cap: copies the bus lands per layer time */
@@ -280,6 +314,13 @@ static inline void fsr_unserved(const struct fsr *r, uint32_t card, uint32_t lay
 static inline uint32_t fsr_idx(const struct fsr *r, uint32_t layer, uint32_t expert)
 {
 	return layer * r->experts + expert;
+}
+
+/* The use rates' measure: a copy of `tier` was used (1) or left unused (0). */
+static inline void fsr_use_outcome(struct fsr_card *cd, unsigned tier, int used)
+{
+	cd->use_rate[tier] += ((float)used - cd->use_rate[tier]) * (1.0f / FSR_USE_N);
+	cd->pred_outcomes += tier == FSR_TIER_PREDICTED;
 }
 
 /* fsr_slots.c: slot life cycle and the LRU list. */
@@ -388,6 +429,7 @@ FSR_INTERNAL void fsr_tier_gauges(struct fsr *r, uint32_t card);
 /* fsr_tiers.c: the tier table, reserved sizes, the order slots leave tiers in. */
 FSR_INTERNAL int fsr_tiers_init(struct fsr *r, uint32_t card);
 FSR_INTERNAL void fsr_tiers_quotas(struct fsr *r, uint32_t card);
+FSR_INTERNAL void fsr_tiers_pred_adapt(struct fsr *r, uint32_t card);
 FSR_INTERNAL uint32_t fsr_tier_victim(struct fsr *r, uint32_t card, uint32_t layer, unsigned tier);
 FSR_INTERNAL int fsr_tier_room(struct fsr *r, uint32_t card, uint32_t layer, unsigned tier, uint32_t need);
 FSR_INTERNAL void fsr_tiers_predictions_seen(struct fsr *r);

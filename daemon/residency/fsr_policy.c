@@ -107,6 +107,12 @@ static void usage_tiered(struct fsr *r, uint32_t card, uint32_t client, const st
 	fsr_lru_touch(cd, s);
 	fsr_tier_touch(cd, s);
 	fsr_slot_protect(r, &cd->slot[s], client);
+	if (cd->slot[s].outcome_due) {
+		/* Its first hit: counted now, not at its eviction, so a copy
+		 * kept resident for long counts as soon as it pays. */
+		cd->slot[s].outcome_due = 0;
+		fsr_use_outcome(cd, cd->slot[s].load_tier, 1);
+	}
 	const struct fsr_tier_ops *op = fsr_tier_ops(cd->slot[s].tier);
 	if (op->on_use)
 		op->on_use(r, card, s);

@@ -7,6 +7,7 @@
 
 #include "fs_counters.h"
 #include "fsr.h"
+#include "fsr_internal.h" /* the use rates, pred_adapt's sizes */
 
 #define SL 8u
 #define SE 32u
@@ -470,6 +471,138 @@ Test(sched, unserved_cand_full)
 	cr_assert_eq(cp[0].expert, 4);
 	cr_assert_eq(cp[1].expert, 1);
 	cr_assert_eq(told_n, 2);
+	ok(r);
+	fsr_destroy(r);
+}
+
+/* The use rates' measure: a scheduled copy counts once, used at its first
+ * hit, unused at its eviction without one. */
+Test(sched, use_rate_follows_used_and_unused_copies)
+{
+	struct fsr *r = mk(scfg());
+	const float *rate = r->card[0].use_rate;
+	cr_assert_float_eq(rate[FSR_TIER_RECENCY], FSR_USE_RATE0, 1e-6);
+	at_layer0(r);
+	rec(r, FS_REC_USAGE, FS_USE_MISS, 0, 8, 1, 0, 0);
+	rec(r, FS_REC_USAGE, FS_USE_MISS, 0, 9, 1, 0, 0);
+	struct fsr_copy cp[8];
+	cr_assert_eq(fsr_take_copies(r, 0, cp, 8, 0), 2);
+	fsr_copy_done(r, 0, cp[0].slot, cp[0].gen, COPY_NS);
+	fsr_copy_done(r, 0, cp[1].slot, cp[1].gen, 2 * COPY_NS);
+	cr_assert_float_eq(rate[FSR_TIER_RECENCY], FSR_USE_RATE0, 1e-6, "landed: no outcome yet");
+	/* Window 2: 8 is used (twice: counted once), 9 is not. */
+	uint64_t t = 8 * LAYER_NS;
+	rec(r, FS_REC_WIN_BEGIN, 0, 0, 0, 2, 0, t);
+	rec(r, FS_REC_USAGE, FS_USE_HIT, 0, 8, 2, 0, t);
+	float up = rate[FSR_TIER_RECENCY];
+	cr_assert_gt(up, FSR_USE_RATE0);
+	rec(r, FS_REC_USAGE, FS_USE_HIT, 0, 8, 2, 0, t);
+	cr_assert_float_eq(rate[FSR_TIER_RECENCY], up, 1e-6, "a second hit is no second outcome");
+	cr_assert_float_eq(rate[FSR_TIER_PREDICTED], FSR_USE_RATE0, 1e-6, "another tier's is not moved");
+	/* Two more misses at layer 0: the recency tier (2 slots) gives up 9,
+	 * landed and never used. */
+	rec(r, FS_REC_USAGE, FS_USE_MISS, 0, 10, 2, 0, t);
+	rec(r, FS_REC_USAGE, FS_USE_MISS, 0, 11, 2, 0, t);
+	(void)fsr_take_copies(r, 0, cp, 8, t);
+	cr_assert_eq(fsr_lookup(r, 0, 0, 9), FSR_NONE, "9 should have been evicted");
+	cr_assert_lt(rate[FSR_TIER_RECENCY], up);
+	ok(r);
+	fsr_destroy(r);
+}
+
+/* pred_adapt: 8 layers of 64 slots each (and 8 spare) and no bus model
+ * (pred_auto_max 4): the predicted tier's auto size is 4 a layer. */
+static struct fsr *mk_adapt(uint32_t adapt, uint32_t predicted_slots)
+{
+	struct fsr_config c = scfg();
+	c.slots[0] = 8 + SL * 64;
+	c.adapt = 1;
+	c.bus_gbps = 0.0;
+	c.predicted_slots = predicted_slots;
+	c.pred_adapt = adapt;
+	return mk(c);
+}
+
+/* `rounds` times FSR_USE_N outcomes of each tier's copies (all used or
+ * all not), each followed by a take, where the size is decided. */
+static void outcomes(struct fsr *r, int pred_used, int static_used, unsigned rounds)
+{
+	struct fsr_copy cp[8];
+	for (unsigned i = 0; i < rounds; i++) {
+		for (unsigned k = 0; k < (unsigned)FSR_USE_N; k++) {
+			fsr_use_outcome(&r->card[0], FSR_TIER_PREDICTED, pred_used);
+			fsr_use_outcome(&r->card[0], FSR_TIER_STATIC, static_used);
+		}
+		(void)fsr_take_copies(r, 0, cp, 8, 0);
+	}
+}
+
+static uint32_t pred_q(const struct fsr *r, uint32_t layer)
+{
+	return fsr_quota(&r->card[0], layer, FSR_TIER_PREDICTED);
+}
+
+Test(sched, pred_adapt_shrinks_an_unused_predicted_tier_to_its_floor)
+{
+	struct fsr *r = mk_adapt(1, FSR_AUTO);
+	uint32_t stat0 = r->card[0].card_quota[FSR_TIER_STATIC];
+	for (uint32_t l = 0; l < SL; l++)
+		cr_assert_eq(pred_q(r, l), 4);
+	outcomes(r, 0, 1, 1);
+	cr_assert_eq(pred_q(r, 0), 3, "one slot a layer per decision");
+	cr_assert_eq(r->card[0].card_quota[FSR_TIER_STATIC], stat0 + SL, "back to the static tier");
+	outcomes(r, 0, 1, 10);
+	for (uint32_t l = 0; l < SL; l++)
+		cr_assert_eq(pred_q(r, l), 1, "the floor: 1, so its use is still measured");
+	cr_assert_eq(r->card[0].card_quota[FSR_TIER_STATIC], stat0 + 3 * SL);
+	ok(r);
+	fsr_destroy(r);
+}
+
+Test(sched, pred_adapt_grows_back_when_predicted_copies_are_used)
+{
+	struct fsr *r = mk_adapt(1, FSR_AUTO);
+	uint32_t stat0 = r->card[0].card_quota[FSR_TIER_STATIC];
+	outcomes(r, 0, 1, 10);
+	cr_assert_eq(pred_q(r, 5), 1);
+	/* Now its copies are used, the static tier's not: back to 4, no more. */
+	outcomes(r, 1, 0, 10);
+	for (uint32_t l = 0; l < SL; l++)
+		cr_assert_eq(pred_q(r, l), 4);
+	cr_assert_eq(r->card[0].card_quota[FSR_TIER_STATIC], stat0);
+	ok(r);
+	fsr_destroy(r);
+}
+
+Test(sched, pred_adapt_holds_between_the_two_rates)
+{
+	struct fsr *r = mk_adapt(1, FSR_AUTO);
+	/* Predicted copies used 0.6 times as often as static ones: above
+	 * FSR_PRED_SHRINK, below FSR_PRED_GROW: the size stays. */
+	struct fsr_card *cd = &r->card[0];
+	struct fsr_copy cp[8];
+	for (unsigned i = 0; i < 5; i++) {
+		cd->use_rate[FSR_TIER_PREDICTED] = 0.3f;
+		cd->use_rate[FSR_TIER_STATIC] = 0.5f;
+		cd->pred_outcomes = (uint32_t)FSR_USE_N;
+		(void)fsr_take_copies(r, 0, cp, 8, 0);
+	}
+	cr_assert_eq(pred_q(r, 0), 4);
+	fsr_destroy(r);
+}
+
+Test(sched, pred_adapt_leaves_an_explicit_size_and_is_off_by_option)
+{
+	struct fsr *r = mk_adapt(1, 2);
+	outcomes(r, 0, 1, 10);
+	for (uint32_t l = 0; l < SL; l++)
+		cr_assert_eq(pred_q(r, l), 2, "--predicted-slots 2 stays 2");
+	ok(r);
+	fsr_destroy(r);
+	r = mk_adapt(0, FSR_AUTO);
+	outcomes(r, 0, 1, 10);
+	for (uint32_t l = 0; l < SL; l++)
+		cr_assert_eq(pred_q(r, l), 4, "pred_adapt off: the auto size stays");
 	ok(r);
 	fsr_destroy(r);
 }

@@ -82,6 +82,8 @@ uint32_t fsr_slot_load(struct fsr *r, uint32_t card, uint32_t idx, uint32_t clie
 	sl->deadline = UINT64_MAX;
 	sl->score = 0.0f; /* the scheduler sets a prediction's */
 	sl->tier = (uint8_t)tier;
+	sl->load_tier = (uint8_t)tier;
+	sl->outcome_due = 0; /* the scheduler's copies only (fsr_sched.c: issue) */
 	fsr_slot_protect(r, sl, client);
 	cd->slot_of[idx] = s;
 	cd->nloading++;
@@ -137,6 +139,9 @@ void fsr_slot_evict(struct fsr *r, uint32_t card, uint32_t s)
 	if (sl->state == FSR_LOADING) {
 		cd->nloading--; /* not in the LRU list */
 	} else {
+		/* Landed and never used: a copy that took bus time for nothing. */
+		if (sl->outcome_due)
+			fsr_use_outcome(cd, sl->load_tier, 0);
 		lru_unlink(cd, s);
 		cd->nresident--;
 	}
@@ -145,6 +150,7 @@ void fsr_slot_evict(struct fsr *r, uint32_t card, uint32_t s)
 	sl->retire = r->published + 1;
 	sl->evict_for = r->evict_for;
 	sl->prot_client = FSR_NONE;
+	sl->outcome_due = 0;
 	sl->next = FSR_NONE;
 	if (cd->ret_tail != FSR_NONE)
 		cd->slot[cd->ret_tail].next = s;

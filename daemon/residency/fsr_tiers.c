@@ -110,6 +110,10 @@ int fsr_tiers_init(struct fsr *r, uint32_t card)
 	}
 	for (size_t i = 0; i < n; i++)
 		cd->tl[i] = (struct fsr_tlist){FSR_NONE, FSR_NONE, 0};
+	for (unsigned t = 0; t < FSR_NTIERS; t++)
+		cd->use_rate[t] = FSR_USE_RATE0;
+	cd->pred_cut = 0;
+	cd->pred_outcomes = 0;
 	fsr_tiers_quotas(r, card);
 	return 0;
 }
@@ -160,7 +164,7 @@ void fsr_tiers_quotas(struct fsr *r, uint32_t card)
 	 * across cards"); without, the trim empties what it no longer serves. */
 	cd->quota_total = up ? avail : 0;
 	/* What the layers' shares leave is the static tier's, the card's. */
-	uint32_t left = cd->quota_total;
+	uint32_t left = cd->quota_total, cut_max = 0;
 	for (uint32_t l = 0; l < r->layers; l++) {
 		uint32_t *q = &cd->quota[l * FSR_NTIERS];
 		for (unsigned t = 0; t < FSR_NTIERS; t++)
@@ -169,6 +173,16 @@ void fsr_tiers_quotas(struct fsr *r, uint32_t card)
 			continue;
 		uint32_t share = base + (i++ < extra), sz[FSR_NTIERS];
 		split_share(r, share, sz);
+		if (r->pred_adapt) {
+			/* pred_adapt: pred_cut slots fewer, for the static tier
+			 * (what the layers leave), but at least 1 where the auto
+			 * size has any: with none there would be no predicted
+			 * copies whose use says when to grow back. */
+			uint32_t a = sz[FSR_TIER_PREDICTED];
+			if (a > 1 && a - 1 > cut_max)
+				cut_max = a - 1;
+			sz[FSR_TIER_PREDICTED] = a > cd->pred_cut ? a - cd->pred_cut : (a ? 1 : 0);
+		}
 		for (unsigned t = 0; t < FSR_NTIERS && cd->rec_size; t++) {
 			if (!fsr_tier_ops(t)->adapts)
 				continue;
@@ -192,6 +206,9 @@ void fsr_tiers_quotas(struct fsr *r, uint32_t card)
 	/* What the layers' tiers leave is the card-wide tier's. */
 	for (unsigned t = 0; t < FSR_NTIERS; t++)
 		cd->card_quota[t] = fsr_tier_ops(t)->card_wide ? left : 0;
+	cd->pred_cut_max = cut_max;
+	if (cd->pred_cut > cut_max) /* fewer or smaller shares now (placement) */
+		cd->pred_cut = cut_max;
 	/* The size gauges (fs_tiers.h rows, in tier order). */
 	for (unsigned t = FSR_TIER_POOL + 1; t < FSR_NTIERS; t++) {
 		uint64_t sum = cd->card_quota[t];
@@ -294,6 +311,35 @@ void fsr_tiers_ghost_miss(struct fsr *r, uint32_t card, uint32_t layer, uint32_t
 		cd->rec_size[layer] = k + 1;
 	else if (k > 1)
 		cd->rec_size[layer] = k - 1;
+	else
+		return;
+	fsr_tiers_quotas(r, card);
+	cd->retrim = 1;
+}
+
+/*
+ * pred_adapt: a slot belongs to the tier whose copies get used.  The
+ * predicted tier's slots are taken from the static tier's; where its
+ * copies are used far less often than the static tier's (the learner's on
+ * cold decode: 1 in 6 against 1 in 2, docs/results/replay.md, "Why it
+ * loses on cold decode"), each slot it reserves costs static hits it does
+ * not repay.  Each FSR_USE_N of its outcomes on the card (fsr_use_outcome;
+ * here, at the scheduler's take, not per record), it gives a slot per
+ * layer back to the static tier (down to 1 a layer) or takes one back (up
+ * to its FSR_AUTO size), by the two rates (FSR_PRED_SHRINK, _GROW); the
+ * trim then evicts what a tier holds beyond its new size.
+ */
+void fsr_tiers_pred_adapt(struct fsr *r, uint32_t card)
+{
+	struct fsr_card *cd = &r->card[card];
+	if (cd->pred_outcomes < (uint32_t)FSR_USE_N)
+		return;
+	cd->pred_outcomes = 0;
+	float p = cd->use_rate[FSR_TIER_PREDICTED], s = cd->use_rate[FSR_TIER_STATIC];
+	if (p < s * FSR_PRED_SHRINK && cd->pred_cut < cd->pred_cut_max)
+		cd->pred_cut++;
+	else if (p >= s * FSR_PRED_GROW && cd->pred_cut > 0)
+		cd->pred_cut--;
 	else
 		return;
 	fsr_tiers_quotas(r, card);
