@@ -60,6 +60,12 @@ declare -A ARGS=([off]="--learn 0" [on]="--learn 1" [on-p3]="--learn 1 --learn-m
 	[adapt]="--learn 1 --pred-adapt on" [off-np]="--learn 0 --predicted-slots 0" [static]="--learn 0 --predicted-slots 0 --recency-slots 0")
 # shellcheck disable=SC2206 # a list of names
 CONFIGS=(${HP_CONFIGS:-off on on-p3 adapt off-np static})
+for c in "${CONFIGS[@]}"; do
+	[ -n "${ARGS[$c]+set}" ] || {
+		echo "host_policy.sh: HP_CONFIGS: no configuration '$c' (${!ARGS[*]})" >&2
+		exit 2
+	}
+done
 PROMISED=()
 
 run_one() { # trace budget config rep slots layers experts used decode.csv
