@@ -292,6 +292,9 @@ static int tiers_create(struct fsr *r, const struct fsr_config *cfg)
 	/* Only the auto size moves: an explicit predicted_slots is the
 	 * operator's and stays. */
 	r->pred_adapt = cfg->pred_adapt != 0 && cfg->adapt && cfg->predicted_slots == FSR_AUTO;
+	/* Nothing else reads the use rates: without pred_adapt the hit and
+	 * eviction paths leave them alone. */
+	r->use_measure = r->pred_adapt;
 	for (uint32_t c = 0; c < FSR_MAX_CLIENTS; c++)
 		for (uint32_t l = 0; l < FSR_CROSS_MAX; l++)
 			r->client[c].xw_reuse[l] = FSR_XW_REUSE0;

@@ -260,6 +260,7 @@ struct fsr {
 	int demand_late;       /* demand copies handed out as late as their deadlines allow */
 	int pred_value;        /* predictions chosen by score within the bus (fsr_sched_value.c) */
 	int pred_adapt;        /* the FSR_AUTO predicted size follows its copies' use (fsr_tiers.c) */
+	int use_measure;       /* the use rates are measured (fsr_use_outcome): pred_adapt reads them */
 	uint32_t cfg_slots[FSR_NTIERS]; /* per-layer tiers' <name>_slots as configured, FSR_AUTO/ALL kept */
 	uint32_t cfg_spare;             /* as configured, FSR_AUTO kept */
 	uint32_t pred_auto_max; /* FSR_AUTO predicted size's cap: copies the bus lands per layer time */

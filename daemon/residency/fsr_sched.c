@@ -142,7 +142,7 @@ static void issue(struct fsr *r, uint32_t card, const struct pick *p, struct fsr
 	uint32_t s = fsr_slot_load(r, card, idx, cand_client(&c), c.tier);
 	cd->slot[s].deadline = p->deadline;
 	cd->slot[s].score = fsr_tier_ops(c.tier)->speculative ? c.score : 0.0f;
-	cd->slot[s].outcome_due = 1; /* the use rates' measure: used or not, once */
+	cd->slot[s].outcome_due = (uint8_t)r->use_measure; /* the use rates' measure: used or not, once */
 	/* A prediction for a later window (the learner's for the next
 	 * window's first layers, an engine that pipelines) is that window's:
 	 * it must not leave with this one's unused predictions. */

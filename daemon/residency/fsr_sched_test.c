@@ -476,10 +476,13 @@ Test(sched, unserved_cand_full)
 }
 
 /* The use rates' measure: a scheduled copy counts once, used at its first
- * hit, unused at its eviction without one. */
-Test(sched, use_rate_follows_used_and_unused_copies)
+ * hit, unused at its eviction without one.  Only where something reads it
+ * (pred_adapt): otherwise the hit path does none of it. */
+static void use_rate_case(int measure)
 {
 	struct fsr *r = mk(scfg());
+	cr_assert_eq(r->use_measure, 0, "explicit predicted size, no pred_adapt: not measured");
+	r->use_measure = measure;
 	const float *rate = r->card[0].use_rate;
 	cr_assert_float_eq(rate[FSR_TIER_RECENCY], FSR_USE_RATE0, 1e-6);
 	at_layer0(r);
@@ -495,6 +498,12 @@ Test(sched, use_rate_follows_used_and_unused_copies)
 	rec(r, FS_REC_WIN_BEGIN, 0, 0, 0, 2, 0, t);
 	rec(r, FS_REC_USAGE, FS_USE_HIT, 0, 8, 2, 0, t);
 	float up = rate[FSR_TIER_RECENCY];
+	if (!measure) {
+		cr_assert_float_eq(up, FSR_USE_RATE0, 1e-6, "not measured: a hit moves no rate");
+		ok(r);
+		fsr_destroy(r);
+		return;
+	}
 	cr_assert_gt(up, FSR_USE_RATE0);
 	rec(r, FS_REC_USAGE, FS_USE_HIT, 0, 8, 2, 0, t);
 	cr_assert_float_eq(rate[FSR_TIER_RECENCY], up, 1e-6, "a second hit is no second outcome");
@@ -508,6 +517,16 @@ Test(sched, use_rate_follows_used_and_unused_copies)
 	cr_assert_lt(rate[FSR_TIER_RECENCY], up);
 	ok(r);
 	fsr_destroy(r);
+}
+
+Test(sched, use_rate_follows_used_and_unused_copies)
+{
+	use_rate_case(1);
+}
+
+Test(sched, use_rate_not_measured_without_pred_adapt)
+{
+	use_rate_case(0);
 }
 
 /* pred_adapt: 8 layers of 64 slots each (and 8 spare) and no bus model
@@ -545,6 +564,7 @@ static uint32_t pred_q(const struct fsr *r, uint32_t layer)
 Test(sched, pred_adapt_shrinks_an_unused_predicted_tier_to_its_floor)
 {
 	struct fsr *r = mk_adapt(1, FSR_AUTO);
+	cr_assert_eq(r->use_measure, 1, "pred_adapt reads the use rates: they are measured");
 	uint32_t stat0 = r->card[0].card_quota[FSR_TIER_STATIC];
 	for (uint32_t l = 0; l < SL; l++)
 		cr_assert_eq(pred_q(r, l), 4);
