@@ -177,9 +177,10 @@
 	  "the auto-sized predicted tier gives slots back to the static tier while its copies " \
 	  "are used much less often than the static tier's, and takes them back when they are not") \
 	/* Issue 32: predictions from the usage records alone (fsr_learn.c). */ \
-	X(learn, learn, U32, 0, 1, 0, 2, FSD_POLICY, \
+	X(learn, learn, U32, 0, 0, 0, 2, FSD_POLICY, \
 	  "the learned predictor, which predicts the next layers' experts from the routing engines " \
-	  "post: 0 off, 1 for engines that post no predictions of their own, 2 for every engine") \
+	  "post: 0 off, 1 for engines that post no predictions of their own, 2 for every engine " \
+	  "(on llama.cpp's cold decode its copies cost more bus than their hits save)") \
 	X(learn_min_p, learn_min_p, DBL, 0, 0.01, 0.001, 1, FSD_POLICY, \
 	  "the learned predictor posts no candidate whose measured chance of use is below this") \
 	X(learn_decay, learn_decay, DBL, 0, 0.9995, 0.5, 1, FSD_POLICY, \

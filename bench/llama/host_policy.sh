@@ -14,8 +14,8 @@
 # fs-demo-engine replaying the trace at HP_HOLD_US a token (11,000: the
 # served decode rate measured on the GPU, ~90 t/s), posting usage only, for
 # each configuration of the learned predictor:
-#   off    --learn 0 (the tiers alone)
-#   on     --learn 1 (the default: on for engines that post no predictions)
+#   off    --learn 0 (the default: the tiers alone)
+#   on     --learn 1 (on for engines that post no predictions)
 #   on-p3  --learn 1 --learn-min-p 0.3 (only candidates used 3 times in 10)
 #   adapt  --learn 1 --pred-adapt on (the predicted tier's auto size follows
 #          its copies' measured use against the static tier's)

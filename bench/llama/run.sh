@@ -22,8 +22,10 @@
 #         layer into VRAM with a wide copy kernel before the layer's products
 #         (FORESIGHT_LLAMA_STAGE), instead of the products reading them in place
 #   lrus  lru, staged the same way
-#   csn   cs with foresightd's learned predictor off (--learn 0): what the
-#         predictor is worth to an engine that posts only its routing
+#   csn   cs with foresightd's learned predictor off (--learn 0, the default
+#         since 2026-12-07: before, cs ran with it on)
+#   csl   cs with it on (--learn 1): what the predictor is worth to an
+#         engine that posts only its routing
 # Each run is one fs-llama-driver process: decode (tg) from an empty context
 # (--pp 0: the trace's decode tokens in order, cold), then prefill (pp) in a
 # second process.  Repetitions are interleaved: every repetition runs every
@@ -81,7 +83,7 @@ CSV="$FSL_WORK/llama-runs.csv"
 PROMISED="$OUT/llama-promised.txt"
 : >"$PROMISED"
 ran() { grep -q "^$1,$2,$3,$4,$5,$6,[^,]*,ok," "$CSV"; } # w b mode rep proc phase: ran and ok
-base_of() { case $1 in cs | lrus) echo "${1%s}" ;; csn) echo c ;; *) echo "$1" ;; esac; } # a staged mode's unstaged one
+base_of() { case $1 in cs | lrus) echo "${1%s}" ;; csn | csl) echo c ;; *) echo "$1" ;; esac; } # a staged mode's unstaged one
 
 # VRAM: the card's memory in use (nvidia-smi --query-gpu, every 200 ms in
 # the background, with the time), less what was in use before any run.  A
@@ -237,7 +239,11 @@ for w in ${WORKLOADS//,/ }; do
 				fi
 				case $(base_of "$m") in
 				c | d)
-					if [ "$m" = csn ]; then fsl_fsd_start "$model" "$mib" --learn 0; else fsl_fsd_start "$model" "$mib"; fi
+					case $m in
+					csn) fsl_fsd_start "$model" "$mib" --learn 0 ;;
+					csl) fsl_fsd_start "$model" "$mib" --learn 1 ;;
+					*) fsl_fsd_start "$model" "$mib" ;;
+					esac
 					;;
 				lru) fsl_fsd_start "$model" 0 --slots 1 ;; # the arena only: the LRU has its own VRAM
 				*) fsl_fsd_stop ;;

@@ -86,7 +86,7 @@ chmod +x "$B/daemon/foresightd" "$B/tools/fsctl/fsctl" "$B/tools/gguf/fs-gguf-mo
 	"$T/fsl/cuda-driver/fs-llama-driver" "$T/bin/nvidia-smi"
 
 # ---- the run ----------------------------------------------------------------
-modes=a,b,c,cs,csn,lru,lrus,d
+modes=a,b,c,cs,csn,csl,lru,lrus,d
 rc=0
 RT_FSD_ARGS="$T/fsd-args.log" PATH="$T/bin:$PATH" FSL_OUT="$T/fsl" FSL_WORK="$T/work" FSL_MODELS="$T/models" FSL_TRACES="$T" \
 	LB_PREBUILT=1 LB_WORKLOADS=qwen LB_BUDGETS=0.26,0.52 LB_MODES=$modes LB_REPS=1 LB_BUDGET_S=600 \
@@ -102,23 +102,24 @@ RT_FSD_ARGS="$T/fsd-args.log" PATH="$T/bin:$PATH" FSL_OUT="$T/fsl" FSL_WORK="$T/
 
 csv="$T/out/llama-runs.csv"
 [ -f "$csv" ] || fail "no $csv"
-# every run it promised, once, ok: a (tg, pp); b, c, cs, csn (tg, pp); lru,
+# every run it promised, once, ok: a (tg, pp); b, c, cs, csn, csl (tg, pp); lru,
 # lrus (tg); d two processes (tg); 2 budgets (a at the first only)
-want=$((2 + 2 * (4 * 2 + 2 * 1 + 2)))
+want=$((2 + 2 * (5 * 2 + 2 * 1 + 2)))
 got=$(tail -n +2 "$csv" | grep -c ',ok,')
 [ "$got" = "$want" ] || {
 	cat "$csv" >&2
 	fail "$got runs ok in the CSV, $want promised"
 }
 [ "$(wc -l <"$T/out/llama-promised.txt")" = "$want" ] || fail "promised $(wc -l <"$T/out/llama-promised.txt") runs, expected $want"
-for m in a b c cs csn lru lrus d; do
+for m in a b c cs csn csl lru lrus d; do
 	grep -q "^qwen,[^,]*,$m," "$csv" || fail "mode $m ran no run"
 done
 [ "$(grep -c '^qwen,0.52,d,1,[12],tg,' "$csv")" = 2 ] || fail "d at 52 %: not two processes"
 # the provider's counters reached the served rows, the daemon's copies c's
 grep '^qwen,0.26,c,1,0,tg,' "$csv" | grep -q ',ok,100,80,1000,100,80,4096,' || fail "c's counters: $(grep '^qwen,0.26,c,1,0,tg,' "$csv")"
-# csn's daemons, and only theirs, had the learned predictor off: one a budget
+# csn's daemons had --learn 0 and csl's --learn 1, and no other's either: one a budget
 [ "$(grep -c -- '--learn 0' "$T/fsd-args.log")" = 2 ] || fail "daemons started with --learn 0: $(grep -c -- '--learn 0' "$T/fsd-args.log"), csn ran 2 (one a budget)"
+[ "$(grep -c -- '--learn 1' "$T/fsd-args.log")" = 2 ] || fail "daemons started with --learn 1: $(grep -c -- '--learn 1' "$T/fsd-args.log"), csl ran 2 (one a budget)"
 # the engines' private memory was sampled (the stand-in is a bash process)
 awk -F, 'NR > 1 && $NF + 0 <= 0 { bad++ } END { exit bad > 0 }' "$csv" || fail "a run with no host memory sampled: $(awk -F, 'NR > 1 && $NF + 0 <= 0' "$csv" | head -3)"
 # the table: written, with the ceiling and the shared rows, nothing missing
@@ -126,7 +127,7 @@ md="$T/out/llama.md"
 [ -s "$md" ] || fail "no table"
 grep -q "missing\|failed" "$md" && fail "the table reports missing or failed runs: $(grep -m3 'missing\|failed' "$md")"
 grep -q "| d |" "$md" || fail "no d row in the table"
-grep -q "cs / csn decode" "$md" || fail "no cs / csn line in the table"
+grep -q "cs / csn decode" "$md" && grep -q "cs / csl decode" "$md" || fail "no cs / csn or cs / csl line in the table"
 grep -q "shared-host\|keep no private copy" "$md" || fail "no host-memory goal for d"
 
 # a second call, every expert resident (1.0: --n-cpu-moe 0, the pool holds

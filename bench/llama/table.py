@@ -74,7 +74,7 @@ def main():
     workloads = sorted({p[0] for p in promised}, key=lambda w: ["qwen", "gemma", "calib"].index(w)
                        if w in ("qwen", "gemma", "calib") else 9)
     goals = []
-    learned = []  # cs against csn, per workload and budget
+    learned = []  # the learned predictor's worth, per workload and budget
     rows = []  # (id, goal, what, measured or None: failed)
 
     def goal(gid, text, gexpr, measured_txt, value_txt, ok):
@@ -107,33 +107,33 @@ def main():
                 out.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
                     w, b, m, rng(tg), rng(pp), rng(vb, "{:.2f}"), rng(va, "{:.2f}"), rng(pb, "{:.2f}"),
                     rng(hit) if hit else "-", rng(rd, "{:.1f}") if m in SERVED else "-",
-                    rng(cp, "{:.1f}") if m in ("c", "cs", "csn", "d") else "-", "{:.0f}".format(med(vram)) if vram else "-",
+                    rng(cp, "{:.1f}") if m in OURS + ("d",) else "-", "{:.0f}".format(med(vram)) if vram else "-",
                     "{:.0f}".format(med(host)) if host else "-",
                     "{:.0f}".format(med(hus)) if hus else "-", f"{same}/{n}" if n else "-"))
                 real = w in ("qwen", "gemma")
-                if m in ("c", "cs", "csn") and vb:
+                if m in OURS and vb:
                     want = 2.0 if float(b) < 0.4 else 1.5
                     if real:
                         goal(f"llama-{w}-{b}-{m}-decode", f"{w} {b}: {m} decode >= {want}x b", f">= {want} x",
                              f"{med(vb):.2f}x", f"{med(vb):.2f} x", med(vb) >= want)
                     goal(f"llama-{w}-{b}-{m}-decode-min", f"{w} {b}: {m} decode never below b", ">= 1 x",
                          f"min {min(vb):.2f}x", f"{min(vb):.2f} x", min(vb) >= 1.0)
-                if m in ("c", "cs", "csn") and va and float(b) >= 1.0:
+                if m in OURS and va and float(b) >= 1.0:
                     goal(f"llama-{w}-{b}-{m}-fits", f"{w} {b} (every expert fits): {m} decode >= 0.97x a", ">= 0.97 x",
                          f"{med(va):.3f}x", f"{med(va):.3f} x", med(va) >= 0.97)
-                if m in ("c", "cs", "csn") and pb:
+                if m in OURS and pb:
                     goal(f"llama-{w}-{b}-{m}-prefill-min", f"{w} {b}: {m} prefill never below b", ">= 1 x",
                          f"min {min(pb):.2f}x", f"{min(pb):.2f} x", min(pb) >= 1.0)
-                if m in ("c", "cs", "csn"):
+                if m in OURS:
                     peer = "lru" if m == "c" else "lrus"  # the LRU read the same way
                     lr = ratio(w, b, m, b, peer, "tg")
                     if lr:
                         goal(f"llama-{w}-{b}-{m}-vs-lru", f"{w} {b}: {m} beats the in-process {peer}", ">= 1 x",
                              f"{med(lr):.2f}x", f"{med(lr):.2f} x", med(lr) > 1.0)
-                if m == "csn":  # the learned predictor's worth: cs has it, csn not
-                    lo = ratio(w, b, "cs", b, "csn", "tg")
+                if m in ("csn", "csl"):  # cs against its run with the learned predictor off / on
+                    lo = ratio(w, b, "cs", b, m, "tg")
                     if lo:
-                        learned.append(f"{w} {b}: cs / csn decode {rng(lo, '{:.3f}')} (the learned predictor on / off)")
+                        learned.append(f"{w} {b}: cs / {m} decode {rng(lo, '{:.3f}')} (the default against {LEARN[m]})")
                 if m == "d" and host:
                     # host RAM for the experts: foresightd's one arena whatever the
                     # number of engines, if the two keep no copy of their own: their
@@ -187,8 +187,10 @@ def main():
 
 TG = 128
 ROWS = None
-MODES = ("a", "b", "c", "cs", "csn", "lru", "lrus", "d")  # the table's order
-SERVED = ("c", "cs", "csn", "lru", "lrus", "d")  # modes whose experts the provider serves
+MODES = ("a", "b", "c", "cs", "csn", "csl", "lru", "lrus", "d")  # the table's order
+OURS = ("c", "cs", "csn", "csl")  # one llama.cpp process served by foresightd
+LEARN = {"csn": "--learn 0", "csl": "--learn 1"}  # what these daemons were given
+SERVED = OURS + ("lru", "lrus", "d")  # modes whose experts the provider serves
 if __name__ == "__main__":
     import os
     TG = int(os.environ.get("LB_TG", "128"))

@@ -116,13 +116,16 @@ void fsr_config_defaults(struct fsr_config *cfg)
  *  - cross_window: off.  Predicting a window's first layers from the last
  *    window's routing there changed nothing measurable: the recency tier
  *    already copies the last window's misses for the next window.
- *  - learn: off here, auto in foresightd (its `learn` option, 1; every
- *    host of the core that takes foresightd's options gets it).  For an
+ *  - learn: off, here and in foresightd (its `learn` option, 0).  For an
  *    engine that posts only usage the learned predictor (fsr_learn.c)
  *    removes 10-11 % of the default tiers' misses on the real traces at
- *    25 % slots, 3-7 % at 50 %, nothing at 10 and 75 %, 1-3 % on the
- *    calibrated model; an engine that predicts itself keeps its own
- *    (docs/results/replay.md, "Issue 32").  learn_decay 0.9995 per token
+ *    25 % slots in fs-replay, 3-7 % at 50 %, 1-3 % on the calibrated
+ *    model; but the one real engine that posts only usage, llama.cpp,
+ *    decodes 4 % slower with it at 26 % (1 x H100, qwen: its copies, used
+ *    one time in six, take the bus from the misses; at 52 % even), and on
+ *    the host backend at llama.cpp's pace it costs 5 % misses at 26 % on
+ *    both traces (docs/results/llama.md, "What limits it";
+ *    docs/results/replay.md, "Issue 32").  learn_decay 0.9995 per token
  *    (half-life ~1400 tokens: the model's routing statistics, not a
  *    session's), learn_post 8 (the engine bench's posting), learn_min_p
  *    0 here, 0.01 in foresightd.
