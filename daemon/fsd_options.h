@@ -181,6 +181,9 @@
 	  "the learned predictor, which predicts the next layers' experts from the routing engines " \
 	  "post: 0 off, 1 for engines that post no predictions of their own, 2 for every engine " \
 	  "(on llama.cpp's cold decode its copies cost more bus than their hits save)") \
+	X(fill, fill, ONOFF, 0, 1, 0, 1, 0, \
+	  "when the pool has a slot for every expert, copy every expert in once the arena is " \
+	  "loaded (the most used first), instead of each at its first use") \
 	X(learn_min_p, learn_min_p, DBL, 0, 0.01, 0.001, 1, FSD_POLICY, \
 	  "the learned predictor posts no candidate whose measured chance of use is below this") \
 	X(learn_decay, learn_decay, DBL, 0, 0.9995, 0.5, 1, FSD_POLICY, \

@@ -110,6 +110,27 @@ static int serve(struct fsd *d)
 	return 0;
 }
 
+static int fill_on_hot(struct fsd *d, void *arg)
+{
+	(void)arg;
+	return fsr_fill_all(d->core);
+}
+
+/* `fill`: a pool with a slot for every expert need not wait for each
+ * one's first use (a fresh daemon's engines would read every expert over
+ * the bus once).  Nothing is evicted for it; engines that attach meanwhile
+ * are served first (the fill is the scheduler's background work). */
+static void fill_pool(struct fsd *d)
+{
+	if (!d->cfg.fill || !d->core)
+		return;
+	int q = fsd_hot_call(d, fill_on_hot, NULL);
+	if (q > 0)
+		fsd_log(FSD_INFO, "fill: copying in all %d experts not resident: the pool has a slot for each", q);
+	else if (q < 0 && q != -EINVAL) /* -EINVAL: no tiers, nothing to fill */
+		fsd_log(FSD_WARN, "fill: not started: %s", strerror(-q));
+}
+
 /* The arena is whole (loaded, kept or synthetic): the fd store gets it,
  * ping answers, every attach is open and systemd hears READY=1. */
 static void whole(struct fsd *d)
@@ -121,6 +142,7 @@ static void whole(struct fsd *d)
 		fs_store_release(&d->layer_ready[l], FS_LAYER_READY);
 	fs_store_relaxed(&d->counters_daemon[FS_C_arena_layers_loaded], (uint64_t)d->cfg.layers);
 	__atomic_store_n(&d->loading, 0, __ATOMIC_RELEASE);
+	fill_pool(d);
 	fsd_log(FSD_INFO, "ready: pid %d, backend %s, model %s (%u layers x %u experts), %u cards x %u slots",
 		(int)getpid(), d->backend->name, d->cfg.model, d->cfg.layers, d->cfg.experts, d->cfg.cards,
 		d->cfg.slots);

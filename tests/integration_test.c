@@ -339,3 +339,38 @@ Test(integration, profile_save_and_load_round_trip, .timeout = 60)
 	cr_expect(strstr(buf, "\"ok\":false") && strstr(buf, "1024 counts"), "%s", buf);
 	cr_expect_eq(fsh_daemon_stop(&d), 0);
 }
+
+static double card0(const struct fsh_daemon *d, const char *key)
+{
+	cJSON *s = stats(d);
+	const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(s, "cards"), 0);
+	double v = jnum(c, NULL, key);
+	cJSON_Delete(s);
+	return v;
+}
+
+/* `fill`: a pool with a slot for every expert (16 x 64 here) holds them all
+ * before any engine asks, and evicts nothing for it; with fill off, or a
+ * slot short, a fresh daemon copies nothing until experts are used. */
+Test(integration, a_pool_that_fits_every_expert_is_filled_at_start, .timeout = 60)
+{
+	struct fsh_daemon d;
+	static const char *const all[] = {"--cards", "1", "--slots", "1024", NULL};
+	cr_assert_eq(fsh_daemon_start(&d, all), 0);
+	uint64_t t0 = fsh_now_ms();
+	while (card0(&d, "resident") < 1024 && fsh_now_ms() - t0 < 30000)
+		usleep(20000);
+	cr_expect_eq(card0(&d, "resident"), 1024, "every expert resident with no engine attached");
+	cr_expect_eq(card0(&d, "evicted"), 0);
+	cr_expect_eq(fsh_daemon_stop(&d), 0);
+
+	static const char *const off[] = {"--cards", "1", "--slots", "1024", "--fill", "off", NULL};
+	static const char *const short1[] = {"--cards", "1", "--slots", "1023", NULL};
+	const char *const *cases[] = {off, short1};
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(fsh_daemon_start(&d, cases[i]), 0);
+		usleep(500000);
+		cr_expect_eq(card0(&d, "copied"), 0, "case %d: nothing copied before any use", i);
+		cr_expect_eq(fsh_daemon_stop(&d), 0);
+	}
+}

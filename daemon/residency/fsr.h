@@ -358,6 +358,14 @@ int fsr_tier_speculative(unsigned tier);
  * hottest experts, hottest first (ties: lower expert id).  Tiers only:
  * -EINVAL otherwise. */
 int fsr_profile_load(struct fsr *r, const uint32_t *counts);
+/* When every card's slots hold every expert of the layers it serves: queue
+ * background copies of every expert not resident, in the order a profile
+ * of the current scores would fill the tiers (a fresh daemon: expert id
+ * order).  Nothing is ever evicted for them, so a pool that fits the model
+ * need not wait for each expert's first use.  Returns how many were
+ * queued; 0 when some card cannot hold them all (nothing queued); -EINVAL
+ * without tiers. */
+int fsr_fill_all(struct fsr *r);
 /* The decayed use scores now, rounded, in the same layout (what `fsctl
  * profile save` writes and fsr_profile_load() reads back). */
 void fsr_profile_save(const struct fsr *r, uint32_t *counts);

@@ -530,10 +530,15 @@ Test(sched, use_rate_not_measured_without_pred_adapt)
 }
 
 /* pred_adapt: 8 layers of 64 slots each (and 8 spare) and no bus model
- * (pred_auto_max 4): the predicted tier's auto size is 4 a layer. */
+ * (pred_auto_max 4): the predicted tier's auto size is 4 a layer.  128
+ * experts a layer: with a slot for every expert there would be no
+ * predicted tier (fsr_tiers_quotas). */
 static struct fsr *mk_adapt(uint32_t adapt, uint32_t predicted_slots)
 {
 	struct fsr_config c = scfg();
+	c.experts = 128;
+	c.expert_bytes = NULL;
+	c.uniform_bytes = 50000;
 	c.slots[0] = 8 + SL * 64;
 	c.adapt = 1;
 	c.bus_gbps = 0.0;

@@ -183,8 +183,9 @@ static int fill_one(struct fsr *r, uint32_t card, const struct ranked *rk, unsig
  * layer's share of its own tier): the static tier's size of them
  * card-wide, then per layer its recency and predicted sizes of the next
  * hottest of that layer. */
-static void fill(struct fsr *r, struct ranked *rk, size_t n)
+static unsigned fill(struct fsr *r, struct ranked *rk, size_t n)
 {
+	unsigned queued = 0;
 	uint32_t room[FS_MAX_CARDS];
 	for (uint32_t c = 0; c < r->cards; c++) {
 		struct fsr_card *cd = &r->card[c];
@@ -201,7 +202,7 @@ static void fill(struct fsr *r, struct ranked *rk, size_t n)
 			break;
 		for (uint32_t c = 0; c < r->cards; c++)
 			if (fsr_serves(r, c, rk[i].layer))
-				fill_one(r, c, &rk[i], FSR_TIER_STATIC, room);
+				queued += (unsigned)fill_one(r, c, &rk[i], FSR_TIER_STATIC, room);
 	}
 	static const unsigned per_layer[] = {FSR_TIER_RECENCY, FSR_TIER_PREDICTED};
 	for (unsigned t = 0; t < 2; t++) {
@@ -216,10 +217,73 @@ static void fill(struct fsr *r, struct ranked *rk, size_t n)
 				lroom[c] = q > have ? q - have : 0;
 				for (size_t j = i; j < n && lroom[c] > 0; j++)
 					if (rk[j].layer == l)
-						fill_one(r, c, &rk[j], per_layer[t], lroom);
+						queued += (unsigned)fill_one(r, c, &rk[j], per_layer[t], lroom);
 			}
 		}
 	}
+	return queued;
+}
+
+/* Every expert fits (fsr_fill_all): per layer, in rank order, the first
+ * ones to the static tier and the last to the layer's recency and predicted
+ * sizes, so no tier is asked for more than it holds (fill()'s card-wide
+ * static pass may give a layer one too few, its other tiers one too many). */
+static unsigned fill_every(struct fsr *r, const struct ranked *rk, size_t n)
+{
+	unsigned queued = 0;
+	uint32_t *seen = calloc(r->layers, sizeof(*seen));
+	if (seen == NULL)
+		return 0;
+	for (uint32_t c = 0; c < r->cards; c++) {
+		struct fsr_card *cd = &r->card[c];
+		memset(seen, 0, r->layers * sizeof(*seen));
+		for (size_t i = 0; i < n; i++) {
+			uint32_t l = rk[i].layer, k = seen[l]++;
+			if (!fsr_serves(r, c, l))
+				continue;
+			uint32_t rec = fsr_quota(cd, l, FSR_TIER_RECENCY), pred = fsr_quota(cd, l, FSR_TIER_PREDICTED);
+			unsigned tier = k + rec + pred < r->experts ? FSR_TIER_STATIC :
+					k + pred < r->experts	    ? FSR_TIER_RECENCY :
+									      FSR_TIER_PREDICTED;
+			uint32_t room[FS_MAX_CARDS] = {0};
+			room[c] = 1;
+			queued += (unsigned)fill_one(r, c, &rk[i], tier, room);
+		}
+	}
+	free(seen);
+	return queued;
+}
+
+/* Queue the fill of every card's tiers by the scores now (rounded):
+ * hottest first, ties by lower expert id; `every`: fill_every.  Returns
+ * how many were queued. */
+static int fill_by_score(struct fsr *r, int every)
+{
+	size_t n = (size_t)r->layers * r->experts;
+	struct ranked *rk = malloc(n * sizeof(*rk));
+	if (rk == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		rk[i] = (struct ranked){(uint32_t)lroundf(fsr_score(r, (uint32_t)i)), (uint16_t)(i / r->experts),
+					(uint16_t)(i % r->experts)};
+	qsort(rk, n, sizeof(*rk), by_count_desc);
+	unsigned queued = every ? fill_every(r, rk, n) : fill(r, rk, n);
+	free(rk);
+	return (int)queued;
+}
+
+int fsr_fill_all(struct fsr *r)
+{
+	if (!r->tiers)
+		return -EINVAL;
+	for (uint32_t c = 0; c < r->cards; c++) {
+		uint64_t need = 0;
+		for (uint32_t l = 0; l < r->layers; l++)
+			need += fsr_serves(r, c, l) ? r->experts : 0;
+		if (r->card[c].nslots < need)
+			return 0;
+	}
+	return fill_by_score(r, 1);
 }
 
 int fsr_profile_load(struct fsr *r, const uint32_t *counts)
@@ -227,20 +291,14 @@ int fsr_profile_load(struct fsr *r, const uint32_t *counts)
 	if (!r->tiers || counts == NULL)
 		return -EINVAL;
 	size_t n = (size_t)r->layers * r->experts;
-	struct ranked *rk = malloc(n * sizeof(*rk));
-	if (rk == NULL)
-		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		r->score[i] = (float)counts[i];
 		r->score_tick[i] = r->tick;
-		rk[i] = (struct ranked){counts[i], (uint16_t)(i / r->experts), (uint16_t)(i % r->experts)};
 	}
 	for (uint32_t c = 0; c < r->cards; c++)
 		memset(r->card[c].cold_ok, 0, r->layers);
-	qsort(rk, n, sizeof(*rk), by_count_desc);
-	fill(r, rk, n);
-	free(rk);
-	return 0;
+	int q = fill_by_score(r, 0);
+	return q < 0 ? q : 0;
 }
 
 void fsr_profile_save(const struct fsr *r, uint32_t *counts)

@@ -151,12 +151,26 @@ Test(tiers, reserved_sizes)
 	}
 	fsr_destroy(r);
 
-	/* FSR_AUTO: a 16th of the share (24 -> 1), predicted 1..4; spare:
-	 * at most 1 % of the card. */
+	/* FSR_AUTO: a 16th of the share, predicted 1..4; spare: one a layer,
+	 * at most 1 % of the card: 250 slots, 1 spare, shares 63 62 62 62. */
+	r = mk(tcfg(250, FSR_AUTO, FSR_AUTO, FSR_AUTO));
+	cr_assert_eq(info(r, 0, FSR_TIER_RECENCY).quota, 63 / 16);
+	cr_assert_eq(info(r, 0, FSR_TIER_PREDICTED).quota, 3);
+	cr_assert_eq(info(r, 0, FSR_TIER_STATIC).quota, 249 - 4 * (3 + 3));
+	fsr_destroy(r);
+
+	/* Every expert has a slot (1000 for 4 x 64): no spare, no auto recency
+	 * or predicted tier, every slot static (nothing need ever leave); an
+	 * explicit size stays. */
 	r = mk(tcfg(1000, FSR_AUTO, FSR_AUTO, FSR_AUTO));
-	cr_assert_eq(info(r, 0, FSR_TIER_RECENCY).quota, (1000 - 4) / 4 / 16);
-	cr_assert_eq(info(r, 0, FSR_TIER_PREDICTED).quota, 4);
-	cr_assert_eq(info(r, 0, FSR_TIER_STATIC).quota, 996 - 4 * (15 + 4));
+	cr_assert_eq(info(r, 0, FSR_TIER_RECENCY).quota, 0);
+	cr_assert_eq(info(r, 0, FSR_TIER_PREDICTED).quota, 0);
+	cr_assert_eq(info(r, 0, FSR_TIER_STATIC).quota, 1000);
+	fsr_destroy(r);
+	r = mk(tcfg(1000, 2, FSR_AUTO, FSR_AUTO));
+	cr_assert_eq(info(r, 3, FSR_TIER_RECENCY).quota, 2);
+	cr_assert_eq(info(r, 3, FSR_TIER_PREDICTED).quota, 0);
+	cr_assert_eq(info(r, 0, FSR_TIER_STATIC).quota, 1000 - 4 * 2);
 	fsr_destroy(r);
 
 	/* FSR_AUTO under 16 slots per layer (a few experts per layer): the
@@ -226,6 +240,55 @@ Test(tiers, profile_fills_static_card_wide_then_per_layer)
 	fsr_config_defaults(&c);
 	r = fsr_create(&c);
 	cr_assert_eq(fsr_profile_load(r, counts), -EINVAL);
+	fsr_destroy(r);
+}
+
+/* A pool that holds every expert is filled at once, the used ones first;
+ * one slot short, nothing is queued (a fill would only displace). */
+Test(tiers, fill_all_only_when_every_expert_fits)
+{
+	struct fsr *r = mk(tcfg(TL * TE - 1, FSR_AUTO, FSR_AUTO, 0));
+	cr_assert_eq(fsr_fill_all(r), 0);
+	settle(r, 0);
+	cr_assert_eq(fsr_lookup(r, 0, 0, 0), FSR_NONE, "one slot short: nothing copied");
+	fsr_destroy(r);
+
+	r = mk(tcfg(TL * TE, FSR_AUTO, FSR_AUTO, 0));
+	post(r, FS_REC_WIN_BEGIN, 0, 0, 0, 1, 0);
+	use(r, 2, 63, 0, 1); /* a miss: its candidate and a score */
+	post(r, FS_REC_WIN_END, 0, 0, 0, 1, 0);
+	cr_assert_eq(fsr_fill_all(r), (int)(TL * TE) - 1, "every expert but the one already wanted");
+	struct fsr_copy cp[4];
+	unsigned n = fsr_take_copies(r, 0, cp, 1, now_);
+	cr_assert_eq(n, 1);
+	cr_assert(cp[0].layer == 2 && cp[0].expert == 63, "the used expert goes first: %u/%u", cp[0].layer,
+		  cp[0].expert);
+	fsr_copy_done(r, 0, cp[0].slot, cp[0].gen, now_);
+	settle(r, 0);
+	for (uint32_t l = 0; l < TL; l++)
+		for (uint32_t e = 0; e < TE; e++)
+			cr_assert_neq(fsr_lookup(r, 0, l, e), FSR_NONE, "layer %u expert %u not resident", l, e);
+	cr_assert_eq(fsr_fill_all(r), 0, "nothing left to queue");
+	/* Windows of use move nothing out: every slot is static, no tier
+	 * recycles or demotes (predicted slots would leave at a window's end). */
+	for (uint32_t w = 2; w < 6; w++) {
+		post(r, FS_REC_WIN_BEGIN, 0, 0, 0, w, 0);
+		for (uint32_t l = 0; l < TL; l++)
+			for (uint32_t e = w; e < TE; e += 7)
+				use(r, l, e, 1, w);
+		post(r, FS_REC_WIN_END, 0, 0, 0, w, 0);
+		settle(r, 0);
+	}
+	cr_assert_eq(cc_[FS_CC_evicted], 0);
+	for (uint32_t l = 0; l < TL; l++)
+		for (uint32_t e = 0; e < TE; e++)
+			cr_assert_neq(fsr_lookup(r, 0, l, e), FSR_NONE, "layer %u expert %u left", l, e);
+	fsr_destroy(r);
+
+	struct fsr_config c = {.cards = 1, .slots = {TL * TE}, .layers = TL, .experts = TE, .max_clients = 1};
+	fsr_config_defaults(&c);
+	r = fsr_create(&c);
+	cr_assert_eq(fsr_fill_all(r), -EINVAL, "untiered cores have no fill");
 	fsr_destroy(r);
 }
 

@@ -155,8 +155,15 @@ void fsr_tiers_quotas(struct fsr *r, uint32_t card)
 	for (uint32_t l = 0; l < r->layers; l++)
 		nl += up && fsr_serves(r, card, l);
 	uint32_t spare = r->cfg_spare;
-	if (spare == FSR_AUTO) /* one per layer, at most 1 % of the card (fsr_core.c) */
+	if (spare == FSR_AUTO) /* one per layer, at most 1 % of the card (fsr_core.c); */
 		spare = nl < cd->nslots / 128 ? nl : cd->nslots / 128;
+	/* Every expert it serves has a slot: nothing need ever leave, so no
+	 * spare slots and no auto-sized recency or predicted tier (their slots
+	 * churn: a predicted copy leaves at its window's end, a promotion
+	 * demotes); every slot is the static tier's (fsr_fill_all fills it). */
+	int fits = up && nl > 0 && (uint64_t)nl * r->experts <= cd->nslots;
+	if (r->cfg_spare == FSR_AUTO && fits)
+		spare = 0;
 	uint32_t avail = spare < cd->nslots ? cd->nslots - spare : 0;
 	uint32_t base = nl ? avail / nl : 0, extra = nl ? avail % nl : 0, i = 0;
 	/* A live card that serves no layer keeps its static tier whole: with
@@ -198,6 +205,9 @@ void fsr_tiers_quotas(struct fsr *r, uint32_t card)
 			if (sz[t] == 0 && most > 0)
 				sz[t] = 1;
 		}
+		for (unsigned t = 0; t < FSR_NTIERS && fits; t++)
+			if (!fsr_tier_ops(t)->card_wide && r->cfg_slots[t] == FSR_AUTO)
+				sz[t] = 0;
 		for (unsigned t = 0; t < FSR_NTIERS; t++) {
 			q[t] = sz[t];
 			left -= sz[t];
