@@ -71,12 +71,18 @@ fsl_fsd_stop() {
 # The pool (MiB) of the expert weight bytes of layers ncpu..L-1: what
 # --n-cpu-moe ncpu leaves in VRAM (the slots also hold each part's zero
 # tail and alignment, so the pool holds slightly fewer experts than that).
+# ncpu 0 (every expert resident): a slot for every expert, slightly more
+# than their bytes.
 fsl_pool_mib() {
 	local model=$1 ncpu=$2
 	"$FSD" --model "$model" --describe 2>/dev/null | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 n = int(sys.argv[1])
+if n == 0:  # every expert fits: a slot each (slots are the largest expert, 4 KiB aligned)
+    slot = (int(d["max_expert_bytes"]) + 4095) // 4096 * 4096
+    print((slot * len(d["parts"]) * d["experts"] + (1 << 20) - 1) >> 20)
+    sys.exit(0)
 b = sum(sum(p["bytes"] for p in l["parts"]) for l in d["parts"] if l["layer"] >= n) * d["experts"]
 print(max(1, b >> 20))' "$ncpu"
 }

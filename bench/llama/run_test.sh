@@ -36,7 +36,7 @@ cat >"$B/daemon/foresightd" <<'SH'
 #!/usr/bin/env bash
 for a in "$@"; do
 	if [ "$a" = --describe ]; then
-		echo '{"layers":4,"experts":8,"parts":[{"layer":0,"parts":[{"bytes":1048576}]},{"layer":1,"parts":[{"bytes":1048576}]},{"layer":2,"parts":[{"bytes":1048576}]},{"layer":3,"parts":[{"bytes":1048576}]}]}'
+		echo '{"layers":4,"experts":8,"max_expert_bytes":1572864,"parts":[{"layer":0,"parts":[{"bytes":1048576}]},{"layer":1,"parts":[{"bytes":1048576}]},{"layer":2,"parts":[{"bytes":1048576}]},{"layer":3,"parts":[{"bytes":1048576}]}]}'
 		exit 0
 	fi
 done
@@ -145,5 +145,8 @@ RT_FSD_ARGS="$T/fsd-args.log" PATH="$T/bin:$PATH" FSL_OUT="$T/fsl" FSL_WORK="$T/
 [ "$(wc -l <"$T/out2/llama-promised.txt")" = 4 ] || fail "1.0: promised $(wc -l <"$T/out2/llama-promised.txt") runs, expected 4 (a, cs: tg, pp)"
 [ "$(grep -c '^qwen,1.0,\(a\|cs\),1,0,\(tg\|pp\),[^,]*,ok,' "$T/out2/llama-runs.csv")" = 4 ] || fail "1.0: not 4 runs ok: $(grep '^qwen,1.0,' "$T/out2/llama-runs.csv")"
 grep '^qwen,1.0,cs,1,0,tg,' "$T/out2/llama-runs.csv" | awk -F, '$17 != 0 { exit 1 }' || fail "1.0: cs ran with --n-cpu-moe $(grep '^qwen,1.0,cs,1,0,tg,' "$T/out2/llama-runs.csv" | cut -d, -f17), not 0"
+# a slot for every expert (4 layers x 8, slots of the largest, 1.5 MiB), not just their bytes
+# (32 MiB): the last daemon's pool
+tail -1 "$T/fsd-args.log" | grep -q -- "--pool-mib 48\( \|$\)" || fail "1.0: the pool is not a slot per expert: $(tail -1 "$T/fsd-args.log")"
 grep -q "every expert fits): cs decode >= 0.97x a | 1.000x | yes" "$T/out2/llama.md" || fail "1.0: no 'every expert fits' goal row judged against a: $(grep -i 'fits' "$T/out2/llama.md")"
 echo "run_test: run.sh ran $got runs of 8 modes on stand-ins and wrote the table; a second call at 1.0 ran a and cs and judged cs against a"
