@@ -22,7 +22,15 @@
 #   off-np --learn 0 --predicted-slots 0 (no predicted tier: its slots static's)
 #   static --learn 0 --predicted-slots 0 --recency-slots 0 (the static tier
 #          alone: the most used experts so far, as an LFU would keep them)
-# HP_CONFIGS (all of them) names a subset, e.g. "off on adapt".
+#   nofill --fill off: at budget 1.0 (a slot for every expert) the pool is
+#          not filled at start, each expert copied at its first use
+# Budget 1.0 runs off and nofill only (the others are off's there: no
+# predicted tier when every expert fits), the others every configuration
+# but nofill (the fill needs a slot for every expert).  The engine starts
+# once the daemon's copies stop (a filled pool: as on the GPU, where the
+# fill ends while llama.cpp loads the rest of the model).
+# HP_CONFIGS (all of them) names a subset, e.g. "off on adapt"; HP_BUDGETS
+# ("0.26 0.52 1.0") the budgets.
 # HP_REPS (3) repetitions, interleaved.  Experts are 64 KiB and the bus
 # HP_BUS_GBPS (0.5 GB/s), so a copy takes ~130 us: a 3 MiB expert takes
 # 60-90 us on the GPU machine's link (~50 GB/s, less what llama.cpp's
@@ -57,9 +65,18 @@ PID=
 CSV="$OUT/host-policy.csv"
 echo "trace,budget,config,rep,slots,hits,misses,copied,too_late" >"$CSV"
 declare -A ARGS=([off]="--learn 0" [on]="--learn 1" [on-p3]="--learn 1 --learn-min-p 0.3"
-	[adapt]="--learn 1 --pred-adapt on" [off-np]="--learn 0 --predicted-slots 0" [static]="--learn 0 --predicted-slots 0 --recency-slots 0")
-# shellcheck disable=SC2206 # a list of names
-CONFIGS=(${HP_CONFIGS:-off on on-p3 adapt off-np static})
+	[adapt]="--learn 1 --pred-adapt on" [off-np]="--learn 0 --predicted-slots 0" [static]="--learn 0 --predicted-slots 0 --recency-slots 0"
+	[nofill]="--learn 0 --fill off")
+# shellcheck disable=SC2206 # lists of names
+CONFIGS=(${HP_CONFIGS:-off on on-p3 adapt off-np static nofill})
+# shellcheck disable=SC2206
+BUDGETS=(${HP_BUDGETS:-0.26 0.52 1.0})
+configs_at() { # budget: the configurations run there
+	local c
+	for c in "${CONFIGS[@]}"; do
+		if [ "$1" = 1.0 ]; then [ "$c" = off ] || [ "$c" = nofill ] && echo "$c"; else [ "$c" = nofill ] || echo "$c"; fi
+	done
+}
 for c in "${CONFIGS[@]}"; do
 	[ -n "${ARGS[$c]+set}" ] || {
 		echo "host_policy.sh: HP_CONFIGS: no configuration '$c' (${!ARGS[*]})" >&2
@@ -80,6 +97,13 @@ run_one() { # trace budget config rep slots layers experts used decode.csv
 		"$FSCTL" --socket "$sock" stats >/dev/null 2>&1 && break
 		sleep 0.1
 	done
+	local prev=-1 now
+	for _ in $(seq 1 200); do # until its copies stop (the fill, if any)
+		now=$("$FSCTL" --socket "$sock" stats --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["cards"][0]["copied"])')
+		[ "$now" = "$prev" ] && break
+		prev=$now
+		sleep 0.3
+	done
 	if "$DEMO" --socket "$sock" --trace "$dec" --windows 128 --predict none --hold-us "$HOLD" --quiet >"$W/demo.log" 2>&1 &&
 		"$FSCTL" --socket "$sock" stats --json >"$W/st.json" 2>/dev/null; then
 		python3 -c 'import json,sys
@@ -96,7 +120,7 @@ print(",".join(str(c[k]) for k in ("slots", "hits", "misses", "copied", "too_lat
 
 for t in qwen gemma; do
 	f="$TRACES/$t.route.csv"
-	for b in 0.26 0.52; do for c in "${CONFIGS[@]}"; do PROMISED+=("$t,$b,$c"); done; done
+	for b in "${BUDGETS[@]}"; do for c in $(configs_at "$b"); do PROMISED+=("$t,$b,$c"); done; done
 	if [ ! -f "$f" ]; then
 		echo "host_policy: $f absent: its rows are not run" >&2
 		continue
@@ -106,11 +130,12 @@ for t in qwen gemma; do
 	dec="$W/$t-decode.csv"
 	awk -F, '/^#/ || /^turn/ || $2 == 1' "$f" >"$dec"
 	for r in $(seq 1 "$REPS"); do
-		for b in 0.26 0.52; do
+		for b in "${BUDGETS[@]}"; do
 			slots=$(python3 -c "print(round($b * $L * $E))")
-			n=${#CONFIGS[@]}
+			mapfile -t cs < <(configs_at "$b")
+			n=${#cs[@]}
 			for k in $(seq 0 $((n - 1))); do # rotated each repetition
-				run_one "$t" "$b" "${CONFIGS[$(((k + r) % n))]}" "$r" "$slots" "$L" "$E" "$K" "$dec"
+				run_one "$t" "$b" "${cs[$(((k + r) % n))]}" "$r" "$slots" "$L" "$E" "$K" "$dec"
 			done
 		done
 	done
@@ -134,8 +159,8 @@ for p in promised:
         continue
     off = {r["rep"]: r for r in runs if (r["trace"], r["budget"], r["config"]) == (t, b, "off")}
     hit = [100 * int(r["hits"]) / (int(r["hits"]) + int(r["misses"])) for r in rs]
-    mv = [int(r["misses"]) / int(off[r["rep"]]["misses"]) for r in rs if r["rep"] in off]
-    cv = [int(r["copied"]) / int(off[r["rep"]]["copied"]) for r in rs if r["rep"] in off]
+    mv = [int(r["misses"]) / int(off[r["rep"]]["misses"]) for r in rs if r["rep"] in off and int(off[r["rep"]]["misses"])]
+    cv = [int(r["copied"]) / int(off[r["rep"]]["copied"]) for r in rs if r["rep"] in off and int(off[r["rep"]]["copied"])]
     print(f"| {t} | {b} | {c} | {rs[0]['slots']} | {rng(hit, '{:.2f}')} | {rng([int(r['misses']) for r in rs], '{:.0f}')} "
           f"| {rng([int(r['copied']) for r in rs], '{:.0f}')} | {rng(mv, '{:.3f}')} | {rng(cv, '{:.2f}')} |")
 print()
