@@ -6,7 +6,7 @@
 # learned predictor adds for an engine that posts only its routing and
 # starts cold, as bench/llama/run.sh's served runs do.
 #
-#   bash bench/llama/host_policy.sh [OUTDIR]     (~8 minutes on 2 cores)
+#   bash bench/llama/host_policy.sh [OUTDIR]     (~11 minutes on 2 cores)
 #
 # Per real trace (qwen, gemma: their decode rows only, the 128 tokens
 # run.sh decodes from an empty context) and budget (26 and 52 % of the
