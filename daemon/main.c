@@ -126,7 +126,8 @@ static void fill_pool(struct fsd *d)
 		return;
 	int q = fsd_hot_call(d, fill_on_hot, NULL);
 	if (q > 0)
-		fsd_log(FSD_INFO, "fill: copying in all %d experts not resident: the pool has a slot for each", q);
+		fsd_log(FSD_INFO,
+			"fill: copying in all %d experts not resident: the pool has a slot for each", q);
 	else if (q < 0 && q != -EINVAL) /* -EINVAL: no tiers, nothing to fill */
 		fsd_log(FSD_WARN, "fill: not started: %s", strerror(-q));
 }

@@ -217,7 +217,8 @@ static unsigned fill(struct fsr *r, struct ranked *rk, size_t n)
 				lroom[c] = q > have ? q - have : 0;
 				for (size_t j = i; j < n && lroom[c] > 0; j++)
 					if (rk[j].layer == l)
-						queued += (unsigned)fill_one(r, c, &rk[j], per_layer[t], lroom);
+						queued += (unsigned)fill_one(r, c, &rk[j], per_layer[t],
+									     lroom);
 			}
 		}
 	}
@@ -241,10 +242,11 @@ static unsigned fill_every(struct fsr *r, const struct ranked *rk, size_t n)
 			uint32_t l = rk[i].layer, k = seen[l]++;
 			if (!fsr_serves(r, c, l))
 				continue;
-			uint32_t rec = fsr_quota(cd, l, FSR_TIER_RECENCY), pred = fsr_quota(cd, l, FSR_TIER_PREDICTED);
+			uint32_t rec = fsr_quota(cd, l, FSR_TIER_RECENCY),
+				 pred = fsr_quota(cd, l, FSR_TIER_PREDICTED);
 			unsigned tier = k + rec + pred < r->experts ? FSR_TIER_STATIC :
-					k + pred < r->experts	    ? FSR_TIER_RECENCY :
-									      FSR_TIER_PREDICTED;
+					k + pred < r->experts       ? FSR_TIER_RECENCY :
+								      FSR_TIER_PREDICTED;
 			uint32_t room[FS_MAX_CARDS] = {0};
 			room[c] = 1;
 			queued += (unsigned)fill_one(r, c, &rk[i], tier, room);
@@ -264,8 +266,8 @@ static int fill_by_score(struct fsr *r, int every)
 	if (rk == NULL)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
-		rk[i] = (struct ranked){(uint32_t)lroundf(fsr_score(r, (uint32_t)i)), (uint16_t)(i / r->experts),
-					(uint16_t)(i % r->experts)};
+		rk[i] = (struct ranked){(uint32_t)lroundf(fsr_score(r, (uint32_t)i)),
+					(uint16_t)(i / r->experts), (uint16_t)(i % r->experts)};
 	qsort(rk, n, sizeof(*rk), by_count_desc);
 	unsigned queued = every ? fill_every(r, rk, n) : fill(r, rk, n);
 	free(rk);

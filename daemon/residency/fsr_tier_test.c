@@ -267,7 +267,8 @@ Test(tiers, fill_all_only_when_every_expert_fits)
 	settle(r, 0);
 	for (uint32_t l = 0; l < TL; l++)
 		for (uint32_t e = 0; e < TE; e++)
-			cr_assert_neq(fsr_lookup(r, 0, l, e), FSR_NONE, "layer %u expert %u not resident", l, e);
+			cr_assert_neq(fsr_lookup(r, 0, l, e), FSR_NONE, "layer %u expert %u not resident", l,
+				      e);
 	cr_assert_eq(fsr_fill_all(r), 0, "nothing left to queue");
 	/* Windows of use move nothing out: every slot is static, no tier
 	 * recycles or demotes (predicted slots would leave at a window's end). */
