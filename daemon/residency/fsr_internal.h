@@ -430,6 +430,8 @@ FSR_INTERNAL void fsr_tier_gauges(struct fsr *r, uint32_t card);
 /* fsr_tiers.c: the tier table, reserved sizes, the order slots leave tiers in. */
 FSR_INTERNAL int fsr_tiers_init(struct fsr *r, uint32_t card);
 FSR_INTERNAL void fsr_tiers_quotas(struct fsr *r, uint32_t card);
+/* Every expert of the layers `card` serves (while up) has a slot of it. */
+FSR_INTERNAL int fsr_card_fits(const struct fsr *r, uint32_t card);
 FSR_INTERNAL void fsr_tiers_pred_adapt(struct fsr *r, uint32_t card);
 FSR_INTERNAL uint32_t fsr_tier_victim(struct fsr *r, uint32_t card, uint32_t layer, unsigned tier);
 FSR_INTERNAL int fsr_tier_room(struct fsr *r, uint32_t card, uint32_t layer, unsigned tier, uint32_t need);

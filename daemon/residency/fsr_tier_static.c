@@ -278,13 +278,9 @@ int fsr_fill_all(struct fsr *r)
 {
 	if (!r->tiers)
 		return -EINVAL;
-	for (uint32_t c = 0; c < r->cards; c++) {
-		uint64_t need = 0;
-		for (uint32_t l = 0; l < r->layers; l++)
-			need += fsr_serves(r, c, l) ? r->experts : 0;
-		if (r->card[c].nslots < need)
+	for (uint32_t c = 0; c < r->cards; c++)
+		if (!fsr_card_fits(r, c))
 			return 0;
-	}
 	return fill_by_score(r, 1);
 }
 

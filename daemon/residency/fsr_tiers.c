@@ -144,6 +144,14 @@ static void split_share(const struct fsr *r, uint32_t share, uint32_t q[FSR_NTIE
 		q[rest] = left;
 }
 
+int fsr_card_fits(const struct fsr *r, uint32_t card)
+{
+	uint64_t need = 0;
+	for (uint32_t l = 0; l < r->layers && fsr_is_up(r, card); l++)
+		need += fsr_serves(r, card, l) ? r->experts : 0;
+	return need <= r->card[card].nslots;
+}
+
 /* Reserved sizes of one card, from the layers it serves now.  A layer
  * moving between cards can leave a tier above its new size; the scheduler
  * then trims it (fsr_sched.c) before it copies anything. */
@@ -154,16 +162,14 @@ void fsr_tiers_quotas(struct fsr *r, uint32_t card)
 	int up = fsr_is_up(r, card); /* a card that is down reserves nothing (fsr_card.c) */
 	for (uint32_t l = 0; l < r->layers; l++)
 		nl += up && fsr_serves(r, card, l);
-	uint32_t spare = r->cfg_spare;
-	if (spare == FSR_AUTO) /* one per layer, at most 1 % of the card (fsr_core.c); */
-		spare = nl < cd->nslots / 128 ? nl : cd->nslots / 128;
 	/* Every expert it serves has a slot: nothing need ever leave, so no
 	 * spare slots and no auto-sized recency or predicted tier (their slots
 	 * churn: a predicted copy leaves at its window's end, a promotion
 	 * demotes); every slot is the static tier's (fsr_fill_all fills it). */
-	int fits = up && nl > 0 && (uint64_t)nl * r->experts <= cd->nslots;
-	if (r->cfg_spare == FSR_AUTO && fits)
-		spare = 0;
+	int fits = nl > 0 && fsr_card_fits(r, card);
+	uint32_t spare = r->cfg_spare;
+	if (spare == FSR_AUTO) /* one per layer, at most 1 % of the card (fsr_core.c); none if it fits */
+		spare = fits ? 0 : nl < cd->nslots / 128 ? nl : cd->nslots / 128;
 	uint32_t avail = spare < cd->nslots ? cd->nslots - spare : 0;
 	uint32_t base = nl ? avail / nl : 0, extra = nl ? avail % nl : 0, i = 0;
 	/* A live card that serves no layer keeps its static tier whole: with
