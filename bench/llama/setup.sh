@@ -46,7 +46,7 @@ t0=$(date +%s)
 # ---- llama.cpp (patched, CUDA) and the driver ------------------------------
 if [ "$(cat "$FSL_OUT/llama.stamp" 2>/dev/null)" != "$llama_stamp" ]; then
 	pre=$(ls .llama/prebuilt-"$llama_stamp".tar.xz.part* 2>/dev/null | head -1 || true)
-	sets=$(ls .llama/prebuilt-*.tar.xz.part00 2>/dev/null | wc -l)
+	sets=$( (ls .llama/prebuilt-*.tar.xz.part00 2>/dev/null || true) | wc -l) # none: build from the bundle
 	if [ -z "$pre" ] && [ "$sets" = 1 ] && [ -z "${FSL_REQUIRE_STAMP:-}" ]; then
 		# One carried build, made for other inputs than these hash to here:
 		# say so loudly and use it (FSL_REQUIRE_STAMP=1 rebuilds instead).
