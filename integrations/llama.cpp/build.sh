@@ -119,8 +119,22 @@ fi
 cmake --build "$bdir" -j "$jobs" --target $targets >"$bdir.log" 2>&1 || { tail -30 "$bdir.log" >&2; die "building llama.cpp failed: $bdir.log"; }
 echo "build.sh: llama.cpp built in $bdir"
 
+# A host with the CUDA toolkit but no driver (a build machine, not the GPU
+# one) has no libcuda.so.1 for the linker to resolve libggml-cuda's driver
+# calls against: link the driver through the toolkit's stub under that name
+# (the GPU machine's real one is what loads at run time).
+drv_ld=()
+if [ -n "$cuda" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+	stub=$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")/../lib64/stubs/libcuda.so
+	if [ -f "$stub" ]; then
+		mkdir -p "$out/cuda-stub"
+		ln -sf "$(cd "$(dirname "$stub")" && pwd)/libcuda.so" "$out/cuda-stub/libcuda.so.1"
+		drv_ld=("-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath-link,$out/cuda-stub")
+		echo "build.sh: no libcuda.so.1 here (no driver): the driver links through the toolkit's stub"
+	fi
+fi
 if [ -f "$HERE/driver/CMakeLists.txt" ]; then
-	cmake -S "$HERE/driver" -B "$bdir-driver" -DCMAKE_BUILD_TYPE=Release "-DLLAMA_BUILD_DIR=$bdir" \
+	cmake -S "$HERE/driver" -B "$bdir-driver" -DCMAKE_BUILD_TYPE=Release "-DLLAMA_BUILD_DIR=$bdir" "${drv_ld[@]}" \
 		>"$bdir-driver.log" 2>&1 && cmake --build "$bdir-driver" -j "$jobs" >>"$bdir-driver.log" 2>&1 ||
 		{ tail -30 "$bdir-driver.log" >&2; die "building the driver failed: $bdir-driver.log"; }
 	echo "build.sh: driver built in $bdir-driver"
